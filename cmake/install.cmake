@@ -1,0 +1,19 @@
+include(GNUInstallDirs)
+include(CMakePackageConfigHelpers)
+
+install(TARGETS ito_static ito_shared EXPORT itoTargets
+  ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+  LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+  INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/ito DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(EXPORT itoTargets NAMESPACE ito:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/ito)
+
+configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/itoConfig.cmake.in
+  ${PROJECT_BINARY_DIR}/itoConfig.cmake INSTALL_DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/ito)
+write_basic_package_version_file(${PROJECT_BINARY_DIR}/itoConfigVersion.cmake
+  COMPATIBILITY SameMinorVersion)
+install(FILES ${PROJECT_BINARY_DIR}/itoConfig.cmake ${PROJECT_BINARY_DIR}/itoConfigVersion.cmake
+  DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/ito)
+
+configure_file(${PROJECT_SOURCE_DIR}/cmake/ito.pc.in ${PROJECT_BINARY_DIR}/ito.pc @ONLY)
+install(FILES ${PROJECT_BINARY_DIR}/ito.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)

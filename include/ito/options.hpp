@@ -1,0 +1,45 @@
+// Runtime options: what a program can set in code, and the ITO_* variables that
+// fill in whatever it leaves at zero.
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <stdexcept>
+#include <string>
+
+namespace ito {
+
+// Where ULT stacks come from. `fixed` works with any code; `lazy` and
+// `fair_use` need code built with -fsplit-stack (see docs/STACKS.md).
+enum class stack_policy { fixed, lazy, fair_use };
+
+struct options {
+  unsigned workers = 0;          // 0: ITO_WORKERS, else the CPUs in the affinity mask
+  std::size_t stack_size = 0;    // bytes; 0: ITO_STACK_SIZE, else default_stack_size
+  std::optional<bool> bind;      // pin worker i to the i-th allowed CPU; unset: ITO_BIND
+  std::optional<bool> stats;     // print per-worker counters at exit; unset: ITO_STATS
+  stack_policy stacks = stack_policy::fixed;
+
+  static constexpr std::size_t default_stack_size = 64 * 1024;
+  static constexpr std::size_t min_stack_size = 16 * 1024;
+  static constexpr std::size_t max_stack_size = std::size_t{1} << 30;
+  static constexpr unsigned max_workers = 1024;
+};
+
+// A bad option value, or a bad ITO_* variable; what() names it and the accepted range.
+class config_error : public std::invalid_argument {
+ public:
+  config_error(const std::string& what, bool from_environment)
+      : std::invalid_argument(what), from_environment_(from_environment) {}
+  // True when an ITO_* variable, not the program's options, is at fault.
+  bool from_environment() const noexcept { return from_environment_; }
+
+ private:
+  bool from_environment_;
+};
+
+// Fills every unset field from the environment and checks all of them.
+// Throws config_error.
+options resolve_options(options requested);
+
+}  // namespace ito

@@ -1,0 +1,28 @@
+// The runtime: workers, stacks, timers. Constructing it turns the calling OS
+// thread into the main ULT, bound to worker 0; destroying it waits for every
+// ULT to finish and stops the workers.
+#pragma once
+
+#include "ito/options.hpp"
+
+namespace ito {
+
+class runtime {
+ public:
+  // Throws config_error for bad options; exits with status 2 after naming a
+  // bad ITO_* variable. Only one runtime may exist at a time (usage_error).
+  explicit runtime(const options& requested = {});
+  ~runtime();
+  runtime(const runtime&) = delete;
+  runtime& operator=(const runtime&) = delete;
+
+  unsigned workers() const noexcept;
+  const options& settings() const noexcept;
+};
+
+// True when the caller runs as a ULT of a live runtime.
+bool in_ult() noexcept;
+// The index of the worker running the caller, or -1 outside a ULT.
+int current_worker_index() noexcept;
+
+}  // namespace ito

@@ -1,0 +1,222 @@
+// Seed 000's C++ API: start_main_thread, create_thread, join, yield; futures
+// whose result lives at the top of the child's stack (no heap allocation).
+#pragma once
+
+#include <cerrno>
+#include <exception>
+#include <functional>
+#include <new>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+
+#include "ito/error.hpp"
+#include "ito/runtime.hpp"
+#include "ito/ult.hpp"
+
+namespace ito {
+
+namespace detail {
+
+// Holds a result of any type, references included.
+template <class R>
+struct result_box {
+  alignas(R) unsigned char bytes[sizeof(R)];
+  bool has = false;
+  template <class... A>
+  void emplace(A&&... a) {
+    ::new (bytes) R(std::forward<A>(a)...);
+    has = true;
+  }
+  R take() { return std::move(*std::launder(reinterpret_cast<R*>(bytes))); }
+  void reset() noexcept {
+    if (has) std::launder(reinterpret_cast<R*>(bytes))->~R();
+    has = false;
+  }
+};
+template <class R>
+struct result_box<R&> {
+  R* ptr = nullptr;
+  bool has = false;
+  void emplace(R& r) { ptr = &r, has = true; }
+  R& take() { return *ptr; }
+  void reset() noexcept { has = false; }
+};
+template <>
+struct result_box<void> {
+  bool has = false;
+  void take() {}
+  void reset() noexcept { has = false; }
+};
+
+// True for the exception ito::exit() unwinds with (it must reach the ULT's entry).
+bool is_exit_unwind(const std::exception_ptr& e) noexcept;
+
+template <class F, class... Args>
+struct task_frame {
+  using result_type = std::invoke_result_t<std::decay_t<F>, std::decay_t<Args>...>;
+  using call_type = std::tuple<std::decay_t<F>, std::decay_t<Args>...>;
+
+  alignas(call_type) unsigned char call_bytes[sizeof(call_type)];
+  bool call_alive = false;
+  result_box<result_type> result;
+  std::exception_ptr error;
+
+  call_type& call() { return *std::launder(reinterpret_cast<call_type*>(call_bytes)); }
+  void destroy_call() noexcept {
+    if (call_alive) call().~call_type();
+    call_alive = false;
+  }
+
+  static void run(void* p) {
+    auto* self = static_cast<task_frame*>(p);
+    try {
+      if constexpr (std::is_void_v<result_type>) {
+        std::apply([](auto&& f, auto&&... a) { std::invoke(std::move(f), std::move(a)...); },
+                   self->call());
+        self->result.has = true;
+      } else {
+        self->result.emplace(std::apply(
+            [](auto&& f, auto&&... a) -> result_type {
+              return std::invoke(std::move(f), std::move(a)...);
+            },
+            self->call()));
+      }
+    } catch (...) {
+      self->destroy_call();
+      if (detail::is_exit_unwind(std::current_exception())) throw;
+      self->error = std::current_exception();
+      return;
+    }
+    self->destroy_call();
+  }
+  static void cleanup(void* p) noexcept {
+    auto* self = static_cast<task_frame*>(p);
+    self->destroy_call();
+    self->result.reset();
+    self->~task_frame();
+  }
+};
+
+}  // namespace detail
+
+// The result of create_thread. Move-only. Destroying a future that was never
+// waited for detaches its ULT.
+template <class R>
+class future {
+ public:
+  future() = default;
+  future(future&& o) noexcept : id_(std::exchange(o.id_, {})), result_(o.result_), error_(o.error_) {}
+  future& operator=(future&& o) noexcept {
+    if (this != &o) {
+      drop();
+      id_ = std::exchange(o.id_, {});
+      result_ = o.result_;
+      error_ = o.error_;
+    }
+    return *this;
+  }
+  future(const future&) = delete;
+  future& operator=(const future&) = delete;
+  ~future() { drop(); }
+
+  bool valid() const noexcept { return id_.p != nullptr; }
+  // True when the ULT has finished; never waits.
+  bool ready() const {
+    check_valid("ready");
+    return detail::ult_finished(id_);
+  }
+  // Waits for the ULT to finish, keeping the result for get().
+  void wait() const {
+    check_valid("wait");
+    detail::ult_wait(id_);
+  }
+  // Waits, then returns the result (or rethrows the ULT's exception). Once only.
+  R get() {
+    check_valid("get");
+    detail::ult_wait(id_);
+    ult_id id = std::exchange(id_, {});
+    struct releaser {
+      ult_id id;
+      ~releaser() { detail::ult_release(id); }
+    } release_at_exit{id};
+    if (*error_) std::rethrow_exception(*error_);
+    if (!result_->has) {
+      if constexpr (std::is_void_v<R>) return;
+      else throw usage_error(EINVAL, "ito: the ULT ended by ito::exit() and has no result");
+    }
+    return result_->take();
+  }
+
+ private:
+  template <class F, class... A>
+  friend auto create_thread(F&& fn, A&&... args)
+      -> future<std::invoke_result_t<std::decay_t<F>, std::decay_t<A>...>>;
+
+  void check_valid(const char* what) const {
+    if (!valid()) throw usage_error(EINVAL, std::string("ito::future::") + what +
+                                                ": no ULT (already joined, moved from, or empty)");
+  }
+  void drop() noexcept {
+    if (!valid()) return;
+    try {
+      detach(std::exchange(id_, {}));
+    } catch (const usage_error&) {
+      // The runtime is gone, and the ULT with it: nothing is left to free.
+    }
+  }
+
+  ult_id id_{};
+  detail::result_box<R>* result_ = nullptr;
+  std::exception_ptr* error_ = nullptr;
+};
+
+// Creates a ULT running fn(args...) (decay-copied, as std::thread does) and
+// switches to it at once; the caller continues when a worker resumes it.
+template <class F, class... A>
+auto create_thread(F&& fn, A&&... args)
+    -> future<std::invoke_result_t<std::decay_t<F>, std::decay_t<A>...>> {
+  using frame = detail::task_frame<F, A...>;
+  using R = typename frame::result_type;
+  if (!in_ult()) detail::throw_outside_ult("ito::create_thread");
+  allocated_ult th = allocate(sizeof(frame));
+  auto* f = ::new (th.ptr) frame;
+  ::new (f->call_bytes) typename frame::call_type(std::forward<F>(fn), std::forward<A>(args)...);
+  f->call_alive = true;
+  detail::ult_set_cleanup(th.id, &frame::cleanup);
+  future<R> result;
+  result.id_ = th.id;
+  result.result_ = &f->result;
+  result.error_ = &f->error;
+  fork(th, &frame::run);
+  return result;
+}
+
+// Waits for the ULT and returns its result: decltype(fn(args...)), references kept.
+template <class R>
+R join(future<R>&& f) {
+  return f.get();
+}
+template <class R>
+R join(future<R>& f) {
+  return f.get();
+}
+
+// Runs fn(args...) as the first ULT on `workers` workers; returns its result
+// once it ends and every other ULT has finished.
+template <class F, class... A>
+decltype(auto) start_main_thread_with_worker_size(std::size_t workers, F&& fn, A&&... args) {
+  options o;
+  o.workers = static_cast<unsigned>(workers);
+  runtime rt(o);
+  return std::invoke(std::forward<F>(fn), std::forward<A>(args)...);
+}
+
+// As above with one worker per CPU (or ITO_WORKERS).
+template <class F, class... A>
+decltype(auto) start_main_thread(F&& fn, A&&... args) {
+  runtime rt;
+  return std::invoke(std::forward<F>(fn), std::forward<A>(args)...);
+}
+
+}  // namespace ito

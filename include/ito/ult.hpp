@@ -1,0 +1,50 @@
+// Seed 003's low-level ULT API: allocate a ULT with room at the top of its
+// stack, construct anything there, then fork it. Also join, detach, yield, exit.
+#pragma once
+
+#include <cstddef>
+
+namespace ito {
+
+struct ult_id {
+  void* p = nullptr;
+  friend bool operator==(ult_id, ult_id) = default;
+};
+
+struct allocated_ult {
+  ult_id id;
+  void* ptr;  // `size` bytes, 16-byte aligned, at the top of the new ULT's stack
+};
+
+// All of these must be called from a ULT; outside one they throw usage_error(EPERM).
+allocated_ult allocate(std::size_t size);
+// Runs func(th.ptr) as a new ULT, child first: the caller resumes when a worker
+// gets to it. An exception escaping func aborts the process.
+void fork(allocated_ult th, void (*func)(void*));
+// Waits for the ULT to end and frees it; the bytes at ptr are gone afterwards.
+void join(ult_id id);
+// The ULT will free itself when it ends; it must not be joined.
+void detach(ult_id id);
+// Lets other ULTs run. push_to_head: run after everything else on this worker,
+// and be the first to be stolen.
+void yield(bool push_to_head = false);
+// Ends the calling ULT: unwinds its stack (destructors run) to its entry.
+[[noreturn]] void exit();
+
+// The running ULT's id (0 for the main ULT), or ~0 outside a ULT.
+unsigned long long this_ult_id() noexcept;
+
+// Suspends the calling ULT for at least `nanoseconds`; its worker runs others.
+void sleep_for_ns(long long nanoseconds);
+
+namespace detail {
+// Used by the header-only parts of the C++ API.
+[[noreturn]] void throw_outside_ult(const char* function);
+bool ult_finished(ult_id id) noexcept;
+void ult_wait(ult_id id);       // waits, does not free
+void ult_release(ult_id id);    // frees a finished, waited-for ULT
+bool ult_exited(ult_id id) noexcept;  // ended by exit()
+void ult_set_cleanup(ult_id id, void (*cleanup)(void*)) noexcept;
+}  // namespace detail
+
+}  // namespace ito

@@ -1,0 +1,43 @@
+// Machine contexts: make a fresh one on a stack, switch between them.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+extern "C" {
+void* ito_context_switch(void** save_sp, void* load_sp, void* value, void* (*on_top)(void*));
+void ito_context_trampoline();
+}
+
+namespace ito::arch {
+
+using on_top_fn = void* (*)(void*);
+using entry_fn = void (*)(void* value, void* data);
+
+// Lays out a context at the top of [stack_lo, stack_hi) that, when first
+// switched to, calls entry(value, data). Returns its stack pointer.
+inline void* make_context(void* stack_hi, entry_fn entry, void* data) noexcept {
+  auto top = reinterpret_cast<std::uintptr_t>(stack_hi) & ~std::uintptr_t{15};
+  // Eight words: control words, r15, r14, r13, r12, rbx, rbp, return address.
+  // After the switch pops them, rsp = top - 16 + 8*8 ... keep rsp+64 16-aligned.
+  auto* sp = reinterpret_cast<std::uint64_t*>(top - 16 - 64);
+  std::uint32_t control[2] = {0x1F80u, 0x037Fu};  // default MXCSR, x87 control word
+  std::memcpy(&sp[0], control, sizeof control);
+  sp[1] = 0;                                            // r15
+  sp[2] = 0;                                            // r14
+  sp[3] = reinterpret_cast<std::uint64_t>(data);        // r13
+  sp[4] = reinterpret_cast<std::uint64_t>(entry);       // r12
+  sp[5] = 0;                                            // rbx
+  sp[6] = 0;                                            // rbp
+  sp[7] = reinterpret_cast<std::uint64_t>(&ito_context_trampoline);
+  return sp;
+}
+
+inline void* switch_context(void** save_sp, void* load_sp, void* value, on_top_fn on_top) noexcept {
+  return ito_context_switch(save_sp, load_sp, value, on_top);
+}
+
+inline void cpu_relax() noexcept { __builtin_ia32_pause(); }
+
+}  // namespace ito::arch

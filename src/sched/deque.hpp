@@ -1,0 +1,111 @@
+// Chase–Lev work-stealing deque (Lê, Pop, Cohen, Zappa Nardelli, PPoPP 2013).
+// The owner pushes and pops at the bottom; any thread steals from the top.
+// Lock-free; grows by doubling, keeping retired buffers until destruction
+// because a thief may still read one.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+namespace ito::sched {
+
+template <class T>
+class chase_lev_deque {
+  static_assert(std::is_trivially_copyable_v<T> && sizeof(T) <= sizeof(void*));
+
+  struct buffer {
+    explicit buffer(std::int64_t capacity)
+        : mask(capacity - 1), slots(new std::atomic<T>[static_cast<std::size_t>(capacity)]) {}
+    std::int64_t capacity() const noexcept { return mask + 1; }
+    T load(std::int64_t i) const noexcept { return slots[i & mask].load(std::memory_order_relaxed); }
+    void store(std::int64_t i, T v) noexcept { slots[i & mask].store(v, std::memory_order_relaxed); }
+    std::int64_t mask;
+    std::unique_ptr<std::atomic<T>[]> slots;
+  };
+
+ public:
+  explicit chase_lev_deque(std::int64_t initial_capacity = 1024) {
+    retired_.push_back(std::make_unique<buffer>(initial_capacity));
+    buffer_.store(retired_.back().get(), std::memory_order_relaxed);
+  }
+  chase_lev_deque(const chase_lev_deque&) = delete;
+  chase_lev_deque& operator=(const chase_lev_deque&) = delete;
+
+  // Owner only.
+  void push(T item) {
+    std::int64_t b = bottom_.load(std::memory_order_relaxed);
+    std::int64_t t = top_.load(std::memory_order_acquire);
+    buffer* a = buffer_.load(std::memory_order_relaxed);
+    if (b - t > a->capacity() - 1) a = grow(a, t, b);
+    a->store(b, item);
+    // A release store (free on x86) rather than a fence: also what TSan models.
+    bottom_.store(b + 1, std::memory_order_release);
+  }
+
+  // Owner only. Returns false when empty.
+  bool pop(T& out) noexcept {
+    std::int64_t b = bottom_.load(std::memory_order_relaxed) - 1;
+    buffer* a = buffer_.load(std::memory_order_relaxed);
+    bottom_.store(b, std::memory_order_relaxed);
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    std::int64_t t = top_.load(std::memory_order_relaxed);
+    if (t > b) {
+      bottom_.store(b + 1, std::memory_order_relaxed);
+      return false;
+    }
+    out = a->load(b);
+    if (t == b) {  // last item: race the thieves for it
+      bool won = top_.compare_exchange_strong(t, t + 1, std::memory_order_seq_cst,
+                                              std::memory_order_relaxed);
+      bottom_.store(b + 1, std::memory_order_relaxed);
+      return won;
+    }
+    return true;
+  }
+
+  enum class steal_result { success, empty, lost_race };
+
+  // Any thread.
+  steal_result steal(T& out) noexcept {
+    std::int64_t t = top_.load(std::memory_order_acquire);
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    std::int64_t b = bottom_.load(std::memory_order_acquire);
+    if (t >= b) return steal_result::empty;
+    buffer* a = buffer_.load(std::memory_order_acquire);
+    T item = a->load(t);
+    if (!top_.compare_exchange_strong(t, t + 1, std::memory_order_seq_cst,
+                                      std::memory_order_relaxed))
+      return steal_result::lost_race;
+    out = item;
+    return steal_result::success;
+  }
+
+  // A hint: may be stale the moment it returns.
+  bool looks_empty() const noexcept {
+    return top_.load(std::memory_order_relaxed) >= bottom_.load(std::memory_order_relaxed);
+  }
+  std::int64_t size_hint() const noexcept {
+    auto n = bottom_.load(std::memory_order_relaxed) - top_.load(std::memory_order_relaxed);
+    return n < 0 ? 0 : n;
+  }
+
+ private:
+  buffer* grow(buffer* old, std::int64_t t, std::int64_t b) {
+    auto bigger = std::make_unique<buffer>(old->capacity() * 2);
+    for (std::int64_t i = t; i < b; ++i) bigger->store(i, old->load(i));
+    buffer* raw = bigger.get();
+    retired_.push_back(std::move(bigger));
+    buffer_.store(raw, std::memory_order_release);
+    return raw;
+  }
+
+  alignas(64) std::atomic<std::int64_t> top_{0};
+  alignas(64) std::atomic<std::int64_t> bottom_{0};
+  alignas(64) std::atomic<buffer*> buffer_{nullptr};
+  std::vector<std::unique_ptr<buffer>> retired_;  // owner only
+};
+
+}  // namespace ito::sched

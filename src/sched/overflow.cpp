@@ -1,0 +1,99 @@
+#include "sched/overflow.hpp"
+
+#include <signal.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <mutex>
+
+#include "sched/scheduler.hpp"
+
+namespace ito::sched {
+namespace {
+
+constexpr std::size_t altstack_size = 64 * 1024;
+struct sigaction g_previous {};
+std::once_flag g_installed;
+thread_local stack_t t_previous_altstack{};
+
+// Async-signal-safe formatting: append text or a decimal number.
+struct line {
+  char buf[256];
+  std::size_t len = 0;
+  void text(const char* s) {
+    while (*s && len < sizeof buf) buf[len++] = *s++;
+  }
+  void number(std::uint64_t v) {
+    char digits[24];
+    int n = 0;
+    do digits[n++] = static_cast<char>('0' + v % 10); while ((v /= 10) != 0);
+    while (n > 0 && len < sizeof buf) buf[len++] = digits[--n];
+  }
+};
+
+void on_segv(int sig, siginfo_t* info, void* context) {
+  worker* w = current_worker();
+  ult* u = w ? w->current : nullptr;
+  if (u && stack::stack_pool::in_guard_of(u->stack, info->si_addr)) {
+    line l;
+    l.text("ito: stack overflow in ULT ");
+    l.number(u->id);
+    l.text(" (stack ");
+    l.number(u->stack.size());
+    l.text(" bytes); raise ITO_STACK_SIZE or options.stack_size\n");
+    [[maybe_unused]] auto r = write(STDERR_FILENO, l.buf, l.len);
+    signal(SIGABRT, SIG_DFL);
+    abort();
+  }
+  // Not ours: hand it on.
+  if (g_previous.sa_flags & SA_SIGINFO) {
+    if (g_previous.sa_sigaction) {
+      g_previous.sa_sigaction(sig, info, context);
+      return;
+    }
+  } else if (g_previous.sa_handler != SIG_DFL && g_previous.sa_handler != SIG_IGN) {
+    g_previous.sa_handler(sig);
+    return;
+  }
+  // Default action: uninstall ourselves and let the fault happen again.
+  signal(SIGSEGV, SIG_DFL);
+}
+
+}  // namespace
+
+void install_overflow_handler() {
+  std::call_once(g_installed, [] {
+    struct sigaction sa {};
+    sa.sa_sigaction = &on_segv;
+    sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGSEGV, &sa, &g_previous);
+  });
+}
+
+void* install_overflow_altstack() {
+  void* mem = mmap(nullptr, altstack_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                   -1, 0);
+  if (mem == MAP_FAILED) return nullptr;
+  stack_t ss{};
+  ss.ss_sp = mem;
+  ss.ss_size = altstack_size;
+  if (sigaltstack(&ss, &t_previous_altstack) != 0) {
+    munmap(mem, altstack_size);
+    return nullptr;
+  }
+  return mem;
+}
+
+void remove_overflow_altstack(void* altstack) {
+  if (!altstack) return;
+  // Give back whatever stack was there before (a sanitizer's, say).
+  stack_t ss = t_previous_altstack;
+  if (ss.ss_sp == nullptr) ss.ss_flags = SS_DISABLE;
+  sigaltstack(&ss, nullptr);
+  munmap(altstack, altstack_size);
+}
+
+}  // namespace ito::sched

@@ -1,0 +1,191 @@
+// Starting and stopping the runtime: workers, the main ULT, stats at exit.
+#include "ito/runtime.hpp"
+
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/mman.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "arch/context.hpp"
+#include "ito/error.hpp"
+#include "sched/idle.hpp"
+#include "sched/overflow.hpp"
+#include "sched/runtime_control.hpp"
+#include "sched/scheduler.hpp"
+
+namespace ito::sched {
+namespace {
+
+void pin_to_allowed_cpu(unsigned index) {
+  cpu_set_t allowed;
+  if (sched_getaffinity(0, sizeof allowed, &allowed) != 0) return;
+  unsigned seen = 0, total = static_cast<unsigned>(CPU_COUNT(&allowed));
+  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+    if (!CPU_ISSET(cpu, &allowed)) continue;
+    if (seen++ == index % total) {
+      cpu_set_t one;
+      CPU_ZERO(&one);
+      CPU_SET(cpu, &one);
+      pthread_setaffinity_np(pthread_self(), sizeof one, &one);
+      return;
+    }
+  }
+}
+
+void enter_worker_thread(worker* w) {
+  set_current_worker(w);
+  w->altstack = install_overflow_altstack();
+  if (w->rt->opts.bind.value_or(false)) pin_to_allowed_cpu(w->index);
+}
+
+void* worker_thread_main(void* p) {
+  auto* w = static_cast<worker*>(p);
+  enter_worker_thread(w);
+  arch::sanitizer_adopt_current(w->scheduler_fiber);
+  scheduler_loop(w);
+  remove_overflow_altstack(w->altstack);
+  set_current_worker(nullptr);
+  return nullptr;
+}
+
+// Every ULT ever forked has finished (the main ULT is not counted). Finishes
+// are read before spawns and both only grow, so equal sums mean quiescence.
+bool all_finished(runtime_state* rt) {
+  std::uint64_t finished = 0, spawned = 0;
+  for (auto& w : rt->workers) finished += w->stats.finished.load(std::memory_order_acquire);
+  for (auto& w : rt->workers) spawned += w->stats.spawns.load(std::memory_order_acquire);
+  return finished == spawned;
+}
+
+void print_stats(runtime_state* rt) {
+  std::fprintf(stderr,
+               "ito: stats: %zu workers, %zu stacks mapped (%zu bytes each)\n"
+               "ito: %6s %12s %12s %12s %12s %8s %12s %12s %12s\n",
+               rt->workers.size(), rt->stacks.stacks_mapped(), rt->stacks.stack_size(), "worker",
+               "spawns", "quick_res", "direct_wake", "steal_tries", "steals", "parks",
+               "stack_reuse", "stack_refill");
+  for (auto& w : rt->workers) {
+    auto& s = w->stats;
+    std::fprintf(stderr, "ito: %6u %12llu %12llu %12llu %12llu %8llu %12llu %12llu %12llu\n",
+                 w->index, static_cast<unsigned long long>(s.spawns.load()),
+                 static_cast<unsigned long long>(s.quick_resumes.load()),
+                 static_cast<unsigned long long>(s.direct_join_wakeups.load()),
+                 static_cast<unsigned long long>(s.steal_attempts.load()),
+                 static_cast<unsigned long long>(s.steals.load()),
+                 static_cast<unsigned long long>(s.parks.load()),
+                 static_cast<unsigned long long>(w->stacks.reused()),
+                 static_cast<unsigned long long>(w->stacks.refills()));
+  }
+}
+
+}  // namespace
+
+runtime_state* start_runtime(const options& resolved) {
+  runtime_state* expected = nullptr;
+  auto* rt = new runtime_state(resolved);
+  if (!g_runtime.compare_exchange_strong(expected, rt)) {
+    delete rt;
+    throw usage_error(EBUSY, "ito: a runtime is already running in this process");
+  }
+  const unsigned n = resolved.workers;
+  for (unsigned i = 0; i < n; ++i) {
+    auto w = std::make_unique<worker>();
+    w->rt = rt;
+    w->index = i;
+    w->rng = 0x9E3779B97F4A7C15ull * (i + 1);
+    rt->workers.push_back(std::move(w));
+  }
+  install_overflow_handler();
+
+  // Worker 0 is this thread; its current stack becomes the main ULT.
+  worker* w0 = rt->workers[0].get();
+  enter_worker_thread(w0);
+  ult& main = rt->main_ult;
+  main.bound = w0;
+  main.id = 0;
+  arch::sanitizer_adopt_current(main.fiber);
+  w0->current = &main;
+  w0->scheduler_stack = rt->stacks.allocate();
+  w0->scheduler_sp = make_scheduler_context(w0);
+  arch::sanitizer_init_fiber(w0->scheduler_fiber, w0->scheduler_stack.lo,
+                             w0->scheduler_stack.size());
+
+  for (unsigned i = 1; i < n; ++i) {
+    worker* w = rt->workers[i].get();
+    if (int err = pthread_create(&w->os_thread, nullptr, &worker_thread_main, w); err != 0) {
+      std::fprintf(stderr, "ito: cannot start worker %u: %s\n", i, std::strerror(err));
+      std::abort();
+    }
+  }
+  return rt;
+}
+
+void stop_runtime(runtime_state* rt) {
+  worker* w0 = current_worker();
+  if (!w0 || w0->rt != rt || w0->current != &rt->main_ult)
+    fatal("the runtime must be stopped by the thread that started it");
+  // Wait for the ULTs still running: yield while there is local work, then nap.
+  for (unsigned round = 0; !all_finished(rt); ++round) {
+    if (round < 1000) yield(false);
+    else sleep_until_ns(monotonic_ns() + 100'000);
+  }
+  rt->stopping.store(true, std::memory_order_release);
+  wake_all(rt);
+  for (unsigned i = 1; i < rt->workers.size(); ++i) pthread_join(rt->workers[i]->os_thread, nullptr);
+  if (rt->opts.stats.value_or(false)) print_stats(rt);
+
+  w0->current = nullptr;
+  arch::sanitizer_destroy_fiber(w0->scheduler_fiber);
+  remove_overflow_altstack(w0->altstack);
+  set_current_worker(nullptr);
+  for (auto& w : rt->workers) w->stacks.drain(rt->stacks);
+  g_runtime.store(nullptr, std::memory_order_release);
+  delete rt;
+}
+
+}  // namespace ito::sched
+
+namespace ito {
+
+namespace {
+sched::runtime_state* g_owned = nullptr;
+}
+
+runtime::runtime(const options& requested) {
+  options resolved;
+  try {
+    resolved = resolve_options(requested);
+  } catch (const config_error& e) {
+    if (e.from_environment()) {
+      // The user's environment, not the program, is wrong: say so and stop.
+      std::fprintf(stderr, "%s\n", e.what());
+      std::exit(2);
+    }
+    throw;
+  }
+  g_owned = sched::start_runtime(resolved);
+}
+
+runtime::~runtime() {
+  sched::stop_runtime(g_owned);
+  g_owned = nullptr;
+}
+
+unsigned runtime::workers() const noexcept {
+  return static_cast<unsigned>(g_owned->workers.size());
+}
+const options& runtime::settings() const noexcept { return g_owned->opts; }
+
+bool in_ult() noexcept { return sched::current_ult() != nullptr; }
+
+int current_worker_index() noexcept {
+  sched::worker* w = sched::current_worker();
+  return w && w->current ? static_cast<int>(w->index) : -1;
+}
+
+}  // namespace ito

@@ -1,0 +1,15 @@
+// Creating and destroying the process's runtime (used by the C++ and C APIs).
+#pragma once
+
+#include "ito/options.hpp"
+#include "sched/worker.hpp"
+
+namespace ito::sched {
+
+// Starts the workers and adopts the calling thread as the main ULT.
+// Throws usage_error(EBUSY) if a runtime already runs.
+runtime_state* start_runtime(const options& resolved);
+// From the main ULT: waits for every ULT to finish, then stops the workers.
+void stop_runtime(runtime_state* rt);
+
+}  // namespace ito::sched

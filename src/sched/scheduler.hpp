@@ -1,0 +1,65 @@
+// The scheduler's protocol: spawn, join, yield, suspend/wake, finish.
+// Everything here except make_ready must be called from a ULT.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "sched/ult.hpp"
+#include "sched/worker.hpp"
+
+namespace ito::sched {
+
+// The worker running this OS thread, or null. Never inlined: a ULT may move to
+// another OS thread across any switch, so its TLS address must not be cached.
+worker* current_worker() noexcept;
+// The running ULT, or null outside a ULT.
+ult* current_ult() noexcept;
+
+// Takes a stack from the current worker and reserves frame_bytes (16-aligned)
+// at its top; *frame receives their address.
+ult* allocate(std::size_t frame_bytes, void** frame);
+// Starts `child` running body(frame). Child-first: the caller is pushed and the
+// child runs at once (help-first from a ULT bound to its worker).
+void fork(ult* child, void (*body)(void*));
+// Waits until `child` has finished. Precondition: not detached, no other joiner.
+void wait_finished(ult* child);
+// Gives a finished ULT's stack back; the descriptor is dead afterwards.
+void release(ult* child);
+// Returns 0, or EINVAL if it is already detached or being joined.
+int detach(ult* child);
+void yield(bool push_to_head);
+
+// Suspends the running ULT. `after(self, arg)` runs once the ULT's context is
+// saved, on the next context's stack, and must hand `self` to whoever will
+// wake it (or wake it at once with make_ready). It must not block.
+void suspend(void (*after)(ult* self, void* arg), void* arg);
+// Makes a suspended ULT runnable. Any thread may call it.
+void make_ready(ult* u);
+
+// Sleeps the running ULT until monotonic_ns() >= deadline_ns.
+void sleep_until_ns(std::int64_t deadline_ns);
+
+// Unwinds the running ULT to its entry and ends it (exit()).
+[[noreturn]] void exit_current(void* value);
+
+// Thrown by exit_current; caught at the ULT's entry. Code that catches (...)
+// must rethrow it, as with glibc's forced unwinding.
+struct exit_unwind {
+  void* value;
+};
+
+// --- Used by the worker loop and the runtime (internal) ---
+void set_current_worker(worker* w) noexcept;
+// Next runnable ULT local to w: deque bottom, bound inbox, injector, own yielded.
+ult* pop_local(worker* w) noexcept;
+// Hands a runnable ULT to w's deque (or to the inbox of the worker it is bound to).
+void push_ready(worker* w, ult* u) noexcept;
+void run_ult(worker* w, ult* u) noexcept;  // from the scheduler loop
+void* make_scheduler_context(worker* w);    // for a worker whose OS stack is taken
+void scheduler_loop(worker* w);
+
+// Called when a running ULT is seen outside a ULT or with a dead handle.
+[[noreturn]] void fatal(const char* message);
+
+}  // namespace ito::sched

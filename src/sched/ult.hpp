@@ -1,0 +1,41 @@
+// The ULT descriptor. It lives at the top of the ULT's own stack, so a spawn
+// needs no allocation besides the (cached) stack itself.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+#include "arch/sanitizer.hpp"
+#include "stack/stack_pool.hpp"
+
+namespace ito::sched {
+
+struct worker;
+
+// join_state holds one of these, or the address of the ULT waiting to join.
+inline constexpr std::uintptr_t join_running = 0;
+inline constexpr std::uintptr_t join_finished = 1;
+inline constexpr std::uintptr_t join_detached = 2;
+inline constexpr std::uintptr_t join_released = 3;  // joined (or reaped): the handle is dead
+inline bool is_joiner(std::uintptr_t s) noexcept { return s > join_released; }
+
+struct ult {
+  void* sp = nullptr;  // saved context while not running
+  std::atomic<std::uintptr_t> join_state{join_running};
+  void (*body)(void*) = nullptr;  // what fork runs
+  void* frame = nullptr;          // fork's argument: the bytes reserved at the top of the stack
+  void (*frame_cleanup)(void*) = nullptr;  // destroys what the frame still holds, at release
+  stack::stack_block stack;       // empty for a ULT adopted from an OS thread
+  worker* bound = nullptr;        // runs only on this worker (the main ULT), or null
+  std::uint64_t id = 0;
+  std::uint32_t generation = 0;   // bumped each time the stack is reused; checks C handles
+  bool exited = false;            // ended by exit() rather than by returning
+  void* exit_value = nullptr;     // exit()'s value, for the C API
+  ult* next = nullptr;            // intrusive link: wait queues, inboxes
+  ult* join_target = nullptr;     // the ULT this one is about to join
+  ult* parent = nullptr;          // the ULT that forked this one (compared, never followed)
+  void* locals = nullptr;         // ULT-local key values, allocated on first set
+  arch::sanitizer_fiber fiber;
+};
+
+}  // namespace ito::sched

@@ -1,0 +1,89 @@
+// Workers (one OS thread each) and the state they share.
+#pragma once
+
+#include <pthread.h>
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "arch/sanitizer.hpp"
+#include "ito/options.hpp"
+#include "sched/deque.hpp"
+#include "sched/timers.hpp"
+#include "sched/ult.hpp"
+#include "sched/ult_queue.hpp"
+#include "stack/stack_pool.hpp"
+
+namespace ito::sched {
+
+struct runtime_state;
+
+// Counters written only by their worker; read at exit (ITO_STATS=1).
+struct worker_stats {
+  std::atomic<std::uint64_t> spawns{0};
+  std::atomic<std::uint64_t> finished{0};
+  std::atomic<std::uint64_t> steal_attempts{0};
+  std::atomic<std::uint64_t> steals{0};
+  std::atomic<std::uint64_t> parks{0};
+  std::atomic<std::uint64_t> quick_resumes{0};
+  std::atomic<std::uint64_t> direct_join_wakeups{0};
+
+  // Single writer: a plain load and store, no locked instruction.
+  static void bump(std::atomic<std::uint64_t>& c) noexcept {
+    c.store(c.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  }
+};
+
+struct alignas(64) worker {
+  runtime_state* rt = nullptr;
+  unsigned index = 0;
+
+  chase_lev_deque<ult*> deque;    // runnable ULTs: owner at the bottom, thieves at the top
+  chase_lev_deque<ult*> yielded;  // yield(true): run last here, stolen first elsewhere
+  ult_queue inbox;                // ULTs bound to this worker, made runnable elsewhere
+
+  ult* current = nullptr;  // the running ULT; null while in the scheduler loop
+  void* scheduler_sp = nullptr;
+  arch::sanitizer_fiber scheduler_fiber;
+  stack::stack_block scheduler_stack;  // worker 0 only: its OS stack belongs to the main ULT
+
+  stack::stack_cache stacks;
+  std::uint64_t next_id = 1;
+  std::uint64_t rng = 0;
+  std::uint32_t yields_since_scheduler = 0;
+  void (*suspend_after)(ult*, void*) = nullptr;  // suspend()'s hook, read on the next stack
+  void* suspend_arg = nullptr;
+  worker_stats stats;
+
+  // Parking: the futex word, and whether this worker is on the idle list.
+  std::atomic<std::uint32_t> wake_word{0};
+  bool on_idle_list = false;  // guarded by runtime_state::idle_mutex
+
+  pthread_t os_thread{};
+  void* altstack = nullptr;
+};
+
+struct runtime_state {
+  options opts;
+  std::vector<std::unique_ptr<worker>> workers;
+  stack::stack_pool stacks;
+  timer_queue timers;
+  ult_queue injector;  // ULTs made runnable by threads that are not workers
+
+  std::atomic<unsigned> parked{0};
+  std::mutex idle_mutex;
+  std::vector<worker*> idle;  // guarded by idle_mutex
+
+  std::atomic<bool> stopping{false};
+  ult main_ult;  // the OS thread that created the runtime, adopted as a ULT
+
+  explicit runtime_state(const options& o) : opts(o), stacks(o.stack_size) {}
+};
+
+// The one live runtime (ito runs one runtime per process at a time).
+extern std::atomic<runtime_state*> g_runtime;
+
+}  // namespace ito::sched

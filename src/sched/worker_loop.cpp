@@ -1,0 +1,154 @@
+// The scheduler loop each worker runs when its ULTs run out: fire timers,
+// take local work, steal from a random victim, spin briefly, then park.
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+
+#include "arch/context.hpp"
+#include "sched/idle.hpp"
+#include "sched/scheduler.hpp"
+
+namespace ito::sched {
+namespace {
+
+constexpr int spin_rounds = 200;       // steal rounds before parking (~tens of µs)
+constexpr int pauses_per_round = 32;
+
+std::uint64_t next_random(worker* w) noexcept {  // xorshift64*
+  std::uint64_t x = w->rng;
+  x ^= x >> 12;
+  x ^= x << 25;
+  x ^= x >> 27;
+  w->rng = x;
+  return x * 0x2545F4914F6CDD1Dull;
+}
+
+ult* try_steal(worker* w) noexcept {
+  const auto n = static_cast<unsigned>(w->rt->workers.size());
+  if (n < 2) return nullptr;
+  for (unsigned attempt = 0; attempt < n; ++attempt) {
+    auto v = static_cast<unsigned>(next_random(w) % (n - 1));
+    if (v >= w->index) ++v;
+    worker* victim = w->rt->workers[v].get();
+    worker_stats::bump(w->stats.steal_attempts);
+    ult* u = nullptr;
+    if (victim->yielded.steal(u) == chase_lev_deque<ult*>::steal_result::success ||
+        victim->deque.steal(u) == chase_lev_deque<ult*>::steal_result::success) {
+      worker_stats::bump(w->stats.steals);
+      return u;
+    }
+  }
+  return nullptr;
+}
+
+bool work_visible(worker* w) noexcept {
+  runtime_state* rt = w->rt;
+  if (!w->inbox.looks_empty() || !rt->injector.looks_empty()) return true;
+  if (rt->timers.next_deadline() <= monotonic_ns()) return true;
+  for (auto& v : rt->workers)
+    if (!v->deque.looks_empty() || !v->yielded.looks_empty()) return true;
+  return false;
+}
+
+long futex(std::atomic<std::uint32_t>* word, int op, std::uint32_t value, const timespec* timeout) {
+  return syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(word), op | FUTEX_PRIVATE_FLAG, value,
+                 timeout, nullptr, 0);
+}
+
+void wake_locked(runtime_state* rt, worker* w) {  // with idle_mutex held
+  w->on_idle_list = false;
+  rt->idle.erase(std::find(rt->idle.begin(), rt->idle.end(), w));
+  rt->parked.fetch_sub(1, std::memory_order_relaxed);
+  w->wake_word.store(1, std::memory_order_release);
+  futex(&w->wake_word, FUTEX_WAKE, 1, nullptr);
+}
+
+// Takes w off the idle list if nobody did; consumes a wake-up otherwise.
+void leave_idle(worker* w) {
+  runtime_state* rt = w->rt;
+  std::lock_guard lock(rt->idle_mutex);
+  if (w->on_idle_list) {
+    w->on_idle_list = false;
+    rt->idle.erase(std::find(rt->idle.begin(), rt->idle.end(), w));
+    rt->parked.fetch_sub(1, std::memory_order_relaxed);
+  }
+  w->wake_word.store(0, std::memory_order_relaxed);
+}
+
+}  // namespace
+
+void wake_one(runtime_state* rt) {
+  std::lock_guard lock(rt->idle_mutex);
+  if (!rt->idle.empty()) wake_locked(rt, rt->idle.back());
+}
+
+void wake_worker(worker* w) {
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (w->rt->parked.load(std::memory_order_relaxed) == 0) return;
+  std::lock_guard lock(w->rt->idle_mutex);
+  if (w->on_idle_list) wake_locked(w->rt, w);
+}
+
+void wake_all(runtime_state* rt) {
+  std::lock_guard lock(rt->idle_mutex);
+  while (!rt->idle.empty()) wake_locked(rt, rt->idle.back());
+}
+
+void park(worker* w) {
+  runtime_state* rt = w->rt;
+  {
+    std::lock_guard lock(rt->idle_mutex);
+    w->on_idle_list = true;
+    rt->idle.push_back(w);
+    rt->parked.fetch_add(1, std::memory_order_seq_cst);
+  }
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (work_visible(w) || rt->stopping.load(std::memory_order_acquire)) {
+    leave_idle(w);
+    return;
+  }
+  worker_stats::bump(w->stats.parks);
+  while (w->wake_word.load(std::memory_order_acquire) == 0) {
+    std::int64_t deadline = rt->timers.next_deadline();
+    timespec ts{};
+    const timespec* timeout = nullptr;
+    if (deadline != timer_queue::never) {
+      std::int64_t wait = deadline - monotonic_ns();
+      if (wait <= 0) break;
+      ts.tv_sec = wait / 1'000'000'000;
+      ts.tv_nsec = wait % 1'000'000'000;
+      timeout = &ts;
+    }
+    futex(&w->wake_word, FUTEX_WAIT, 0, timeout);
+    if (timeout) break;  // woken or timed out: either way, look again
+  }
+  leave_idle(w);
+}
+
+void scheduler_loop(worker* w) {
+  runtime_state* rt = w->rt;
+  int idle_rounds = 0;
+  for (;;) {
+    if (rt->timers.next_deadline() != timer_queue::never) rt->timers.fire_expired(monotonic_ns());
+    ult* u = pop_local(w);
+    if (!u) u = try_steal(w);
+    if (u) {
+      idle_rounds = 0;
+      w->yields_since_scheduler = 0;
+      run_ult(w, u);
+      continue;
+    }
+    if (rt->stopping.load(std::memory_order_acquire)) return;
+    if (++idle_rounds < spin_rounds) {
+      for (int i = 0; i < pauses_per_round; ++i) arch::cpu_relax();
+      continue;
+    }
+    idle_rounds = 0;
+    park(w);
+  }
+}
+
+}  // namespace ito::sched

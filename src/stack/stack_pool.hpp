@@ -1,0 +1,91 @@
+// The `fixed` stack policy: equal-sized stacks, each above a guard page,
+// carved from large mappings and recycled through a per-worker cache.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <mutex>
+#include <vector>
+
+namespace ito::stack {
+
+struct stack_block {
+  char* lo = nullptr;  // lowest usable byte; the guard page (if any) lies just below
+  char* hi = nullptr;  // one past the highest usable byte
+  bool guarded = false;
+  std::size_t size() const noexcept { return static_cast<std::size_t>(hi - lo); }
+  explicit operator bool() const noexcept { return lo != nullptr; }
+};
+
+// Thread-safe; only reached when a worker's cache is empty or full.
+class stack_pool {
+ public:
+  explicit stack_pool(std::size_t stack_size);
+  ~stack_pool();
+  stack_pool(const stack_pool&) = delete;
+  stack_pool& operator=(const stack_pool&) = delete;
+
+  std::size_t stack_size() const noexcept { return stack_size_; }
+  stack_block allocate();
+  void release(stack_block s);
+  // Moves up to `n` free stacks into `out`; returns how many.
+  std::size_t allocate_batch(stack_block* out, std::size_t n);
+  void release_batch(const stack_block* in, std::size_t n);
+
+  std::size_t stacks_mapped() const noexcept;
+  // True when the address lies in the guard page below some stack of this pool.
+  static bool in_guard_of(const stack_block& s, const void* address) noexcept;
+
+  static constexpr std::size_t guard_size = 4096;
+
+ private:
+  void map_chunk();  // called with mutex_ held
+  stack_block carve();
+
+  const std::size_t stack_size_;
+  mutable std::mutex mutex_;
+  std::vector<stack_block> free_;
+  struct chunk { char* base; std::size_t bytes; };
+  std::vector<chunk> chunks_;
+  char* carve_next_ = nullptr;
+  char* carve_end_ = nullptr;
+  std::size_t mapped_ = 0;
+};
+
+// One per worker: a LIFO of recently freed stacks, so that a spawn in steady
+// state neither locks nor maps memory (and reuses warm cache lines).
+class stack_cache {
+ public:
+  static constexpr std::size_t capacity = 64;
+
+  stack_block take(stack_pool& pool) {
+    if (count_ == 0) {
+      count_ = pool.allocate_batch(slots_, capacity / 2);
+      ++refills_;
+    } else {
+      ++reused_;
+    }
+    return slots_[--count_];
+  }
+  void give(stack_pool& pool, stack_block s) {
+    if (count_ == capacity) {
+      pool.release_batch(slots_ + capacity / 2, capacity / 2);
+      count_ = capacity / 2;
+    }
+    slots_[count_++] = s;
+  }
+  void drain(stack_pool& pool) {
+    pool.release_batch(slots_, count_);
+    count_ = 0;
+  }
+  std::uint64_t reused() const noexcept { return reused_; }
+  std::uint64_t refills() const noexcept { return refills_; }
+
+ private:
+  stack_block slots_[capacity];
+  std::size_t count_ = 0;
+  std::uint64_t reused_ = 0;
+  std::uint64_t refills_ = 0;
+};
+
+}  // namespace ito::stack
