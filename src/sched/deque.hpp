@@ -34,8 +34,8 @@ class chase_lev_deque {
   chase_lev_deque(const chase_lev_deque&) = delete;
   chase_lev_deque& operator=(const chase_lev_deque&) = delete;
 
-  // Owner only.
-  void push(T item) {
+  // Owner only. Returns true if the deque looked empty before the push.
+  bool push(T item) {
     std::int64_t b = bottom_.load(std::memory_order_relaxed);
     std::int64_t t = top_.load(std::memory_order_acquire);
     buffer* a = buffer_.load(std::memory_order_relaxed);
@@ -43,6 +43,7 @@ class chase_lev_deque {
     a->store(b, item);
     // A release store (free on x86) rather than a fence: also what TSan models.
     bottom_.store(b + 1, std::memory_order_release);
+    return b == t;
   }
 
   // Owner only. Returns false when empty.

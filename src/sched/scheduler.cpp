@@ -19,9 +19,11 @@
 namespace ito::sched {
 
 std::atomic<runtime_state*> g_runtime{nullptr};
+void (*g_destroy_locals)(ult* u) = nullptr;
+
+thread_local worker* tls_worker __attribute__((tls_model("initial-exec"))) = nullptr;
 
 namespace {
-thread_local worker* tls_worker __attribute__((tls_model("initial-exec"))) = nullptr;
 
 // Canary written at the bottom of a stack that has no guard page.
 constexpr std::uint64_t stack_canary = 0x17017017DEADBEEFull;
@@ -51,8 +53,7 @@ void* hook_push_yielded(void* p) noexcept {
   if (u->bound) {
     push_ready(w, u);
   } else {
-    w->yielded.push(u);
-    notify_work(w->rt);
+    if (w->yielded.push(u)) notify_work(w->rt);
   }
   return nullptr;
 }
@@ -129,22 +130,13 @@ void check_canary(const ult* u) {
   } catch (...) {
     fatal("an exception escaped a ULT started with the low-level fork() API");
   }
+  if (self->locals && g_destroy_locals) g_destroy_locals(self);
   finish(self);
 }
 
 }  // namespace
 
-worker* current_worker() noexcept {
-  asm volatile("" ::: "memory");
-  return tls_worker;
-}
-
 void set_current_worker(worker* w) noexcept { tls_worker = w; }
-
-ult* current_ult() noexcept {
-  worker* w = current_worker();
-  return w ? w->current : nullptr;
-}
 
 void fatal(const char* message) {
   std::fprintf(stderr, "ito: %s\n", message);
@@ -166,8 +158,8 @@ void push_ready(worker* w, ult* u) noexcept {
     if (u->bound != w) wake_worker(u->bound);
     return;
   }
-  w->deque.push(u);
-  notify_work(w->rt);
+  // Only a push onto an empty deque pays for the fence (see idle.hpp).
+  if (w->deque.push(u)) notify_work(w->rt);
 }
 
 ult* allocate(std::size_t frame_bytes, void** frame) {

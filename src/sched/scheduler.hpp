@@ -10,11 +10,21 @@
 
 namespace ito::sched {
 
-// The worker running this OS thread, or null. Never inlined: a ULT may move to
-// another OS thread across any switch, so its TLS address must not be cached.
-worker* current_worker() noexcept;
+// Initial-exec TLS is read as %fs:offset on every access, so a ULT that moved
+// to another OS thread across a switch still reads its new worker. (General-
+// dynamic TLS would hand out an address the compiler may keep: never use it.)
+extern thread_local worker* tls_worker __attribute__((tls_model("initial-exec")));
+
+// The worker running this OS thread, or null.
+inline worker* current_worker() noexcept {
+  asm volatile("" ::: "memory");  // never reuse a value read before a switch
+  return tls_worker;
+}
 // The running ULT, or null outside a ULT.
-ult* current_ult() noexcept;
+inline ult* current_ult() noexcept {
+  worker* w = current_worker();
+  return w ? w->current : nullptr;
+}
 
 // Takes a stack from the current worker and reserves frame_bytes (16-aligned)
 // at its top; *frame receives their address.
@@ -58,6 +68,10 @@ void push_ready(worker* w, ult* u) noexcept;
 void run_ult(worker* w, ult* u) noexcept;  // from the scheduler loop
 void* make_scheduler_context(worker* w);    // for a worker whose OS stack is taken
 void scheduler_loop(worker* w);
+
+// Set by the ULT-local keys module: runs key destructors of a ULT that set any
+// (u->locals != null), on its own stack, just before it finishes.
+extern void (*g_destroy_locals)(ult* u);
 
 // Called when a running ULT is seen outside a ULT or with a dead handle.
 [[noreturn]] void fatal(const char* message);

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 
 #include "arch/context.hpp"
 #include "sched/idle.hpp"
@@ -112,18 +113,12 @@ void park(worker* w) {
   }
   worker_stats::bump(w->stats.parks);
   while (w->wake_word.load(std::memory_order_acquire) == 0) {
+    std::int64_t wait = park_timeout_ns;
     std::int64_t deadline = rt->timers.next_deadline();
-    timespec ts{};
-    const timespec* timeout = nullptr;
-    if (deadline != timer_queue::never) {
-      std::int64_t wait = deadline - monotonic_ns();
-      if (wait <= 0) break;
-      ts.tv_sec = wait / 1'000'000'000;
-      ts.tv_nsec = wait % 1'000'000'000;
-      timeout = &ts;
-    }
-    futex(&w->wake_word, FUTEX_WAIT, 0, timeout);
-    if (timeout) break;  // woken or timed out: either way, look again
+    if (deadline != timer_queue::never) wait = std::min(wait, deadline - monotonic_ns());
+    if (wait <= 0) break;
+    timespec ts{wait / 1'000'000'000, wait % 1'000'000'000};
+    if (futex(&w->wake_word, FUTEX_WAIT, 0, &ts) != 0 && errno == ETIMEDOUT) break;
   }
   leave_idle(w);
 }

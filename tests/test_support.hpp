@@ -1,0 +1,37 @@
+// Shared by the tests: sizes that shrink under sanitizers (which slow ULT
+// switches 10-100x and give each TSan fiber megabytes of shadow state).
+#pragma once
+
+#include <sys/resource.h>
+
+#include <cstddef>
+
+#include "arch/sanitizer.hpp"
+
+namespace ito::test {
+
+#if ITO_TSAN
+inline constexpr bool tsan = true;
+#else
+inline constexpr bool tsan = false;
+#endif
+#if ITO_ASAN
+inline constexpr bool asan = true;
+#else
+inline constexpr bool asan = false;
+#endif
+
+// n in plain builds, n/20 under ASan, n/100 under TSan (at least 1).
+constexpr std::size_t scaled(std::size_t n) {
+  std::size_t s = tsan ? n / 100 : asan ? n / 20 : n;
+  return s ? s : 1;
+}
+
+// Peak resident set of this process, in KiB.
+inline long peak_rss_kib() {
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  return ru.ru_maxrss;
+}
+
+}  // namespace ito::test
