@@ -178,17 +178,16 @@ auto create_thread(F&& fn, A&&... args)
     -> future<std::invoke_result_t<std::decay_t<F>, std::decay_t<A>...>> {
   using frame = detail::task_frame<F, A...>;
   using R = typename frame::result_type;
-  if (!in_ult()) detail::throw_outside_ult("ito::create_thread");
-  allocated_ult th = allocate(sizeof(frame));
+  constexpr bool trivial = std::is_trivially_destructible_v<frame>;
+  allocated_ult th = detail::spawn_prepare(sizeof(frame), trivial ? nullptr : &frame::cleanup);
   auto* f = ::new (th.ptr) frame;
   ::new (f->call_bytes) typename frame::call_type(std::forward<F>(fn), std::forward<A>(args)...);
   f->call_alive = true;
-  detail::ult_set_cleanup(th.id, &frame::cleanup);
   future<R> result;
   result.id_ = th.id;
   result.result_ = &f->result;
   result.error_ = &f->error;
-  fork(th, &frame::run);
+  detail::spawn_start(th, &frame::run);
   return result;
 }
 

@@ -6,18 +6,30 @@
 #include <cstring>
 
 extern "C" {
-void* ito_context_switch(void** save_sp, void* load_sp, void* value, void* (*on_top)(void*));
-void ito_context_trampoline();
+// What a context's main function returns when it ends: the context to resume
+// and the argument for ito_ult_exit_hook, which runs on that context's stack.
+struct ito_exit_switch {
+  void* next_sp;
+  void* hook_arg;
+};
+void* ito_context_switch(void** save_sp, void* load_sp, void* value, void* (*on_top)(void*)) noexcept;
+void ito_context_start(void** save_sp, void* stack_top, void* data, void* (*on_top)(void*),
+                       void* on_top_arg, ito_exit_switch (*main)(void*)) noexcept;
+void ito_context_trampoline() noexcept;
+// Defined by the scheduler.
+void* ito_ult_exit_hook(void* arg) noexcept;
 }
 
 namespace ito::arch {
 
 using on_top_fn = void* (*)(void*);
-using entry_fn = void (*)(void* value, void* data);
+using main_fn = ito_exit_switch (*)(void* data);
 
-// Lays out a context at the top of [stack_lo, stack_hi) that, when first
-// switched to, calls entry(value, data). Returns its stack pointer.
-inline void* make_context(void* stack_hi, entry_fn entry, void* data) noexcept {
+// Lays out a context below stack_hi that, when first switched to, calls
+// main(data) and, when main returns, resumes what it names. Returns its sp.
+// (It starts with the default MXCSR and x87 control word; a context started
+// with ito_context_start inherits its creator's instead.)
+inline void* make_context(void* stack_hi, main_fn entry, void* data) noexcept {
   auto top = reinterpret_cast<std::uintptr_t>(stack_hi) & ~std::uintptr_t{15};
   // Eight words: control words, r15, r14, r13, r12, rbx, rbp, return address.
   // After the switch pops them, rsp = top - 16 + 8*8 ... keep rsp+64 16-aligned.

@@ -59,6 +59,19 @@ void ult_set_cleanup(ult_id id, void (*cleanup)(void*)) noexcept {
   as_ult(id)->frame_cleanup = cleanup;
 }
 
+allocated_ult spawn_prepare(std::size_t size, void (*cleanup)(void*)) {
+  if (!sched::current_ult()) [[unlikely]]
+    throw_outside_ult("ito::create_thread");
+  void* frame = nullptr;
+  sched::ult* u = sched::allocate(size, &frame);
+  u->frame_cleanup = cleanup;
+  return {ult_id{u}, frame};
+}
+
+void spawn_start(allocated_ult th, void (*func)(void*)) noexcept {
+  sched::fork(as_ult(th.id), func, /*id_was_public=*/false);
+}
+
 bool is_exit_unwind(const std::exception_ptr& e) noexcept {
   try {
     std::rethrow_exception(e);
@@ -80,7 +93,8 @@ allocated_ult allocate(std::size_t size) {
 
 void fork(allocated_ult th, void (*func)(void*)) {
   require_ult("ito::fork");
-  sched::fork(as_ult(th.id), func);
+  // The caller had the id before the fork and may have shared it already.
+  sched::fork(as_ult(th.id), func, /*id_was_public=*/true);
 }
 
 void join(ult_id id) {

@@ -39,7 +39,7 @@ class chase_lev_deque {
     std::int64_t b = bottom_.load(std::memory_order_relaxed);
     std::int64_t t = top_.load(std::memory_order_acquire);
     buffer* a = buffer_.load(std::memory_order_relaxed);
-    if (b - t > a->capacity() - 1) a = grow(a, t, b);
+    if (b - t > a->capacity() - 1) [[unlikely]] a = grow(a, t, b);
     a->store(b, item);
     // A release store (free on x86) rather than a fence: also what TSan models.
     bottom_.store(b + 1, std::memory_order_release);
@@ -94,7 +94,7 @@ class chase_lev_deque {
   }
 
  private:
-  buffer* grow(buffer* old, std::int64_t t, std::int64_t b) {
+  [[gnu::noinline, gnu::cold]] buffer* grow(buffer* old, std::int64_t t, std::int64_t b) {
     auto bigger = std::make_unique<buffer>(old->capacity() * 2);
     for (std::int64_t i = t; i < b; ++i) bigger->store(i, old->load(i));
     buffer* raw = bigger.get();

@@ -143,7 +143,10 @@ void stop_runtime(runtime_state* rt) {
   arch::sanitizer_destroy_fiber(w0->scheduler_fiber);
   remove_overflow_altstack(w0->altstack);
   set_current_worker(nullptr);
-  for (auto& w : rt->workers) w->stacks.drain(rt->stacks);
+  for (auto& w : rt->workers) {
+    for (ult* u = w->free_ults; u; u = u->next) arch::sanitizer_destroy_fiber(u->fiber);
+    w->stacks.drain(rt->stacks);  // the chunks are unmapped with the pool
+  }
   g_runtime.store(nullptr, std::memory_order_release);
   delete rt;
 }

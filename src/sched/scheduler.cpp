@@ -21,9 +21,13 @@ namespace ito::sched {
 std::atomic<runtime_state*> g_runtime{nullptr};
 void (*g_destroy_locals)(ult* u) = nullptr;
 
-thread_local worker* tls_worker __attribute__((tls_model("initial-exec"))) = nullptr;
+constinit thread_local worker* tls_worker __attribute__((tls_model("initial-exec"))) = nullptr;
 
 namespace {
+
+// Set in the exit hook's argument when the finished ULT quick-resumes a parent
+// that has not run since the fork (descriptors are 64-byte aligned).
+constexpr std::uintptr_t quick_resume_tag = 1;
 
 // Canary written at the bottom of a stack that has no guard page.
 constexpr std::uint64_t stack_canary = 0x17017017DEADBEEFull;
@@ -37,6 +41,7 @@ inline void switch_to(worker* w, ult* prev, ult* next, arch::on_top_fn hook, voi
   arch::sanitizer_fiber& from = prev ? prev->fiber : w->scheduler_fiber;
   arch::sanitizer_fiber& to = next ? next->fiber : w->scheduler_fiber;
   w->current = next;
+  if (next) ++next->resumes;
   arch::sanitizer_before_switch(from, to, prev_dies);
   arch::switch_context(save, load, arg, hook);
   arch::sanitizer_after_switch(from);
@@ -64,11 +69,19 @@ void* hook_suspend(void* self) noexcept {
   return nullptr;
 }
 
+}  // namespace
+
 // The finished ULT is off its stack now: only from here on may anyone free it.
-void* hook_publish_finished(void* p) noexcept {
+extern "C" void* ito_ult_exit_hook(void* p) noexcept {
   worker* w = current_worker();
-  auto* self = static_cast<ult*>(p);
-  arch::sanitizer_destroy_fiber(self->fiber);
+  auto tagged = reinterpret_cast<std::uintptr_t>(p);
+  auto* self = reinterpret_cast<ult*>(tagged & ~quick_resume_tag);
+  if (tagged & quick_resume_tag) {
+    // Nobody but the parent, which we resume now, can know this ULT: no joiner
+    // or detacher can race us, and a plain store replaces the exchange.
+    self->join_state.store(join_finished, std::memory_order_release);
+    return nullptr;
+  }
   std::uintptr_t old = self->join_state.exchange(join_finished, std::memory_order_acq_rel);
   if (old == join_detached) {
     release(self);
@@ -78,6 +91,8 @@ void* hook_publish_finished(void* p) noexcept {
   }
   return nullptr;
 }
+
+namespace {
 
 void* hook_register_joiner(void* p) noexcept {
   auto* self = static_cast<ult*>(p);
@@ -102,24 +117,36 @@ void check_canary(const ult* u) {
   }
 }
 
-[[noreturn]] void finish(ult* self) noexcept {
+// Picks what runs after `self` ends: its joiner if one waits (direct wake-up),
+// else local work (usually the parent: quick resume), else the scheduler.
+ito_exit_switch finish(ult* self) noexcept {
   worker* w = current_worker();
   worker_stats::bump(w->stats.finished);
   check_canary(self);
   ult* next = nullptr;
+  std::uintptr_t tag = 0;
   std::uintptr_t s = self->join_state.load(std::memory_order_acquire);
-  if (is_joiner(s) && (!reinterpret_cast<ult*>(s)->bound || reinterpret_cast<ult*>(s)->bound == w)) {
-    next = reinterpret_cast<ult*>(s);  // direct wake-up: run the joiner right away
+  auto* joiner = reinterpret_cast<ult*>(s);
+  if (is_joiner(s) && (!joiner->bound || joiner->bound == w)) {
+    next = joiner;
     worker_stats::bump(w->stats.direct_join_wakeups);
   } else {
     next = pop_local(w);
-    if (next && next == self->parent) worker_stats::bump(w->stats.quick_resumes);
+    if (next && next == self->parent) {
+      worker_stats::bump(w->stats.quick_resumes);
+      // Popped from our own deque and not switched to since the fork: the
+      // parent has not seen the future yet, so nobody can join or detach us.
+      if (next->resumes == self->parent_resumes && !self->id_was_public)
+        tag = quick_resume_tag;
+    }
   }
-  switch_to(w, self, next, hook_publish_finished, self, /*prev_dies=*/true);
-  __builtin_unreachable();
+  w->current = next;
+  if (next) ++next->resumes;
+  return {next ? next->sp : w->scheduler_sp,
+          reinterpret_cast<void*>(reinterpret_cast<std::uintptr_t>(self) | tag)};
 }
 
-[[noreturn]] void ult_entry(void*, void* data) noexcept {
+ito_exit_switch ult_main(void* data) noexcept {
   auto* self = static_cast<ult*>(data);
   arch::sanitizer_after_switch(self->fiber);
   try {
@@ -131,7 +158,19 @@ void check_canary(const ult* u) {
     fatal("an exception escaped a ULT started with the low-level fork() API");
   }
   if (self->locals && g_destroy_locals) g_destroy_locals(self);
-  finish(self);
+  ito_exit_switch exit = finish(self);
+  worker* w = current_worker();
+  arch::sanitizer_before_switch(self->fiber, w->current ? w->current->fiber : w->scheduler_fiber,
+                                /*from_dies=*/true);
+#if ITO_TSAN
+  // TSan would record this function's return on the fiber we switch to and
+  // unbalance its shadow stack: leave by switching instead of returning.
+  void* abandoned_sp;
+  ito_context_switch(&abandoned_sp, exit.next_sp, exit.hook_arg, &ito_ult_exit_hook);
+  __builtin_unreachable();
+#else
+  return exit;
+#endif
 }
 
 }  // namespace
@@ -143,55 +182,85 @@ void fatal(const char* message) {
   std::abort();
 }
 
-ult* pop_local(worker* w) noexcept {
+ult* pop_local_slow(worker* w) noexcept {
   ult* u = nullptr;
-  if (w->deque.pop(u)) return u;
   if (!w->inbox.looks_empty() && (u = w->inbox.pop())) return u;
   if (!w->rt->injector.looks_empty() && (u = w->rt->injector.pop())) return u;
   if (w->yielded.steal(u) == chase_lev_deque<ult*>::steal_result::success) return u;
   return nullptr;
 }
 
-void push_ready(worker* w, ult* u) noexcept {
-  if (u->bound) {
-    u->bound->inbox.push(u);
-    if (u->bound != w) wake_worker(u->bound);
+void push_ready_slow(worker* w, ult* u, bool deque_was_empty) noexcept {
+  if (deque_was_empty) {
+    notify_work(w->rt);
     return;
   }
-  // Only a push onto an empty deque pays for the fence (see idle.hpp).
-  if (w->deque.push(u)) notify_work(w->rt);
+  u->bound->inbox.push(u);
+  if (u->bound != w) wake_worker(u->bound);
 }
 
-ult* allocate(std::size_t frame_bytes, void** frame) {
-  worker* w = current_worker();
+namespace {
+
+// A descriptor on a fresh stack. The top word of every stack counts its
+// reuses (for stale C handles); it outlives the descriptor below it.
+[[gnu::noinline]] ult* new_descriptor(worker* w) {
   stack::stack_block s = w->stacks.take(w->rt->stacks);
-  // The top word of every stack counts its reuses; it outlives the descriptor.
   auto* generation = reinterpret_cast<std::uint32_t*>(s.hi - sizeof(std::uint64_t));
   auto top = reinterpret_cast<std::uintptr_t>(generation);
   auto* u = new (reinterpret_cast<void*>((top - sizeof(ult)) & ~std::uintptr_t{63})) ult;
-  u->generation = ++*generation;
+  u->generation = *generation;
   u->stack = s;
-  u->id = (w->next_id++ << 10) | w->index;
-  auto frame_top = reinterpret_cast<std::uintptr_t>(u);
-  *frame = reinterpret_cast<void*>((frame_top - frame_bytes) & ~std::uintptr_t{15});
-  u->frame = *frame;
-  if (!s.guarded) std::memcpy(s.lo, &stack_canary, sizeof stack_canary);
+  // The sanitizer fiber stays with the descriptor while it is reused (TSan's
+  // fibers cost far too much to create per spawn).
   arch::sanitizer_init_fiber(u->fiber, s.lo, s.size());
   return u;
 }
 
-void fork(ult* child, void (*body)(void*)) {
+}  // namespace
+
+ult* allocate(std::size_t frame_bytes, void** frame) {
+  worker* w = current_worker();
+  ult* u = w->free_ults;
+  if (u) [[likely]] {
+    // A descriptor released on this worker: its stack is still attached and
+    // its fields are reset at release, so reuse costs a few stores.
+    w->free_ults = u->next;
+    --w->free_count;
+    u->next = nullptr;
+  } else {
+    u = new_descriptor(w);
+  }
+  u->join_state.store(join_running, std::memory_order_relaxed);
+  ++u->generation;
+  *reinterpret_cast<std::uint32_t*>(u->stack.hi - sizeof(std::uint64_t)) = u->generation;
+  u->id = (w->next_id++ << 10) | w->index;
+  auto frame_top = reinterpret_cast<std::uintptr_t>(u);
+  *frame = reinterpret_cast<void*>((frame_top - frame_bytes) & ~std::uintptr_t{15});
+  u->frame = *frame;
+  if (!u->stack.guarded) [[unlikely]] std::memcpy(u->stack.lo, &stack_canary, sizeof stack_canary);
+  return u;
+}
+
+void fork(ult* child, void (*body)(void*), bool id_was_public) noexcept {
   worker* w = current_worker();
   ult* parent = w->current;
   child->body = body;
   child->parent = parent;
-  child->sp = arch::make_context(child->frame, &ult_entry, child);
+  child->parent_resumes = parent->resumes;
+  child->id_was_public = id_was_public;
   worker_stats::bump(w->stats.spawns);
-  if (parent->bound) {  // a bound parent must not be stolen: help-first
+  if (parent->bound) [[unlikely]] {  // a bound parent must not be stolen: help-first
+    child->sp = arch::make_context(child->frame, &ult_main, child);
     push_ready(w, child);
     return;
   }
-  switch_to(w, parent, child, &hook_push_ready, parent);
+  // Child first: the parent is pushed (by the hook, once its context is saved)
+  // and the child starts at once on its own stack.
+  w->current = child;
+  ++child->resumes;
+  arch::sanitizer_before_switch(parent->fiber, child->fiber, false);
+  ito_context_start(&parent->sp, child->frame, child, &hook_push_ready, parent, &ult_main);
+  arch::sanitizer_after_switch(parent->fiber);
 }
 
 void wait_finished(ult* child) {
@@ -204,16 +273,27 @@ void wait_finished(ult* child) {
 
 void release(ult* u) {
   if (u->frame_cleanup) u->frame_cleanup(u->frame);
-  u->join_state.store(join_released, std::memory_order_relaxed);
-  stack::stack_block s = u->stack;
 #if ITO_ASAN
   // Frames of a finished ULT never returned; clear their redzones for reuse.
-  __asan_unpoison_memory_region(s.lo, s.size() - sizeof(std::uint64_t));
+  __asan_unpoison_memory_region(u->stack.lo, u->stack.size() - sizeof(std::uint64_t));
 #endif
-  if (worker* w = current_worker(); w && w->rt == g_runtime.load(std::memory_order_relaxed)) {
-    w->stacks.give(w->rt->stacks, s);
+  // Reset what allocate() does not set, so that reuse is cheap.
+  u->join_state.store(join_released, std::memory_order_relaxed);
+  u->frame_cleanup = nullptr;
+  u->exited = false;
+  u->locals = nullptr;
+  worker* w = current_worker();
+  runtime_state* rt = g_runtime.load(std::memory_order_relaxed);
+  if (w && w->rt == rt && w->free_count < worker::max_free_ults) [[likely]] {
+    u->next = w->free_ults;
+    w->free_ults = u;
+    ++w->free_count;
+  } else if (w && w->rt == rt) {
+    arch::sanitizer_destroy_fiber(u->fiber);
+    w->stacks.give(rt->stacks, u->stack);
   } else {
-    g_runtime.load(std::memory_order_acquire)->stacks.release(s);
+    arch::sanitizer_destroy_fiber(u->fiber);
+    rt->stacks.release(u->stack);
   }
 }
 
@@ -286,7 +366,7 @@ void sleep_until_ns(std::int64_t deadline_ns) {
 void exit_current(void* value) { throw exit_unwind{value}; }
 
 // The scheduler context of a worker whose OS stack belongs to the main ULT.
-void scheduler_entry(void*, void* data) noexcept {
+ito_exit_switch scheduler_entry(void* data) noexcept {
   auto* w = static_cast<worker*>(data);
   arch::sanitizer_after_switch(w->scheduler_fiber);
   scheduler_loop(w);

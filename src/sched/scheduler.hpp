@@ -13,7 +13,7 @@ namespace ito::sched {
 // Initial-exec TLS is read as %fs:offset on every access, so a ULT that moved
 // to another OS thread across a switch still reads its new worker. (General-
 // dynamic TLS would hand out an address the compiler may keep: never use it.)
-extern thread_local worker* tls_worker __attribute__((tls_model("initial-exec")));
+extern constinit thread_local worker* tls_worker __attribute__((tls_model("initial-exec")));
 
 // The worker running this OS thread, or null.
 inline worker* current_worker() noexcept {
@@ -31,7 +31,9 @@ inline ult* current_ult() noexcept {
 ult* allocate(std::size_t frame_bytes, void** frame);
 // Starts `child` running body(frame). Child-first: the caller is pushed and the
 // child runs at once (help-first from a ULT bound to its worker).
-void fork(ult* child, void (*body)(void*));
+// id_was_public: others may know the child's id before fork returns, so its
+// end must always be published with an atomic exchange.
+void fork(ult* child, void (*body)(void*), bool id_was_public = true) noexcept;
 // Waits until `child` has finished. Precondition: not detached, no other joiner.
 void wait_finished(ult* child);
 // Gives a finished ULT's stack back; the descriptor is dead afterwards.
@@ -61,10 +63,21 @@ struct exit_unwind {
 
 // --- Used by the worker loop and the runtime (internal) ---
 void set_current_worker(worker* w) noexcept;
+ult* pop_local_slow(worker* w) noexcept;
+void push_ready_slow(worker* w, ult* u, bool deque_was_empty) noexcept;
+
 // Next runnable ULT local to w: deque bottom, bound inbox, injector, own yielded.
-ult* pop_local(worker* w) noexcept;
+inline ult* pop_local(worker* w) noexcept {
+  ult* u = nullptr;
+  if (w->deque.pop(u)) [[likely]] return u;
+  return pop_local_slow(w);
+}
 // Hands a runnable ULT to w's deque (or to the inbox of the worker it is bound to).
-void push_ready(worker* w, ult* u) noexcept;
+inline void push_ready(worker* w, ult* u) noexcept {
+  if (u->bound) [[unlikely]] return push_ready_slow(w, u, false);
+  // Only a push onto an empty deque pays for a fence (see idle.hpp).
+  if (w->deque.push(u)) [[unlikely]] push_ready_slow(w, nullptr, true);
+}
 void run_ult(worker* w, ult* u) noexcept;  // from the scheduler loop
 void* make_scheduler_context(worker* w);    // for a worker whose OS stack is taken
 void scheduler_loop(worker* w);

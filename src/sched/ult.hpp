@@ -30,6 +30,9 @@ struct ult {
   std::uint64_t id = 0;
   std::uint32_t generation = 0;   // bumped each time the stack is reused; checks C handles
   bool exited = false;            // ended by exit() rather than by returning
+  bool id_was_public = false;     // others could know the id before fork returned
+  std::uint32_t resumes = 0;      // bumped whenever this ULT is switched to
+  std::uint32_t parent_resumes = 0;  // parent->resumes when this ULT was forked
   void* exit_value = nullptr;     // exit()'s value, for the C API
   ult* next = nullptr;            // intrusive link: wait queues, inboxes
   ult* join_target = nullptr;     // the ULT this one is about to join

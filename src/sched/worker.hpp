@@ -51,6 +51,10 @@ struct alignas(64) worker {
   stack::stack_block scheduler_stack;  // worker 0 only: its OS stack belongs to the main ULT
 
   stack::stack_cache stacks;
+  // Released descriptors with their stacks, reused first (LIFO: warm lines).
+  static constexpr unsigned max_free_ults = 64;
+  ult* free_ults = nullptr;
+  unsigned free_count = 0;
   std::uint64_t next_id = 1;
   std::uint64_t rng = 0;
   std::uint32_t yields_since_scheduler = 0;
