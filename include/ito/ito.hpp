@@ -1,0 +1,11 @@
+// ito's C++ API in one include.
+#pragma once
+
+#include "ito/error.hpp"
+#include "ito/options.hpp"
+#include "ito/runtime.hpp"
+#include "ito/thread.hpp"
+#include "ito/ult.hpp"
+#if __has_include("ito/sync.hpp")
+#include "ito/sync.hpp"
+#endif

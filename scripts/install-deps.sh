@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Installs the Debian packages ito builds, tests and benchmarks with, if any is
+# missing. Needs root for apt-get; without it, names what to install and fails.
+set -euo pipefail
+
+packages=(
+  cmake ninja-build g++ make pkg-config     # build
+  libgtest-dev                              # tests
+  libtbb-dev libboost-fiber-dev libboost-context-dev  # benchmark comparisons
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+if [ "$(id -u)" -ne 0 ]; then
+  echo "ito: missing Debian packages: ${missing[*]}" >&2
+  echo "ito: run 'sudo apt-get install ${missing[*]}' or run make as root" >&2
+  exit 1
+fi
+echo "ito: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing[@]}"
