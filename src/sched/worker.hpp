@@ -20,6 +20,16 @@
 namespace ito::sched {
 
 struct runtime_state;
+struct worker;
+
+// Other kinds of work the workers run between ULTs (the flow layer's stackless
+// tasks). Each function runs on the worker's scheduler stack.
+struct task_source {
+  // Runs some local or stolen tasks; returns true if it ran any.
+  bool (*run_some)(worker* w) = nullptr;
+  // True if any task may be runnable anywhere (checked before parking).
+  bool (*has_work)(runtime_state* rt) = nullptr;
+};
 
 // Counters written only by their worker; read at exit (ITO_STATS=1).
 struct worker_stats {
@@ -68,6 +78,7 @@ struct alignas(64) worker {
 
   pthread_t os_thread{};
   void* altstack = nullptr;
+  void* extension = nullptr;  // per-worker state of a task_source (flow)
 };
 
 struct runtime_state {
@@ -82,6 +93,7 @@ struct runtime_state {
   std::vector<worker*> idle;  // guarded by idle_mutex
 
   std::atomic<bool> stopping{false};
+  task_source tasks;  // set before the workers start (see set_task_source)
   ult main_ult;  // the OS thread that created the runtime, adopted as a ULT
 
   explicit runtime_state(const options& o) : opts(o), stacks(o.stack_size) {}

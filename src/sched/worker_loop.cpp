@@ -49,6 +49,7 @@ bool work_visible(worker* w) noexcept {
   runtime_state* rt = w->rt;
   if (!w->inbox.looks_empty() || !rt->injector.looks_empty()) return true;
   if (rt->timers.next_deadline() <= monotonic_ns()) return true;
+  if (rt->tasks.has_work && rt->tasks.has_work(rt)) return true;
   for (auto& v : rt->workers)
     if (!v->deque.looks_empty() || !v->yielded.looks_empty()) return true;
   return false;
@@ -129,6 +130,10 @@ void scheduler_loop(worker* w) {
   for (;;) {
     if (rt->timers.next_deadline() != timer_queue::never) rt->timers.fire_expired(monotonic_ns());
     ult* u = pop_local(w);
+    if (!u && rt->tasks.run_some && rt->tasks.run_some(w)) {
+      idle_rounds = 0;
+      continue;
+    }
     if (!u) u = try_steal(w);
     if (u) {
       idle_rounds = 0;
