@@ -19,6 +19,9 @@
 #include "sched/scheduler.hpp"
 
 namespace ito::sched {
+
+task_source g_task_source;
+
 namespace {
 
 void pin_to_allowed_cpu(unsigned index) {
@@ -88,6 +91,7 @@ void print_stats(runtime_state* rt) {
 runtime_state* start_runtime(const options& resolved) {
   runtime_state* expected = nullptr;
   auto* rt = new runtime_state(resolved);
+  rt->tasks = g_task_source;
   if (!g_runtime.compare_exchange_strong(expected, rt)) {
     delete rt;
     throw usage_error(EBUSY, "ito: a runtime is already running in this process");

@@ -99,6 +99,10 @@ struct runtime_state {
   explicit runtime_state(const options& o) : opts(o), stacks(o.stack_size) {}
 };
 
+// Installed by the flow layer when it is linked in (a static initializer);
+// copied into each runtime at start.
+extern task_source g_task_source;
+
 // The one live runtime (ito runs one runtime per process at a time).
 extern std::atomic<runtime_state*> g_runtime;
 
