@@ -19,7 +19,8 @@ void wake_one(runtime_state* rt);
 void wake_worker(worker* w);
 void wake_all(runtime_state* rt);
 // Blocks until woken, work may be visible, or the next timer is due.
-void park(worker* w);
+// Returns true if it timed out rather than being woken.
+bool park(worker* w);
 
 // The longest a parked worker sleeps without a wake-up before looking again.
 inline constexpr long park_timeout_ns = 10'000'000;

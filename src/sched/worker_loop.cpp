@@ -99,7 +99,7 @@ void wake_all(runtime_state* rt) {
   while (!rt->idle.empty()) wake_locked(rt, rt->idle.back());
 }
 
-void park(worker* w) {
+bool park(worker* w) {
   runtime_state* rt = w->rt;
   {
     std::lock_guard lock(rt->idle_mutex);
@@ -110,18 +110,23 @@ void park(worker* w) {
   std::atomic_thread_fence(std::memory_order_seq_cst);
   if (work_visible(w) || rt->stopping.load(std::memory_order_acquire)) {
     leave_idle(w);
-    return;
+    return false;
   }
   worker_stats::bump(w->stats.parks);
+  bool timed_out = false;
   while (w->wake_word.load(std::memory_order_acquire) == 0) {
     std::int64_t wait = park_timeout_ns;
     std::int64_t deadline = rt->timers.next_deadline();
     if (deadline != timer_queue::never) wait = std::min(wait, deadline - monotonic_ns());
     if (wait <= 0) break;
     timespec ts{wait / 1'000'000'000, wait % 1'000'000'000};
-    if (futex(&w->wake_word, FUTEX_WAIT, 0, &ts) != 0 && errno == ETIMEDOUT) break;
+    if (futex(&w->wake_word, FUTEX_WAIT, 0, &ts) != 0 && errno == ETIMEDOUT) {
+      timed_out = true;
+      break;
+    }
   }
   leave_idle(w);
+  return timed_out;
 }
 
 void scheduler_loop(worker* w) {
@@ -146,8 +151,9 @@ void scheduler_loop(worker* w) {
       for (int i = 0; i < pauses_per_round; ++i) arch::cpu_relax();
       continue;
     }
-    idle_rounds = 0;
-    park(w);
+    // Woken by a producer: spin a while again. Timed out: look once, and
+    // park again at once if there is still nothing (an idle runtime stays idle).
+    idle_rounds = park(w) ? spin_rounds - 1 : 0;
   }
 }
 

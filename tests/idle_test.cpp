@@ -1,0 +1,71 @@
+// An idle runtime parks its workers: they use (almost) no CPU, and they wake
+// promptly when work or a timer needs them.
+#include <gtest/gtest.h>
+#include <sys/resource.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <string>
+
+#include "ito/thread.hpp"
+#include "test_support.hpp"
+
+namespace {
+
+double cpu_seconds() {
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  return ru.ru_utime.tv_sec + ru.ru_stime.tv_sec + (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+}
+
+double wall_seconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+TEST(idle, parked_workers_use_almost_no_cpu) {
+  ito::start_main_thread_with_worker_size(4, [] {
+    ito::sleep_for_ns(50'000'000);  // let the workers finish spinning and park
+    const double cpu0 = cpu_seconds(), wall0 = wall_seconds();
+    ito::sleep_for_ns(500'000'000);
+    const double cpu = cpu_seconds() - cpu0, wall = wall_seconds() - wall0;
+    EXPECT_GE(wall, 0.5);
+    // Four workers spinning would burn ~2 s of CPU here (two cores).
+    EXPECT_LT(cpu, 0.05 * wall) << "cpu " << cpu << " s over " << wall << " s";
+  });
+}
+
+TEST(idle, sleeping_ult_wakes_on_time_and_others_run_meanwhile) {
+  ito::start_main_thread_with_worker_size(2, [] {
+    std::atomic<long> work{0};
+    const double t0 = wall_seconds();
+    auto sleeper = ito::create_thread([] { ito::sleep_for_ns(100'000'000); return wall_seconds(); });
+    auto busy = ito::create_thread([&] {
+      for (int i = 0; i < 1000; ++i) {
+        work.fetch_add(1);
+        ito::yield();
+      }
+    });
+    const double woke = ito::join(std::move(sleeper));
+    ito::join(std::move(busy));
+    EXPECT_EQ(work.load(), 1000);
+    EXPECT_GE(woke - t0, 0.1);
+    EXPECT_LT(woke - t0, ito::test::tsan ? 2.0 : 0.5);
+  });
+}
+
+TEST(idle, work_pushed_while_all_workers_park_is_picked_up) {
+  // Repeatedly let every worker park, then create work from the main ULT:
+  // a lost wake-up would leave the child waiting for the park timeout.
+  ito::start_main_thread_with_worker_size(2, [] {
+    for (int round = 0; round < 20; ++round) {
+      ito::sleep_for_ns(2'000'000);
+      std::atomic<bool> done{false};
+      auto child = ito::create_thread([&] { done = true; });
+      ito::join(std::move(child));
+      EXPECT_TRUE(done.load());
+    }
+  });
+}
+
+}  // namespace
