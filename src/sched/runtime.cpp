@@ -71,7 +71,7 @@ void print_stats(runtime_state* rt) {
                "ito: %6s %12s %12s %12s %12s %8s %12s %12s %12s\n",
                rt->workers.size(), rt->stacks.stacks_mapped(), rt->stacks.stack_size(), "worker",
                "spawns", "quick_res", "direct_wake", "steal_tries", "steals", "parks",
-               "stack_reuse", "stack_refill");
+               "stack_reuse", "stack_take");
   for (auto& w : rt->workers) {
     auto& s = w->stats;
     std::fprintf(stderr, "ito: %6u %12llu %12llu %12llu %12llu %8llu %12llu %12llu %12llu\n",
@@ -81,8 +81,8 @@ void print_stats(runtime_state* rt) {
                  static_cast<unsigned long long>(s.steal_attempts.load()),
                  static_cast<unsigned long long>(s.steals.load()),
                  static_cast<unsigned long long>(s.parks.load()),
-                 static_cast<unsigned long long>(w->stacks.reused()),
-                 static_cast<unsigned long long>(w->stacks.refills()));
+                 static_cast<unsigned long long>(s.stacks_reused.load()),
+                 static_cast<unsigned long long>(s.stacks_taken.load()));
   }
 }
 

@@ -205,6 +205,7 @@ namespace {
 // reuses (for stale C handles); it outlives the descriptor below it.
 [[gnu::noinline]] ult* new_descriptor(worker* w) {
   stack::stack_block s = w->stacks.take(w->rt->stacks);
+  worker_stats::bump(w->stats.stacks_taken);
   auto* generation = reinterpret_cast<std::uint32_t*>(s.hi - sizeof(std::uint64_t));
   auto top = reinterpret_cast<std::uintptr_t>(generation);
   auto* u = new (reinterpret_cast<void*>((top - sizeof(ult)) & ~std::uintptr_t{63})) ult;
@@ -227,6 +228,7 @@ ult* allocate(std::size_t frame_bytes, void** frame) {
     w->free_ults = u->next;
     --w->free_count;
     u->next = nullptr;
+    worker_stats::bump(w->stats.stacks_reused);
   } else {
     u = new_descriptor(w);
   }

@@ -40,6 +40,8 @@ struct worker_stats {
   std::atomic<std::uint64_t> parks{0};
   std::atomic<std::uint64_t> quick_resumes{0};
   std::atomic<std::uint64_t> direct_join_wakeups{0};
+  std::atomic<std::uint64_t> stacks_reused{0};  // a released descriptor+stack taken again
+  std::atomic<std::uint64_t> stacks_taken{0};   // a stack taken from the cache or the pool
 
   // Single writer: a plain load and store, no locked instruction.
   static void bump(std::atomic<std::uint64_t>& c) noexcept {
