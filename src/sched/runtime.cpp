@@ -102,6 +102,7 @@ runtime_state* start_runtime(const options& resolved) {
     w->rt = rt;
     w->index = i;
     w->rng = 0x9E3779B97F4A7C15ull * (i + 1);
+    w->alone = n == 1;
     rt->workers.push_back(std::move(w));
   }
   install_overflow_handler();

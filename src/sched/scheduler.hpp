@@ -69,7 +69,7 @@ void push_ready_slow(worker* w, ult* u, bool deque_was_empty) noexcept;
 // Next runnable ULT local to w: deque bottom, bound inbox, injector, own yielded.
 inline ult* pop_local(worker* w) noexcept {
   ult* u = nullptr;
-  if (w->deque.pop(u)) [[likely]] return u;
+  if (w->alone ? w->deque.pop_unshared(u) : w->deque.pop(u)) [[likely]] return u;
   return pop_local_slow(w);
 }
 // Hands a runnable ULT to w's deque (or to the inbox of the worker it is bound to).

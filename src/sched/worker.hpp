@@ -58,6 +58,7 @@ struct alignas(64) worker {
   ult_queue inbox;                // ULTs bound to this worker, made runnable elsewhere
 
   ult* current = nullptr;  // the running ULT; null while in the scheduler loop
+  bool alone = false;      // the only worker: nobody steals from its deques
   void* scheduler_sp = nullptr;
   arch::sanitizer_fiber scheduler_fiber;
   stack::stack_block scheduler_stack;  // worker 0 only: its OS stack belongs to the main ULT
