@@ -1,0 +1,168 @@
+/* POSIX threads on ito's user-level threads (ULTs), source-compatible.
+ *
+ * Include this header (or compile with `-include ito/pthread.h`) and link
+ * with ito: every pthread_* call named below is renamed to ito_pthread_*, so
+ * an unmodified pthread program runs its threads as ULTs. The types stay
+ * glibc's (pthread_t, pthread_mutex_t, ...): ito keeps its objects inside
+ * their storage, and the static initialisers (PTHREAD_MUTEX_INITIALIZER,
+ * PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP, PTHREAD_COND_INITIALIZER,
+ * PTHREAD_RWLOCK_INITIALIZER, PTHREAD_ONCE_INIT) keep working.
+ *
+ * The runtime starts on the first call (ITO_WORKERS workers); the calling OS
+ * thread becomes the main ULT, bound to worker 0. Return codes are POSIX's.
+ * Unsupported: pthread_cancel (ENOSYS), a caller-supplied stack
+ * (pthread_attr_setstack: pthread_create fails with EINVAL), process-shared
+ * objects, and a stack size above the runtime's (ITO_STACK_SIZE): EINVAL.
+ * See docs/POSIX.md for the limits (TLS, errno, blocking system calls).
+ *
+ * Define ITO_PTHREAD_NO_RENAME before including it to get the ito_pthread_*
+ * declarations without the renaming (benchmarks compare both in one file). */
+#ifndef ITO_PTHREAD_H
+#define ITO_PTHREAD_H
+
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE 1 /* PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP, pthread_yield */
+#endif
+#include <pthread.h>
+#include <sched.h>
+#include <time.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Threads */
+int ito_pthread_create(pthread_t* thread, const pthread_attr_t* attr, void* (*start)(void*),
+                       void* arg);
+__attribute__((__noreturn__)) void ito_pthread_exit(void* retval);
+int ito_pthread_join(pthread_t thread, void** retval);
+int ito_pthread_detach(pthread_t thread);
+pthread_t ito_pthread_self(void);
+int ito_pthread_equal(pthread_t a, pthread_t b);
+int ito_pthread_yield(void);
+int ito_sched_yield(void);
+int ito_pthread_cancel(pthread_t thread); /* ENOSYS: cancellation is not supported */
+
+int ito_pthread_attr_init(pthread_attr_t* attr);
+int ito_pthread_attr_destroy(pthread_attr_t* attr);
+int ito_pthread_attr_setdetachstate(pthread_attr_t* attr, int state);
+int ito_pthread_attr_getdetachstate(const pthread_attr_t* attr, int* state);
+int ito_pthread_attr_setstacksize(pthread_attr_t* attr, size_t size);
+int ito_pthread_attr_getstacksize(const pthread_attr_t* attr, size_t* size);
+
+int ito_pthread_once(pthread_once_t* once, void (*fn)(void));
+
+/* Mutexes */
+int ito_pthread_mutexattr_init(pthread_mutexattr_t* attr);
+int ito_pthread_mutexattr_destroy(pthread_mutexattr_t* attr);
+int ito_pthread_mutexattr_settype(pthread_mutexattr_t* attr, int type);
+int ito_pthread_mutexattr_gettype(const pthread_mutexattr_t* attr, int* type);
+int ito_pthread_mutex_init(pthread_mutex_t* mutex, const pthread_mutexattr_t* attr);
+int ito_pthread_mutex_destroy(pthread_mutex_t* mutex);
+int ito_pthread_mutex_lock(pthread_mutex_t* mutex);
+int ito_pthread_mutex_trylock(pthread_mutex_t* mutex);
+int ito_pthread_mutex_timedlock(pthread_mutex_t* mutex, const struct timespec* abstime);
+int ito_pthread_mutex_unlock(pthread_mutex_t* mutex);
+
+/* Condition variables */
+int ito_pthread_condattr_init(pthread_condattr_t* attr);
+int ito_pthread_condattr_destroy(pthread_condattr_t* attr);
+int ito_pthread_condattr_setclock(pthread_condattr_t* attr, clockid_t clock);
+int ito_pthread_condattr_getclock(const pthread_condattr_t* attr, clockid_t* clock);
+int ito_pthread_cond_init(pthread_cond_t* cond, const pthread_condattr_t* attr);
+int ito_pthread_cond_destroy(pthread_cond_t* cond);
+int ito_pthread_cond_wait(pthread_cond_t* cond, pthread_mutex_t* mutex);
+int ito_pthread_cond_timedwait(pthread_cond_t* cond, pthread_mutex_t* mutex,
+                               const struct timespec* abstime);
+int ito_pthread_cond_signal(pthread_cond_t* cond);
+int ito_pthread_cond_broadcast(pthread_cond_t* cond);
+
+/* Thread-specific data (per ULT) */
+int ito_pthread_key_create(pthread_key_t* key, void (*destructor)(void*));
+int ito_pthread_key_delete(pthread_key_t key);
+void* ito_pthread_getspecific(pthread_key_t key);
+int ito_pthread_setspecific(pthread_key_t key, const void* value);
+
+/* Barriers, read-write locks, spinlocks */
+int ito_pthread_barrier_init(pthread_barrier_t* barrier, const pthread_barrierattr_t* attr,
+                             unsigned count);
+int ito_pthread_barrier_destroy(pthread_barrier_t* barrier);
+int ito_pthread_barrier_wait(pthread_barrier_t* barrier);
+int ito_pthread_rwlock_init(pthread_rwlock_t* rwlock, const pthread_rwlockattr_t* attr);
+int ito_pthread_rwlock_destroy(pthread_rwlock_t* rwlock);
+int ito_pthread_rwlock_rdlock(pthread_rwlock_t* rwlock);
+int ito_pthread_rwlock_tryrdlock(pthread_rwlock_t* rwlock);
+int ito_pthread_rwlock_wrlock(pthread_rwlock_t* rwlock);
+int ito_pthread_rwlock_trywrlock(pthread_rwlock_t* rwlock);
+int ito_pthread_rwlock_unlock(pthread_rwlock_t* rwlock);
+int ito_pthread_spin_init(pthread_spinlock_t* lock, int pshared);
+int ito_pthread_spin_destroy(pthread_spinlock_t* lock);
+int ito_pthread_spin_lock(pthread_spinlock_t* lock);
+int ito_pthread_spin_trylock(pthread_spinlock_t* lock);
+int ito_pthread_spin_unlock(pthread_spinlock_t* lock);
+
+#ifdef __cplusplus
+}
+#endif
+
+#ifndef ITO_PTHREAD_NO_RENAME
+/* After <pthread.h>: its declarations keep glibc's names, every call below
+ * reaches ito. */
+#define pthread_create ito_pthread_create
+#define pthread_exit ito_pthread_exit
+#define pthread_join ito_pthread_join
+#define pthread_detach ito_pthread_detach
+#define pthread_self ito_pthread_self
+#define pthread_equal ito_pthread_equal
+#define pthread_yield ito_pthread_yield
+#define sched_yield ito_sched_yield
+#define pthread_cancel ito_pthread_cancel
+#define pthread_attr_init ito_pthread_attr_init
+#define pthread_attr_destroy ito_pthread_attr_destroy
+#define pthread_attr_setdetachstate ito_pthread_attr_setdetachstate
+#define pthread_attr_getdetachstate ito_pthread_attr_getdetachstate
+#define pthread_attr_setstacksize ito_pthread_attr_setstacksize
+#define pthread_attr_getstacksize ito_pthread_attr_getstacksize
+#define pthread_once ito_pthread_once
+#define pthread_mutexattr_init ito_pthread_mutexattr_init
+#define pthread_mutexattr_destroy ito_pthread_mutexattr_destroy
+#define pthread_mutexattr_settype ito_pthread_mutexattr_settype
+#define pthread_mutexattr_gettype ito_pthread_mutexattr_gettype
+#define pthread_mutex_init ito_pthread_mutex_init
+#define pthread_mutex_destroy ito_pthread_mutex_destroy
+#define pthread_mutex_lock ito_pthread_mutex_lock
+#define pthread_mutex_trylock ito_pthread_mutex_trylock
+#define pthread_mutex_timedlock ito_pthread_mutex_timedlock
+#define pthread_mutex_unlock ito_pthread_mutex_unlock
+#define pthread_condattr_init ito_pthread_condattr_init
+#define pthread_condattr_destroy ito_pthread_condattr_destroy
+#define pthread_condattr_setclock ito_pthread_condattr_setclock
+#define pthread_condattr_getclock ito_pthread_condattr_getclock
+#define pthread_cond_init ito_pthread_cond_init
+#define pthread_cond_destroy ito_pthread_cond_destroy
+#define pthread_cond_wait ito_pthread_cond_wait
+#define pthread_cond_timedwait ito_pthread_cond_timedwait
+#define pthread_cond_signal ito_pthread_cond_signal
+#define pthread_cond_broadcast ito_pthread_cond_broadcast
+#define pthread_key_create ito_pthread_key_create
+#define pthread_key_delete ito_pthread_key_delete
+#define pthread_getspecific ito_pthread_getspecific
+#define pthread_setspecific ito_pthread_setspecific
+#define pthread_barrier_init ito_pthread_barrier_init
+#define pthread_barrier_destroy ito_pthread_barrier_destroy
+#define pthread_barrier_wait ito_pthread_barrier_wait
+#define pthread_rwlock_init ito_pthread_rwlock_init
+#define pthread_rwlock_destroy ito_pthread_rwlock_destroy
+#define pthread_rwlock_rdlock ito_pthread_rwlock_rdlock
+#define pthread_rwlock_tryrdlock ito_pthread_rwlock_tryrdlock
+#define pthread_rwlock_wrlock ito_pthread_rwlock_wrlock
+#define pthread_rwlock_trywrlock ito_pthread_rwlock_trywrlock
+#define pthread_rwlock_unlock ito_pthread_rwlock_unlock
+#define pthread_spin_init ito_pthread_spin_init
+#define pthread_spin_destroy ito_pthread_spin_destroy
+#define pthread_spin_lock ito_pthread_spin_lock
+#define pthread_spin_trylock ito_pthread_spin_trylock
+#define pthread_spin_unlock ito_pthread_spin_unlock
+#endif
+
+#endif /* ITO_PTHREAD_H */

@@ -1,0 +1,168 @@
+// The POSIX layer's common parts: lazy start and clean exit of the runtime,
+// deadlines, timed parking. See include/ito/pthread.h and docs/POSIX.md.
+#include <cstdio>
+#include <cstdlib>
+
+#include "compat/posix_internal.hpp"
+#include "ito/options.hpp"
+#include "sched/idle.hpp"
+#include "sched/runtime_control.hpp"
+
+namespace ito::posix {
+namespace {
+
+std::atomic<sched::runtime_state*> g_posix_runtime{nullptr};
+
+}  // namespace
+}  // namespace ito::posix
+
+// Defined only by libito-preload.so, which starts the runtime itself.
+extern "C" __attribute__((weak)) int ito_posix_preload_marker;
+
+namespace ito::posix {
+namespace {
+
+bool preloaded() noexcept { return &ito_posix_preload_marker != nullptr; }
+
+// Every ULT ever forked has finished (as stop_runtime's wait tests).
+bool all_finished(sched::runtime_state* rt) {
+  std::uint64_t finished = 0, spawned = 0;
+  for (auto& w : rt->workers) finished += w->stats.finished.load(std::memory_order_acquire);
+  for (auto& w : rt->workers) spawned += w->stats.spawns.load(std::memory_order_acquire);
+  return finished == spawned;
+}
+
+// atexit: exit() or a return from main. POSIX ends the other threads with the
+// process, so the runtime is stopped (workers joined, stats printed) only
+// when that can be done without waiting: on the main ULT, with every ULT
+// finished. Otherwise (exit() from another ULT, or ULTs still running) the
+// workers simply end with the process, as NPTL threads do.
+void stop_at_exit() {
+  sched::runtime_state* rt = g_posix_runtime.load(std::memory_order_acquire);
+  if (!rt || sched::g_runtime.load(std::memory_order_acquire) != rt) return;
+  sched::worker* w = sched::current_worker();
+  if (!w || w->rt != rt || w->current != &rt->main_ult || !all_finished(rt)) return;
+  g_posix_runtime.store(nullptr, std::memory_order_release);
+  sched::stop_runtime(rt);
+}
+
+int start_runtime_now() noexcept {
+  if (sched::g_runtime.load(std::memory_order_acquire)) return EPERM;  // an OS thread, not a ULT
+  errno_guard keep_errno;
+  try {
+    sched::runtime_state* rt = sched::start_runtime(resolve_options(options{}));
+    g_posix_runtime.store(rt, std::memory_order_release);
+    static bool registered = false;  // one runtime per process, but it may be restarted
+    if (!registered) registered = std::atexit(&stop_at_exit) == 0;
+    return 0;
+  } catch (const config_error& e) {
+    std::fprintf(stderr, "%s\n", e.what());
+    return EAGAIN;
+  } catch (...) {
+    // EBUSY: another thread started a runtime meanwhile; we are not its ULT.
+    return sched::current_ult() ? 0 : EAGAIN;
+  }
+}
+
+}  // namespace
+
+int start_runtime_slow() noexcept { return preloaded() ? EPERM : start_runtime_now(); }
+
+void wait_for_others_then_exit() {
+  sched::runtime_state* rt = sched::g_runtime.load(std::memory_order_acquire);
+  // pthread_exit on the main thread: the process lives until the last
+  // thread ends, then exits with status 0.
+  for (unsigned round = 0; !all_finished(rt); ++round) {
+    if (round < 1000) sched::yield(false);
+    else sched::sleep_until_ns(sched::monotonic_ns() + 100'000);
+  }
+  std::exit(0);
+}
+
+std::int64_t clock_ns(clockid_t clock) noexcept {
+  timespec ts{};
+  clock_gettime(clock, &ts);
+  return std::int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
+}
+
+int to_deadline(const timespec* abstime, clockid_t clock, std::int64_t* deadline) noexcept {
+  if (!abstime || abstime->tv_nsec < 0 || abstime->tv_nsec >= 1'000'000'000) return EINVAL;
+  constexpr std::int64_t never = sched::timer_queue::never;
+  const std::int64_t now_mono = sched::monotonic_ns();
+  const std::int64_t now = clock == CLOCK_MONOTONIC ? now_mono : clock_ns(clock);
+  // In seconds first, so that a huge tv_sec saturates instead of overflowing.
+  const long double rel = (static_cast<long double>(abstime->tv_sec) * 1e9L + abstime->tv_nsec) -
+                          static_cast<long double>(now);
+  if (rel <= 0) *deadline = now_mono;
+  else if (rel >= static_cast<long double>(never - now_mono)) *deadline = never;
+  else *deadline = now_mono + static_cast<std::int64_t>(rel);
+  return 0;
+}
+
+namespace {
+struct wait_timer : sched::timer_entry {
+  detail::waiter* waiter = nullptr;
+};
+void on_timeout(sched::timer_entry* t) {
+  detail::waiter& w = *static_cast<wait_timer*>(t)->waiter;
+  if (detail::claim(w, by_timeout)) detail::unpark(w);
+}
+}  // namespace
+
+bool park_until(detail::waiter& me, std::int64_t deadline, detail::spinlock& lock,
+                detail::wait_queue& q) {
+  bool timed_out = false;
+  if (deadline == sched::timer_queue::never) {
+    detail::park(me);
+  } else if (me.ult) {
+    // Same protocol as ito::condition_variable: notify and timer both claim
+    // the record; only the winner wakes it.
+    sched::runtime_state* rt = sched::current_worker()->rt;
+    wait_timer timer;
+    timer.deadline_ns = deadline;
+    timer.fire = &on_timeout;
+    timer.waiter = &me;
+    rt->timers.add(&timer);
+    sched::notify_work(rt);  // a parked worker must shorten its sleep
+    detail::park(me);
+    rt->timers.cancel(&timer);
+    timed_out = me.ended_by.load(std::memory_order_acquire) == by_timeout;
+  } else if (!detail::park_os_until(me, deadline)) {
+    timed_out = detail::claim(me, by_timeout);
+    if (!timed_out) detail::park(me);  // a wake won the claim: its unpark is on the way
+  }
+  if (timed_out) {
+    lock.lock();
+    if (me.queued) detail::remove(q, &me);
+    lock.unlock();
+  }
+  return timed_out;
+}
+
+bool wake_one_and_unlock(detail::spinlock& lock, detail::wait_queue& q) noexcept {
+  detail::waiter* chosen = nullptr;
+  while (detail::waiter* w = detail::pop_front(q)) {
+    if (detail::claim(*w, by_wake)) {  // fails only for a wait that just timed out
+      chosen = w;
+      break;
+    }
+  }
+  lock.unlock();
+  if (chosen) detail::unpark(*chosen);
+  return chosen != nullptr;
+}
+
+void backoff(unsigned round) noexcept {
+  if (!sched::current_ult()) {
+    timespec ts{0, 50'000};
+    nanosleep(&ts, nullptr);
+  } else if (round < 64) {
+    sched::yield(false);
+  } else {
+    sched::sleep_until_ns(sched::monotonic_ns() + 50'000);
+  }
+}
+
+}  // namespace ito::posix
+
+extern "C" int ito_posix_start_runtime(void) { return ito::posix::start_runtime_now(); }

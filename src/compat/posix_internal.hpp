@@ -1,0 +1,70 @@
+// Shared by the POSIX layer (posix_*.cpp): starting the runtime on first use,
+// keeping errno per ULT across switches, deadlines, and timed parking.
+#pragma once
+
+#include <cerrno>
+#include <cstdint>
+#include <ctime>
+
+#include "ito/sync.hpp"
+#include "sched/scheduler.hpp"
+#include "sync/waiter.hpp"
+
+namespace ito::posix {
+
+// errno is glibc TLS, i.e. the *worker's*: a ULT that blocks may come back on
+// another worker, or after other ULTs changed it on this one. Every POSIX call
+// that can switch keeps the caller's value and writes it back into the errno
+// of whichever worker it returns on.
+struct errno_guard {
+  int saved = errno;
+  errno_guard() = default;
+  errno_guard(const errno_guard&) = delete;
+  errno_guard& operator=(const errno_guard&) = delete;
+  ~errno_guard() { errno = saved; }
+};
+
+// Starts the runtime if none runs and the caller is a plain OS thread; the
+// caller becomes the main ULT. 0, or EAGAIN (bad ITO_* variable, on stderr),
+// or EPERM for an OS thread that is not a ULT while a runtime runs. Under
+// libito-preload.so the runtime starts in its constructor only (EPERM here):
+// libc and libstdc++ lock mutexes while they initialise, too early to start.
+int start_runtime_slow() noexcept;
+inline int ensure_runtime() noexcept {
+  return sched::current_ult() ? 0 : start_runtime_slow();
+}
+
+// pthread_exit on the main ULT: waits until every other ULT has ended, then
+// exit(0), as a process whose main thread called pthread_exit does.
+[[noreturn]] void wait_for_others_then_exit();
+
+
+// The mutex-holder identity: the running ULT or, outside one, the OS thread.
+// Inline for the ULT case: the mutex fast paths read it on every call.
+inline const void* identity() noexcept {
+  if (sched::ult* u = sched::current_ult()) [[likely]] return u;
+  return detail::caller_identity();
+}
+
+// Nanoseconds since the epoch of `clock` (CLOCK_REALTIME or CLOCK_MONOTONIC).
+std::int64_t clock_ns(clockid_t clock) noexcept;
+// An absolute time on `clock` as a CLOCK_MONOTONIC deadline (what ito's timers
+// use); saturates at timer_queue::never. EINVAL for a bad tv_nsec.
+int to_deadline(const timespec* abstime, clockid_t clock, std::int64_t* deadline) noexcept;
+
+// Parks `me`, which the caller has put on `q` under `lock`, until it is
+// unparked (the waker must claim it with by_wake first) or the deadline
+// passes. On time-out it leaves `q` if still there and returns true.
+inline constexpr std::uint32_t by_wake = 1;
+inline constexpr std::uint32_t by_timeout = 2;
+bool park_until(detail::waiter& me, std::int64_t deadline, detail::spinlock& lock,
+                detail::wait_queue& q);
+
+// Wakes the first waiter of q that has not timed out; true if one was woken.
+// The caller holds `lock` on entry; it is released on return.
+bool wake_one_and_unlock(detail::spinlock& lock, detail::wait_queue& q) noexcept;
+
+// Lets another ULT run (after a few calls, sleeps a little): for spinning.
+void backoff(unsigned round) noexcept;
+
+}  // namespace ito::posix

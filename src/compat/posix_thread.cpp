@@ -1,0 +1,170 @@
+// pthread_create/join/detach/exit/self/yield and thread attributes, on the C
+// API's ULTs. A pthread_t is an ito_ult_t handle (address + generation), so a
+// stale one is ESRCH rather than a stranger's thread.
+#include <dlfcn.h>
+#include <unistd.h>
+
+#include <cstddef>
+#include <cstring>
+
+#include "compat/posix_internal.hpp"
+#include "ito/ito.h"
+#include "ito/pthread.h"
+
+namespace {
+
+static_assert(sizeof(pthread_t) == sizeof(ito_ult_t));
+
+// glibc's own layout of pthread_attr_t (nptl/internaltypes.h, stable ABI on
+// x86-64). ito keeps the same fields where glibc does, so the attribute
+// calls ito does not rename (setscope, setguardsize, ...) still work on it.
+struct glibc_attr {
+  sched_param schedparam;
+  int schedpolicy;
+  int flags;
+  std::size_t guardsize;
+  void* stackaddr;
+  std::size_t stacksize;
+  void* extension;
+  void* unused;
+};
+static_assert(sizeof(glibc_attr) == sizeof(pthread_attr_t));
+constexpr int attr_flag_detached = 0x0001;
+constexpr int attr_flag_stackaddr = 0x0008;
+
+glibc_attr* as_attr(pthread_attr_t* a) { return reinterpret_cast<glibc_attr*>(a); }
+const glibc_attr* as_attr(const pthread_attr_t* a) {
+  return reinterpret_cast<const glibc_attr*>(a);
+}
+
+// Read at start-up, so attr_init costs a plain load (no guard), as glibc's.
+const std::size_t g_page_size = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+std::size_t page_size() { return g_page_size; }
+
+// The stack every ULT gets: the runtime's, or what it will be once started.
+std::size_t ult_stack_size() {
+  if (auto* rt = ito::sched::g_runtime.load(std::memory_order_acquire)) return rt->opts.stack_size;
+  try {
+    return ito::resolve_options(ito::options{}).stack_size;
+  } catch (...) {
+    return ito::options::default_stack_size;
+  }
+}
+
+}  // namespace
+
+extern "C" {
+
+int ito_pthread_create(pthread_t* thread, const pthread_attr_t* attr, void* (*start)(void*),
+                       void* arg) {
+  if (!thread || !start) return EINVAL;
+  if (int e = ito::posix::ensure_runtime()) return e;
+  bool detached = false;
+  if (attr) {
+    const glibc_attr* a = as_attr(attr);
+    // A caller-supplied stack cannot hold ito's descriptor and frame layout.
+    if (a->flags & attr_flag_stackaddr) return EINVAL;
+    // Stacks come from one pool of equal stacks: a larger request cannot be met.
+    if (a->stacksize > ult_stack_size()) return EINVAL;
+    detached = (a->flags & attr_flag_detached) != 0;
+  }
+  // Child first: the caller is suspended and may resume on another worker.
+  ito::posix::errno_guard keep_errno;
+  ito_ult_t handle = ITO_ULT_NULL;
+  if (int e = ito_create(&handle, start, arg)) return e == ENOMEM ? EAGAIN : e;
+  // The child may have run to its end already; detaching then reaps it.
+  if (detached) (void)ito_detach(handle);
+  *thread = static_cast<pthread_t>(handle);
+  return 0;
+}
+
+void ito_pthread_exit(void* retval) {
+  if (ito::posix::ensure_runtime() == 0 && ito::sched::current_ult()->bound)
+    ito::posix::wait_for_others_then_exit();
+  ito_exit(retval);  // unwinds to the ULT's entry from any depth
+}
+
+int ito_pthread_join(pthread_t thread, void** retval) {
+  if (int e = ito::posix::ensure_runtime()) return e;
+  ito::posix::errno_guard keep_errno;
+  // ESRCH: joined already, or detached and ended; EINVAL: detached (POSIX's
+  // "not joinable") or joined by another; EDEADLK: itself.
+  return ito_join(static_cast<ito_ult_t>(thread), retval);
+}
+
+int ito_pthread_detach(pthread_t thread) {
+  if (int e = ito::posix::ensure_runtime()) return e;
+  return ito_detach(static_cast<ito_ult_t>(thread));
+}
+
+pthread_t ito_pthread_self(void) {
+  if (ito::posix::ensure_runtime() == 0) return static_cast<pthread_t>(ito_self());
+  // An OS thread outside the runtime: glibc's pthread_self is its TCB address.
+  return reinterpret_cast<pthread_t>(__builtin_thread_pointer());
+}
+
+int ito_pthread_equal(pthread_t a, pthread_t b) { return a == b; }
+
+int ito_pthread_yield(void) {
+  if (!ito::sched::current_ult()) {
+    if (ito::posix::ensure_runtime() != 0) return ::sched_yield();
+  }
+  ito::posix::errno_guard keep_errno;
+  ito::sched::yield(false);
+  return 0;
+}
+
+int ito_sched_yield(void) { return ito_pthread_yield(); }
+
+int ito_pthread_cancel(pthread_t) { return ENOSYS; }
+
+int ito_pthread_attr_init(pthread_attr_t* attr) {
+  if (!attr) return EINVAL;
+  std::memset(attr, 0, sizeof *attr);
+  as_attr(attr)->guardsize = page_size();
+  return 0;
+}
+
+int ito_pthread_attr_destroy(pthread_attr_t* attr) {
+  if (!attr) return EINVAL;
+  // Only glibc's own setters (affinity, signal mask) allocate an extension;
+  // its destroy frees it. Without one there is nothing to free.
+  if (as_attr(attr)->extension) {
+    using destroy_fn = int (*)(pthread_attr_t*);
+    static destroy_fn real =
+        reinterpret_cast<destroy_fn>(dlsym(RTLD_NEXT, "pthread_attr_destroy"));
+    if (real) return real(attr);
+  }
+  return 0;
+}
+
+int ito_pthread_attr_setdetachstate(pthread_attr_t* attr, int state) {
+  if (!attr) return EINVAL;
+  glibc_attr* a = as_attr(attr);
+  if (state == PTHREAD_CREATE_DETACHED) a->flags |= attr_flag_detached;
+  else if (state == PTHREAD_CREATE_JOINABLE) a->flags &= ~attr_flag_detached;
+  else return EINVAL;
+  return 0;
+}
+
+int ito_pthread_attr_getdetachstate(const pthread_attr_t* attr, int* state) {
+  if (!attr || !state) return EINVAL;
+  *state = (as_attr(attr)->flags & attr_flag_detached) ? PTHREAD_CREATE_DETACHED
+                                                       : PTHREAD_CREATE_JOINABLE;
+  return 0;
+}
+
+int ito_pthread_attr_setstacksize(pthread_attr_t* attr, std::size_t size) {
+  if (!attr || size < static_cast<std::size_t>(PTHREAD_STACK_MIN)) return EINVAL;
+  as_attr(attr)->stacksize = size;
+  return 0;
+}
+
+int ito_pthread_attr_getstacksize(const pthread_attr_t* attr, std::size_t* size) {
+  if (!attr || !size) return EINVAL;
+  const std::size_t set = as_attr(attr)->stacksize;
+  *size = set ? set : ult_stack_size();  // unset: what a ULT actually gets
+  return 0;
+}
+
+}  // extern "C"

@@ -1,0 +1,121 @@
+/* libito-preload.so: defines the real pthread_* names and forwards them to
+ * ito's POSIX layer (src/compat/posix_*.cpp), so that an unmodified program
+ * run with LD_PRELOAD=libito-preload.so runs its threads as ULTs.
+ *
+ * The runtime's own code lives in this library too, and it needs the real
+ * thing: its workers are OS threads (pthread_create/join), its internal
+ * std::mutex calls pthread_mutex_lock. So every entry point looks at its
+ * return address: a call from inside this library goes to glibc (found with
+ * dlsym(RTLD_NEXT)), a call from anywhere else goes to ito. */
+#define _GNU_SOURCE 1
+#define ITO_PTHREAD_NO_RENAME 1
+#include <dlfcn.h>
+#include <stdint.h>
+
+#include "ito/pthread.h"
+
+/* Tells the POSIX layer it is preloaded: the runtime starts in the
+ * constructor below, not on first use (libc and libstdc++ lock mutexes while
+ * they initialise, which is too early to start workers). */
+__attribute__((visibility("default"))) int ito_posix_preload_marker = 1;
+int ito_posix_start_runtime(void);
+
+/* This library's own extent, from the linker's symbols (hidden: ours). */
+extern const char __ehdr_start[] __attribute__((visibility("hidden")));
+extern char _end[] __attribute__((visibility("hidden")));
+
+static inline int from_inside(const void* return_address) {
+  const char* p = (const char*)return_address;
+  return p >= __ehdr_start && p < _end;
+}
+
+static void* real(const char* name, void** cache) {
+  void* f = __atomic_load_n(cache, __ATOMIC_ACQUIRE);
+  if (!f) {
+    f = dlsym(RTLD_NEXT, name);
+    __atomic_store_n(cache, f, __ATOMIC_RELEASE);
+  }
+  return f;
+}
+
+#define ITO_FORWARD(ret, name, params, args)                                  \
+  __attribute__((visibility("default"))) ret name params {                    \
+    if (from_inside(__builtin_return_address(0))) {                           \
+      static void* cache;                                                     \
+      return ((ret(*) params)real(#name, &cache)) args;                       \
+    }                                                                         \
+    return ito_##name args;                                                   \
+  }
+
+ITO_FORWARD(int, pthread_create,
+            (pthread_t * t, const pthread_attr_t* a, void* (*f)(void*), void* arg),
+            (t, a, f, arg))
+ITO_FORWARD(int, pthread_join, (pthread_t t, void** r), (t, r))
+ITO_FORWARD(int, pthread_detach, (pthread_t t), (t))
+ITO_FORWARD(pthread_t, pthread_self, (void), ())
+ITO_FORWARD(int, pthread_equal, (pthread_t a, pthread_t b), (a, b))
+ITO_FORWARD(int, sched_yield, (void), ())
+ITO_FORWARD(int, pthread_cancel, (pthread_t t), (t))
+ITO_FORWARD(int, pthread_attr_init, (pthread_attr_t * a), (a))
+ITO_FORWARD(int, pthread_attr_destroy, (pthread_attr_t * a), (a))
+ITO_FORWARD(int, pthread_attr_setdetachstate, (pthread_attr_t * a, int s), (a, s))
+ITO_FORWARD(int, pthread_attr_getdetachstate, (const pthread_attr_t* a, int* s), (a, s))
+ITO_FORWARD(int, pthread_attr_setstacksize, (pthread_attr_t * a, size_t s), (a, s))
+ITO_FORWARD(int, pthread_attr_getstacksize, (const pthread_attr_t* a, size_t* s), (a, s))
+ITO_FORWARD(int, pthread_once, (pthread_once_t * o, void (*f)(void)), (o, f))
+ITO_FORWARD(int, pthread_mutexattr_init, (pthread_mutexattr_t * a), (a))
+ITO_FORWARD(int, pthread_mutexattr_destroy, (pthread_mutexattr_t * a), (a))
+ITO_FORWARD(int, pthread_mutexattr_settype, (pthread_mutexattr_t * a, int t), (a, t))
+ITO_FORWARD(int, pthread_mutexattr_gettype, (const pthread_mutexattr_t* a, int* t), (a, t))
+ITO_FORWARD(int, pthread_mutex_init, (pthread_mutex_t * m, const pthread_mutexattr_t* a), (m, a))
+ITO_FORWARD(int, pthread_mutex_destroy, (pthread_mutex_t * m), (m))
+ITO_FORWARD(int, pthread_mutex_lock, (pthread_mutex_t * m), (m))
+ITO_FORWARD(int, pthread_mutex_trylock, (pthread_mutex_t * m), (m))
+ITO_FORWARD(int, pthread_mutex_timedlock, (pthread_mutex_t * m, const struct timespec* t), (m, t))
+ITO_FORWARD(int, pthread_mutex_unlock, (pthread_mutex_t * m), (m))
+ITO_FORWARD(int, pthread_condattr_init, (pthread_condattr_t * a), (a))
+ITO_FORWARD(int, pthread_condattr_destroy, (pthread_condattr_t * a), (a))
+ITO_FORWARD(int, pthread_condattr_setclock, (pthread_condattr_t * a, clockid_t c), (a, c))
+ITO_FORWARD(int, pthread_condattr_getclock, (const pthread_condattr_t* a, clockid_t* c), (a, c))
+ITO_FORWARD(int, pthread_cond_init, (pthread_cond_t * c, const pthread_condattr_t* a), (c, a))
+ITO_FORWARD(int, pthread_cond_destroy, (pthread_cond_t * c), (c))
+ITO_FORWARD(int, pthread_cond_wait, (pthread_cond_t * c, pthread_mutex_t* m), (c, m))
+ITO_FORWARD(int, pthread_cond_timedwait,
+            (pthread_cond_t * c, pthread_mutex_t* m, const struct timespec* t), (c, m, t))
+ITO_FORWARD(int, pthread_cond_signal, (pthread_cond_t * c), (c))
+ITO_FORWARD(int, pthread_cond_broadcast, (pthread_cond_t * c), (c))
+ITO_FORWARD(int, pthread_key_create, (pthread_key_t * k, void (*d)(void*)), (k, d))
+ITO_FORWARD(int, pthread_key_delete, (pthread_key_t k), (k))
+ITO_FORWARD(void*, pthread_getspecific, (pthread_key_t k), (k))
+ITO_FORWARD(int, pthread_setspecific, (pthread_key_t k, const void* v), (k, v))
+ITO_FORWARD(int, pthread_barrier_init,
+            (pthread_barrier_t * b, const pthread_barrierattr_t* a, unsigned n), (b, a, n))
+ITO_FORWARD(int, pthread_barrier_destroy, (pthread_barrier_t * b), (b))
+ITO_FORWARD(int, pthread_barrier_wait, (pthread_barrier_t * b), (b))
+ITO_FORWARD(int, pthread_rwlock_init, (pthread_rwlock_t * l, const pthread_rwlockattr_t* a), (l, a))
+ITO_FORWARD(int, pthread_rwlock_destroy, (pthread_rwlock_t * l), (l))
+ITO_FORWARD(int, pthread_rwlock_rdlock, (pthread_rwlock_t * l), (l))
+ITO_FORWARD(int, pthread_rwlock_tryrdlock, (pthread_rwlock_t * l), (l))
+ITO_FORWARD(int, pthread_rwlock_wrlock, (pthread_rwlock_t * l), (l))
+ITO_FORWARD(int, pthread_rwlock_trywrlock, (pthread_rwlock_t * l), (l))
+ITO_FORWARD(int, pthread_rwlock_unlock, (pthread_rwlock_t * l), (l))
+ITO_FORWARD(int, pthread_spin_init, (pthread_spinlock_t * l, int s), (l, s))
+ITO_FORWARD(int, pthread_spin_destroy, (pthread_spinlock_t * l), (l))
+ITO_FORWARD(int, pthread_spin_lock, (pthread_spinlock_t * l), (l))
+ITO_FORWARD(int, pthread_spin_trylock, (pthread_spinlock_t * l), (l))
+ITO_FORWARD(int, pthread_spin_unlock, (pthread_spinlock_t * l), (l))
+
+/* glibc's <pthread.h> maps pthread_yield to sched_yield by asm label, so
+ * programs built against it call sched_yield; older binaries still name it. */
+__attribute__((visibility("default"))) int ito_preload_pthread_yield(void) __asm__("pthread_yield");
+int ito_preload_pthread_yield(void) { return ito_pthread_yield(); }
+
+/* Not forwarded with a return-address check: the runtime never ends a thread
+ * with it, and it must not return. */
+__attribute__((visibility("default"), noreturn)) void pthread_exit(void* value) {
+  ito_pthread_exit(value);
+}
+
+/* After libc and libstdc++ (our dependencies) have initialised, before the
+ * program's own constructors: the main thread becomes the main ULT. */
+__attribute__((constructor)) static void ito_preload_start(void) { ito_posix_start_runtime(); }

@@ -1,0 +1,18 @@
+# Runs program A and program B (B optionally with LD_PRELOAD=PRELOAD_B), both
+# with ARGS; fails unless both exit with 0 and print the same stdout.
+separate_arguments(args UNIX_COMMAND "${ARGS}")
+execute_process(COMMAND ${A} ${args} RESULT_VARIABLE rc_a OUTPUT_VARIABLE out_a ERROR_VARIABLE err_a)
+if(PRELOAD_B)
+  execute_process(COMMAND ${CMAKE_COMMAND} -E env LD_PRELOAD=${PRELOAD_B} ${B} ${args}
+                  RESULT_VARIABLE rc_b OUTPUT_VARIABLE out_b ERROR_VARIABLE err_b)
+else()
+  execute_process(COMMAND ${B} ${args} RESULT_VARIABLE rc_b OUTPUT_VARIABLE out_b ERROR_VARIABLE err_b)
+endif()
+message("--- NPTL (${A}) exit ${rc_a}:\n${out_a}${err_a}")
+message("--- ito (${B} ${PRELOAD_B}) exit ${rc_b}:\n${out_b}${err_b}")
+if(NOT rc_a EQUAL 0 OR NOT rc_b EQUAL 0)
+  message(FATAL_ERROR "a run failed: NPTL ${rc_a}, ito ${rc_b}")
+endif()
+if(NOT out_a STREQUAL out_b)
+  message(FATAL_ERROR "outputs differ")
+endif()
