@@ -16,12 +16,15 @@ namespace ito::posix {
 // another worker, or after other ULTs changed it on this one. Every POSIX call
 // that can switch keeps the caller's value and writes it back into the errno
 // of whichever worker it returns on.
+// TSan models each ULT as a thread of its own and ito's switches do not
+// synchronise them, so it would report two ULTs touching their worker's errno
+// one after the other as a race: these two accesses are exempt.
 struct errno_guard {
-  int saved = errno;
-  errno_guard() = default;
+  int saved;
+  __attribute__((no_sanitize("thread"))) errno_guard() : saved(errno) {}
   errno_guard(const errno_guard&) = delete;
   errno_guard& operator=(const errno_guard&) = delete;
-  ~errno_guard() { errno = saved; }
+  __attribute__((no_sanitize("thread"))) ~errno_guard() { errno = saved; }
 };
 
 // Starts the runtime if none runs and the caller is a plain OS thread; the
