@@ -1,0 +1,95 @@
+/* ito's C API: user-level threads (ULTs) on an M:N work-stealing runtime.
+ *
+ * Every call returns 0 or a POSIX error code and never exits the process nor
+ * lets a C++ exception out (ito_exit excepted: it unwinds the calling ULT, as
+ * pthread_exit does). Common codes:
+ *   EPERM   a ULT-only call made outside a ULT (no runtime, or a plain OS thread)
+ *   EINVAL  bad options or ITO_* variable (message on stderr), or a handle that
+ *           cannot be joined/detached (detached, being joined, the main ULT)
+ *   ESRCH   a handle that is dead: already joined (or reaped after detach)
+ *   EDEADLK a ULT joining itself
+ *   EBUSY   ito_init while a runtime (C or C++) already runs
+ *   ENOMEM  out of memory
+ * Handles (ito_ult_t) are only meaningful while the runtime that made them lives.
+ */
+#ifndef ITO_ITO_H
+#define ITO_ITO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#if defined(__has_include)
+#if __has_include("ito/sync.h")
+#include "ito/sync.h" /* mutexes, condition variables, barriers, semaphores, once, keys */
+#endif
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__cplusplus) && __cplusplus >= 201103L
+#define ITO_NORETURN [[noreturn]]
+#elif defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L
+#define ITO_NORETURN _Noreturn
+#elif defined(__GNUC__)
+#define ITO_NORETURN __attribute__((noreturn))
+#else
+#define ITO_NORETURN
+#endif
+
+/* A ULT handle: the ULT's descriptor and a reuse count, so a stale handle (one
+ * already joined) is reported as ESRCH. 0 is never a valid handle. */
+typedef uint64_t ito_ult_t;
+#define ITO_ULT_NULL ((ito_ult_t)0)
+
+/* Runtime settings; a zero field takes its ITO_* variable, else the default. */
+typedef struct ito_options {
+  unsigned workers;  /* worker OS threads; 0: ITO_WORKERS, else one per allowed CPU (max 1024) */
+  size_t stack_size; /* bytes per ULT stack; 0: ITO_STACK_SIZE, else 64 KiB (16 KiB to 1 GiB) */
+  int bind;          /* pin workers to CPUs: >0 yes, <0 no, 0: ITO_BIND (default no) */
+  int stats;         /* print per-worker counters at ito_finalize: >0 yes, <0 no, 0: ITO_STATS */
+} ito_options_t;
+#define ITO_OPTIONS_INIT {0, 0, 0, 0}
+
+/* Starts the runtime; the calling OS thread becomes its main ULT. opts may be
+ * NULL. Returns EINVAL (naming the bad field or ITO_* variable on stderr) or EBUSY. */
+int ito_init(const ito_options_t* opts);
+/* From the main ULT (the thread that called ito_init): waits for every ULT to
+ * finish, then stops the runtime. EPERM from anywhere else or with no C runtime. */
+int ito_finalize(void);
+
+/* Creates a ULT running fn(arg) and switches to it at once (child first); the
+ * caller resumes when a worker gets to it. *out receives its handle. */
+int ito_create(ito_ult_t* out, void* (*fn)(void*), void* arg);
+/* As ito_create, but the ULT frees itself when it ends (no handle, no join). */
+int ito_create_detached(void* (*fn)(void*), void* arg);
+/* Waits for the ULT to end, stores fn's result (or ito_exit's value) in
+ * *retval if retval is not NULL, and frees it: the handle is dead afterwards. */
+int ito_join(ito_ult_t ult, void** retval);
+/* The ULT will free itself when it ends; it must not be joined afterwards. */
+int ito_detach(ito_ult_t ult);
+
+/* Lets other ULTs run; the caller is queued behind the next runnable ULT. */
+int ito_yield(void);
+/* Lets every ULT queued on this worker run first; the caller is also the first
+ * to be stolen by an idle worker. */
+int ito_yield_to_head(void);
+/* Suspends the calling ULT for at least ns nanoseconds (EINVAL if negative). */
+int ito_sleep_ns(long long ns);
+
+/* The calling ULT's handle (the main ULT included), or ITO_ULT_NULL outside a ULT. */
+ito_ult_t ito_self(void);
+/* Ends the calling ULT: unwinds its stack to its entry (C++ destructors run;
+ * C frames need unwind tables, the default on x86-64) and makes retval the
+ * result that ito_join returns. Outside a ULT, or on the main ULT, it prints a
+ * message and aborts. */
+ITO_NORETURN void ito_exit(void* retval);
+/* The number of workers of the running runtime, or 0 when none runs. */
+unsigned ito_workers(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* ITO_ITO_H */

@@ -1,0 +1,249 @@
+// The C API (include/ito/ito.h) on the internal scheduler. Every entry point
+// catches everything and returns a POSIX code; only ito_exit unwinds, on purpose.
+//
+// A handle packs the ULT descriptor's address (below 2^48; descriptors made by
+// sched::allocate are 64-byte aligned) with the low 16 bits of the descriptor's
+// generation in bits 48-63. A descriptor lives at a fixed place at the top of
+// its stack and stacks are never unmapped while the runtime lives, so reading
+// through a stale handle is safe; the generation tells whether the stack has
+// been reused by another ULT since, and join_state whether it was joined.
+#include "ito/ito.h"
+
+#include <cerrno>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <new>
+#include <system_error>
+
+#include "ito/error.hpp"
+#include "ito/options.hpp"
+#include "sched/runtime_control.hpp"
+#include "sched/scheduler.hpp"
+
+namespace {
+
+using ito::sched::ult;
+
+constexpr int handle_shift = 48;
+constexpr std::uint64_t address_mask = (std::uint64_t{1} << handle_shift) - 1;
+
+// The runtime ito_init started (null when the C API started none).
+std::atomic<ito::sched::runtime_state*> g_c_runtime{nullptr};
+
+// What ito_create reserves at the top of the new ULT's stack.
+struct c_frame {
+  void* (*fn)(void*);
+  void* arg;
+  void* result;
+};
+
+void c_body(void* p) {
+  auto* f = static_cast<c_frame*>(p);
+  try {
+    f->result = f->fn(f->arg);
+  } catch (const ito::sched::exit_unwind&) {
+    throw;  // ito_exit: caught at the ULT's entry
+  } catch (...) {
+    ito::sched::fatal("a C++ exception escaped a ULT started with ito_create");
+  }
+}
+
+ito_ult_t encode(const ult* u) noexcept {
+  auto address = reinterpret_cast<std::uintptr_t>(u);
+  return static_cast<std::uint64_t>(address) |
+         (static_cast<std::uint64_t>(u->generation & 0xFFFFu) << handle_shift);
+}
+
+bool is_main_ult(const ult* u) noexcept {
+  ito::sched::runtime_state* rt = ito::sched::g_runtime.load(std::memory_order_acquire);
+  return rt && u == &rt->main_ult;
+}
+
+// Finds the live ULT a handle names; ESRCH when there is none (any more).
+int decode(ito_ult_t h, ult** out) noexcept {
+  std::uintptr_t address = static_cast<std::uintptr_t>(h & address_mask);
+  if (address == 0) return ESRCH;
+  auto* u = reinterpret_cast<ult*>(address);
+  // Descriptors from sched::allocate are 64-byte aligned; the main ULT's is not.
+  if ((address & 63) != 0 && !is_main_ult(u)) return ESRCH;
+  if ((u->generation & 0xFFFFu) != (h >> handle_shift)) return ESRCH;  // stack reused since
+  if (u->join_state.load(std::memory_order_acquire) == ito::sched::join_released) return ESRCH;
+  *out = u;
+  return 0;
+}
+
+// The code an exception escaping an entry point stands for.
+int code_of_current_exception() noexcept {
+  try {
+    throw;
+  } catch (const ito::usage_error& e) {
+    return e.code();
+  } catch (const ito::config_error& e) {
+    std::fprintf(stderr, "%s\n", e.what());
+    return EINVAL;
+  } catch (const std::bad_alloc&) {
+    return ENOMEM;
+  } catch (const std::system_error& e) {
+    return e.code().value() ? e.code().value() : EINVAL;
+  } catch (...) {
+    return EINVAL;
+  }
+}
+
+// Allocates and forks a ULT running fn(arg); `detached` ULTs free themselves.
+int create(ito_ult_t* out, void* (*fn)(void*), void* arg, bool detached) {
+  if (!ito::sched::current_ult()) return EPERM;
+  if (!fn) return EINVAL;
+  void* frame_bytes = nullptr;
+  ult* u = ito::sched::allocate(sizeof(c_frame), &frame_bytes);
+  if ((reinterpret_cast<std::uintptr_t>(u) >> (handle_shift - 1)) != 0) {
+    // Never on x86-64 Linux unless a program maps memory above 128 TiB itself.
+    ito::sched::release(u);
+    return EAGAIN;
+  }
+  auto* f = ::new (frame_bytes) c_frame{fn, arg, nullptr};
+  (void)f;
+  if (detached) {
+    ito::sched::detach(u);  // still running: only marks it
+  } else if (out) {
+    *out = encode(u);
+  }
+  ito::sched::fork(u, &c_body);
+  return 0;
+}
+
+}  // namespace
+
+extern "C" {
+
+int ito_init(const ito_options_t* opts) {
+  try {
+    ito::options requested;
+    if (opts) {
+      requested.workers = opts->workers;
+      requested.stack_size = opts->stack_size;
+      if (opts->bind != 0) requested.bind = opts->bind > 0;
+      if (opts->stats != 0) requested.stats = opts->stats > 0;
+    }
+    // config_error (options or environment) prints its message: EINVAL, no exit.
+    ito::options resolved = ito::resolve_options(requested);
+    ito::sched::runtime_state* rt = ito::sched::start_runtime(resolved);
+    g_c_runtime.store(rt, std::memory_order_release);
+    return 0;
+  } catch (...) {
+    return code_of_current_exception();
+  }
+}
+
+int ito_finalize(void) {
+  try {
+    ito::sched::runtime_state* rt = g_c_runtime.load(std::memory_order_acquire);
+    if (!rt || ito::sched::g_runtime.load(std::memory_order_acquire) != rt) return EPERM;
+    ito::sched::worker* w = ito::sched::current_worker();
+    if (!w || w->rt != rt || w->current != &rt->main_ult) return EPERM;
+    g_c_runtime.store(nullptr, std::memory_order_release);
+    ito::sched::stop_runtime(rt);
+    return 0;
+  } catch (...) {
+    return code_of_current_exception();
+  }
+}
+
+int ito_create(ito_ult_t* out, void* (*fn)(void*), void* arg) {
+  try {
+    if (!out) return EINVAL;
+    return create(out, fn, arg, false);
+  } catch (...) {
+    return code_of_current_exception();
+  }
+}
+
+int ito_create_detached(void* (*fn)(void*), void* arg) {
+  try {
+    return create(nullptr, fn, arg, true);
+  } catch (...) {
+    return code_of_current_exception();
+  }
+}
+
+int ito_join(ito_ult_t handle, void** retval) {
+  try {
+    ult* self = ito::sched::current_ult();
+    if (!self) return EPERM;
+    ult* u = nullptr;
+    if (int e = decode(handle, &u)) return e;
+    if (u == self) return EDEADLK;
+    if (u->bound) return EINVAL;  // the main ULT: it never ends as a ULT does
+    std::uintptr_t s = u->join_state.load(std::memory_order_acquire);
+    if (s == ito::sched::join_detached || ito::sched::is_joiner(s)) return EINVAL;
+    if (s != ito::sched::join_finished) ito::sched::wait_finished(u);
+    void* value = nullptr;
+    if (u->exited) value = u->exit_value;
+    else if (u->body == &c_body) value = static_cast<c_frame*>(u->frame)->result;
+    ito::sched::release(u);
+    if (retval) *retval = value;
+    return 0;
+  } catch (...) {
+    return code_of_current_exception();
+  }
+}
+
+int ito_detach(ito_ult_t handle) {
+  try {
+    if (!ito::sched::g_runtime.load(std::memory_order_acquire)) return EPERM;
+    ult* u = nullptr;
+    if (int e = decode(handle, &u)) return e;
+    if (u->bound) return EINVAL;
+    return ito::sched::detach(u);  // EINVAL: already detached or being joined
+  } catch (...) {
+    return code_of_current_exception();
+  }
+}
+
+int ito_yield(void) {
+  if (!ito::sched::current_ult()) return EPERM;
+  ito::sched::yield(false);
+  return 0;
+}
+
+int ito_yield_to_head(void) {
+  if (!ito::sched::current_ult()) return EPERM;
+  ito::sched::yield(true);
+  return 0;
+}
+
+int ito_sleep_ns(long long ns) {
+  try {
+    if (!ito::sched::current_ult()) return EPERM;
+    if (ns < 0) return EINVAL;
+    ito::sched::sleep_until_ns(ito::sched::monotonic_ns() + ns);
+    return 0;
+  } catch (...) {
+    return code_of_current_exception();
+  }
+}
+
+ito_ult_t ito_self(void) {
+  ult* u = ito::sched::current_ult();
+  if (!u) return ITO_ULT_NULL;
+  // A ULT made by create_thread has a private id until its future is handed
+  // out; this handle may reach a joiner or detacher first, so its end must be
+  // published with the full atomic exchange.
+  u->id_was_public = true;
+  return encode(u);
+}
+
+void ito_exit(void* retval) {
+  ult* u = ito::sched::current_ult();
+  if (!u) ito::sched::fatal("ito_exit: called outside a ULT");
+  if (u->bound) ito::sched::fatal("ito_exit: the main ULT cannot exit; call ito_finalize instead");
+  ito::sched::exit_current(retval);
+}
+
+unsigned ito_workers(void) {
+  ito::sched::runtime_state* rt = ito::sched::g_runtime.load(std::memory_order_acquire);
+  return rt ? static_cast<unsigned>(rt->workers.size()) : 0;
+}
+
+}  // extern "C"

@@ -1,0 +1,184 @@
+// The Chase-Lev deque (src/sched/deque.hpp) alone: its sequential contract,
+// then the owner pushing and popping while OS-thread thieves steal, with every
+// item taken exactly once, growth past the initial capacity included.
+#include "sched/deque.hpp"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include "test_support.hpp"
+
+namespace {
+
+using deque = ito::sched::chase_lev_deque<std::uint32_t>;
+using steal_result = deque::steal_result;
+
+TEST(deque, owner_pops_lifo_thieves_steal_fifo) {
+  deque d(4);
+  std::uint32_t out = 0;
+  EXPECT_FALSE(d.pop(out));
+  EXPECT_EQ(d.steal(out), steal_result::empty);
+  EXPECT_TRUE(d.looks_empty());
+
+  EXPECT_TRUE(d.push(1));  // was empty
+  EXPECT_FALSE(d.push(2));
+  EXPECT_FALSE(d.push(3));
+  EXPECT_EQ(d.size_hint(), 3);
+  EXPECT_FALSE(d.looks_empty());
+
+  ASSERT_TRUE(d.pop(out));
+  EXPECT_EQ(out, 3u);  // bottom: last pushed
+  ASSERT_EQ(d.steal(out), steal_result::success);
+  EXPECT_EQ(out, 1u);  // top: first pushed
+  ASSERT_TRUE(d.pop(out));
+  EXPECT_EQ(out, 2u);
+  EXPECT_FALSE(d.pop(out));
+  EXPECT_EQ(d.steal(out), steal_result::empty);
+  EXPECT_EQ(d.size_hint(), 0);
+  EXPECT_TRUE(d.push(4));  // empty again
+}
+
+TEST(deque, grows_past_its_initial_capacity_keeping_order) {
+  deque d(2);
+  const std::uint32_t n = 10'000;
+  for (std::uint32_t i = 0; i < n; ++i) d.push(i);
+  EXPECT_EQ(d.size_hint(), n);
+  std::uint32_t out = 0;
+  // Steal half from the top (oldest first), pop the rest from the bottom.
+  for (std::uint32_t i = 0; i < n / 2; ++i) {
+    ASSERT_EQ(d.steal(out), steal_result::success);
+    ASSERT_EQ(out, i);
+  }
+  for (std::uint32_t i = n; i-- > n / 2;) {
+    ASSERT_TRUE(d.pop(out));
+    ASSERT_EQ(out, i);
+  }
+  EXPECT_FALSE(d.pop(out));
+  // Growth with a top that has moved (wrapping indices).
+  for (int round = 0; round < 5; ++round) {
+    for (std::uint32_t i = 0; i < 100; ++i) d.push(i);
+    for (std::uint32_t i = 0; i < 100; ++i) {
+      ASSERT_EQ(d.steal(out), steal_result::success);
+      ASSERT_EQ(out, i);
+    }
+  }
+}
+
+// The owner pushes `items` values in random bursts (some larger than the
+// initial capacity), popping some back, while `thieves` OS threads steal.
+// Every value must be taken exactly once, by the owner or by one thief.
+void stress(unsigned thieves, std::uint32_t items, std::int64_t initial_capacity, unsigned seed) {
+  deque d(initial_capacity);
+  std::vector<std::atomic<std::uint8_t>> taken(items);
+  std::atomic<bool> done{false};
+  std::atomic<std::uint64_t> stolen{0}, lost_races{0};
+  std::atomic<unsigned> started{0};
+
+  std::vector<std::thread> pool;
+  for (unsigned t = 0; t < thieves; ++t) {
+    pool.emplace_back([&] {
+      std::uint64_t mine = 0, lost = 0;
+      std::uint32_t v = 0;
+      started.fetch_add(1);
+      for (;;) {
+        steal_result r = d.steal(v);
+        if (r == steal_result::success) {
+          taken[v].fetch_add(1, std::memory_order_relaxed);
+          if (mine++ == 0) stolen.fetch_add(1);  // the owner watches for a first steal
+        } else if (r == steal_result::lost_race) {
+          ++lost;
+        } else if (done.load(std::memory_order_acquire)) {
+          // The owner has finished: one more look, then stop when empty.
+          if (d.steal(v) == steal_result::success) {
+            taken[v].fetch_add(1, std::memory_order_relaxed);
+            ++mine;
+            continue;
+          }
+          if (d.looks_empty()) break;
+        }
+      }
+      stolen += mine - (mine > 0);
+      lost_races += lost;
+    });
+  }
+
+  while (started.load() < thieves) std::this_thread::yield();
+  std::mt19937 rng(seed);
+  std::uint64_t popped = 0;
+  std::uint32_t next = 0, v = 0;
+  while (next < items) {
+    // Bursts of up to 3x the initial capacity force growth now and then.
+    std::uint32_t burst = 1 + rng() % static_cast<std::uint32_t>(initial_capacity * 3);
+    for (std::uint32_t i = 0; i < burst && next < items; ++i) {
+      d.push(next++);
+      // On a loaded machine the thieves may not have had a CPU yet: give them one.
+      if (next % 4096 == 0 && stolen.load(std::memory_order_relaxed) == 0) std::this_thread::yield();
+    }
+    std::uint32_t pops = rng() % (burst + 1);
+    for (std::uint32_t i = 0; i < pops && d.pop(v); ++i) {
+      taken[v].fetch_add(1, std::memory_order_relaxed);
+      ++popped;
+    }
+  }
+  // Leave the rest to the thieves for a while if none has stolen yet.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (stolen.load() == 0 && !d.looks_empty() && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::yield();
+  // Drain what is left, racing the thieves for the last items.
+  while (!d.looks_empty()) {
+    if (d.pop(v)) {
+      taken[v].fetch_add(1, std::memory_order_relaxed);
+      ++popped;
+    }
+  }
+  done.store(true, std::memory_order_release);
+  for (auto& t : pool) t.join();
+
+  std::uint32_t missing = 0, duplicated = 0;
+  for (std::uint32_t i = 0; i < items; ++i) {
+    auto c = taken[i].load();
+    missing += c == 0;
+    duplicated += c > 1;
+  }
+  EXPECT_EQ(missing, 0u);
+  EXPECT_EQ(duplicated, 0u);
+  EXPECT_EQ(popped + stolen.load(), items);
+  EXPECT_GT(stolen.load(), 0u);  // the thieves did take part
+  ::testing::Test::RecordProperty("stolen", static_cast<int>(stolen.load()));
+  ::testing::Test::RecordProperty("lost_races", static_cast<int>(lost_races.load()));
+}
+
+TEST(deque, three_thieves_every_item_exactly_once) {
+  stress(3, static_cast<std::uint32_t>(ito::test::scaled(2'000'000)), 1024, 1);
+}
+
+TEST(deque, four_thieves_small_initial_capacity_grows_under_contention) {
+  stress(4, static_cast<std::uint32_t>(ito::test::scaled(1'000'000)), 4, 2);
+}
+
+TEST(deque, thieves_race_the_owner_for_single_items) {
+  // Bursts of one or two: the owner's pop and the thieves' steals collide on
+  // the last item all the time (the CAS on top decides).
+  stress(3, static_cast<std::uint32_t>(ito::test::scaled(1'000'000)), 1, 3);
+}
+
+TEST(deque, pointers_as_items) {
+  // The runtime stores ult*; check a pointer-sized item round-trips.
+  ito::sched::chase_lev_deque<int*> d(2);
+  std::vector<int> storage(100);
+  for (auto& x : storage) d.push(&x);
+  int* p = nullptr;
+  for (std::size_t i = 0; i < storage.size(); ++i) {
+    ASSERT_EQ(d.steal(p), ito::sched::chase_lev_deque<int*>::steal_result::success);
+    EXPECT_EQ(p, &storage[i]);
+  }
+}
+
+}  // namespace

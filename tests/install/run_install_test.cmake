@@ -1,0 +1,126 @@
+# One step of the install test (cmake -P). STEP=install: `cmake --install` this
+# build into WORK_DIR/prefix and check what lands there. STEP=find_package /
+# pkg_config: build the consumer project against that prefix and run it.
+cmake_minimum_required(VERSION 3.25)
+
+set(prefix ${WORK_DIR}/prefix)
+separate_arguments(san_flags UNIX_COMMAND "${SAN_FLAGS}")
+
+function(run what)
+  execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "install test: ${what} failed (${rc}):\n${ARGN}\n${out}\n${err}")
+  endif()
+  message(STATUS "${what}: ok")
+  set(last_output "${out}" PARENT_SCOPE)
+endfunction()
+
+# The installed library folder (lib, lib64 or lib/<multiarch>): where ito.pc is.
+function(find_libdir out)
+  file(GLOB_RECURSE pc LIST_DIRECTORIES false ${prefix}/*/pkgconfig/ito.pc)
+  if(NOT pc)
+    message(FATAL_ERROR "install test: no pkgconfig/ito.pc under ${prefix}")
+  endif()
+  list(GET pc 0 pc)
+  get_filename_component(pcdir ${pc} DIRECTORY)
+  get_filename_component(libdir ${pcdir} DIRECTORY)
+  set(${out} ${libdir} PARENT_SCOPE)
+endfunction()
+
+if(STEP STREQUAL "install")
+  file(REMOVE_RECURSE ${WORK_DIR})
+  set(config_args)
+  if(CONFIG)
+    set(config_args --config ${CONFIG})
+  endif()
+  run("cmake --install" ${CMAKE_COMMAND} --install ${ITO_BINARY_DIR} --prefix ${prefix} ${config_args})
+  find_libdir(libdir)
+  foreach(f ${prefix}/include/ito/ito.h ${prefix}/include/ito/thread.hpp
+            ${prefix}/include/ito/runtime.hpp ${libdir}/libito.a ${libdir}/libito.so
+            ${libdir}/cmake/ito/itoConfig.cmake ${libdir}/cmake/ito/itoConfigVersion.cmake
+            ${libdir}/cmake/ito/itoTargets.cmake ${libdir}/pkgconfig/ito.pc)
+    if(NOT EXISTS ${f})
+      message(FATAL_ERROR "install test: ${f} was not installed")
+    endif()
+  endforeach()
+  # Nothing internal may leak into the public include folder.
+  file(GLOB_RECURSE internal ${prefix}/include/sched/* ${prefix}/include/arch/*)
+  if(internal)
+    message(FATAL_ERROR "install test: internal headers installed: ${internal}")
+  endif()
+
+elseif(STEP STREQUAL "find_package")
+  set(build ${WORK_DIR}/find_package_build)
+  file(REMOVE_RECURSE ${build})
+  set(build_type ${CONFIG})
+  if(NOT build_type)
+    set(build_type Debug)
+  endif()
+  run("configure the consumer" ${CMAKE_COMMAND} -S ${CONSUMER_DIR} -B ${build} -G ${GENERATOR}
+      -DCMAKE_PREFIX_PATH=${prefix} -DCMAKE_BUILD_TYPE=${build_type}
+      -DCMAKE_C_COMPILER=${C_COMPILER} -DCMAKE_CXX_COMPILER=${CXX_COMPILER}
+      "-DCMAKE_C_FLAGS=${SAN_FLAGS}" "-DCMAKE_CXX_FLAGS=${SAN_FLAGS}"
+      "-DCMAKE_EXE_LINKER_FLAGS=${SAN_FLAGS}")
+  run("build the consumer" ${CMAKE_COMMAND} --build ${build} --config ${build_type} --parallel 2)
+  foreach(exe consumer_cxx_shared consumer_cxx_static consumer_c_shared consumer_c_static)
+    file(GLOB_RECURSE path LIST_DIRECTORIES false ${build}/${exe} ${build}/*/${exe})
+    if(NOT path)
+      message(FATAL_ERROR "install test: ${exe} was not built")
+    endif()
+    list(GET path 0 path)
+    run("run ${exe}" ${path})
+    if(NOT last_output MATCHES "consumer: ok")
+      message(FATAL_ERROR "install test: ${exe} printed:\n${last_output}")
+    endif()
+  endforeach()
+
+elseif(STEP STREQUAL "pkg_config")
+  find_libdir(libdir)
+  set(build ${WORK_DIR}/pkg_config_build)
+  file(REMOVE_RECURSE ${build})
+  file(MAKE_DIRECTORY ${build})
+  set(pkg ${CMAKE_COMMAND} -E env PKG_CONFIG_PATH=${libdir}/pkgconfig PKG_CONFIG_LIBDIR=${libdir}/pkgconfig ${PKG_CONFIG})
+  run("pkg-config --modversion ito" ${pkg} --modversion ito)
+  run("pkg-config --cflags ito" ${pkg} --cflags ito)
+  separate_arguments(cflags UNIX_COMMAND "${last_output}")
+  run("pkg-config --libs ito" ${pkg} --libs ito)
+  separate_arguments(libs UNIX_COMMAND "${last_output}")
+  # ito.pc must describe this prefix, not the one the build was configured with.
+  set(include_ok FALSE)
+  set(lib_ok FALSE)
+  file(REAL_PATH ${prefix}/include want_include)
+  file(REAL_PATH ${libdir} want_lib)
+  foreach(flag ${cflags} ${libs})
+    if(flag MATCHES "^-([IL])(.+)$")
+      set(kind ${CMAKE_MATCH_1})
+      set(dir "${CMAKE_MATCH_2}")
+      if(EXISTS "${dir}")
+        file(REAL_PATH "${dir}" dir)
+        if(kind STREQUAL "I" AND dir STREQUAL want_include)
+          set(include_ok TRUE)
+        elseif(kind STREQUAL "L" AND dir STREQUAL want_lib)
+          set(lib_ok TRUE)
+        endif()
+      endif()
+    endif()
+  endforeach()
+  if(NOT include_ok OR NOT lib_ok)
+    message(FATAL_ERROR "install test: ito.pc does not point into the prefix it was installed "
+      "to (${prefix}): --cflags gives '${cflags}', --libs gives '${libs}'. "
+      "It is configured with CMAKE_INSTALL_PREFIX at configure time; `cmake --install "
+      "--prefix` (as `make install PREFIX=...` does) leaves it pointing elsewhere.")
+  endif()
+  run("compile the C consumer with pkg-config flags" ${C_COMPILER} -std=c11 -Wall -Werror
+      ${san_flags} ${cflags} ${CONSUMER_DIR}/consumer.c -o ${build}/consumer_c ${libs})
+  run("compile the C++ consumer with pkg-config flags" ${CXX_COMPILER} -std=c++20 -Wall -Werror
+      ${san_flags} ${cflags} ${CONSUMER_DIR}/consumer.cpp -o ${build}/consumer_cxx ${libs})
+  foreach(exe consumer_c consumer_cxx)
+    run("run ${exe}" ${CMAKE_COMMAND} -E env LD_LIBRARY_PATH=${libdir} ${build}/${exe})
+    if(NOT last_output MATCHES "consumer: ok")
+      message(FATAL_ERROR "install test: ${exe} printed:\n${last_output}")
+    endif()
+  endforeach()
+
+else()
+  message(FATAL_ERROR "install test: unknown STEP '${STEP}'")
+endif()
