@@ -15,5 +15,7 @@ write_basic_package_version_file(${PROJECT_BINARY_DIR}/itoConfigVersion.cmake
 install(FILES ${PROJECT_BINARY_DIR}/itoConfig.cmake ${PROJECT_BINARY_DIR}/itoConfigVersion.cmake
   DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/ito)
 
+# Relative to the .pc file, so `cmake --install --prefix X` needs no reconfigure.
+file(RELATIVE_PATH ito_pc_prefix_from_pcdir "/${CMAKE_INSTALL_LIBDIR}/pkgconfig" "/")
 configure_file(${PROJECT_SOURCE_DIR}/cmake/ito.pc.in ${PROJECT_BINARY_DIR}/ito.pc @ONLY)
 install(FILES ${PROJECT_BINARY_DIR}/ito.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)

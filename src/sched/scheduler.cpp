@@ -245,13 +245,18 @@ ult* allocate(std::size_t frame_bytes, void** frame) {
 
 void fork(ult* child, void (*body)(void*), bool id_was_public) noexcept {
   worker* w = current_worker();
-  ult* parent = w->current;
+  ult* parent = w->current;  // null on the scheduler stack (a flow node's body)
   child->body = body;
   child->parent = parent;
-  child->parent_resumes = parent->resumes;
+  child->parent_resumes = parent ? parent->resumes : 0;
   child->id_was_public = id_was_public;
   worker_stats::bump(w->stats.spawns);
-  if (parent->bound) [[unlikely]] {  // a bound parent must not be stolen: help-first
+  // Help-first: a bound parent must not be stolen, and the scheduler stack has
+  // no context to push.
+  if (!parent || parent->bound) [[unlikely]] {
+    // The parent keeps running with the future, so it may detach or hand it
+    // on before the child ends: the child must publish its end atomically.
+    child->id_was_public = true;
     child->sp = arch::make_context(child->frame, &ult_main, child);
     push_ready(w, child);
     return;
