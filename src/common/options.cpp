@@ -99,7 +99,8 @@ options resolve_options(options o) {
   }
   if (o.stacks != stack_policy::fixed)
     throw config_error(
-        "ito: the lazy and fair_use stack policies are not available in this build; use fixed",
+        "ito: ITO_STACK / options.stacks: the lazy and fair_use stack policies are not "
+        "available in this build yet; use fixed",
         std::getenv("ITO_STACK") != nullptr);
 
   if (!o.bind) o.bind = env_flag("ITO_BIND").value_or(false);
