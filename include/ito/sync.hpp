@@ -1,0 +1,298 @@
+// ULT-aware synchronisation: a blocked caller parks (its worker runs other
+// ULTs) instead of blocking the worker's OS thread. Every type here also works
+// from a plain OS thread, which then sleeps on a futex (see docs/SYNC.md).
+//
+// mutex, condition_variable and once_flag are constexpr-constructible and
+// their initial state is all-zero bytes (the C API's static initialisers rely
+// on it).
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>  // std::cv_status
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <mutex>  // std::unique_lock
+#include <type_traits>
+#include <utility>
+
+namespace ito {
+
+namespace detail {
+
+struct waiter;  // a parked caller's record, on its own stack (src/sync/waiter.hpp)
+
+// Guards a wait queue for a few instructions; never held across a switch.
+class spinlock {
+ public:
+  constexpr spinlock() noexcept = default;
+  void lock() noexcept {
+    if (word_.exchange(1, std::memory_order_acquire) != 0) lock_contended();
+  }
+  void unlock() noexcept { word_.store(0, std::memory_order_release); }
+
+ private:
+  void lock_contended() noexcept;
+  std::atomic<std::uint32_t> word_{0};
+};
+
+// An intrusive FIFO of waiter records; guarded by its owner's spinlock.
+struct wait_queue {
+  waiter* head = nullptr;
+  waiter* tail = nullptr;
+};
+
+// For the C API: state the C++ API does not expose (destroy's EBUSY checks).
+struct sync_access;
+
+}  // namespace detail
+
+// A mutex for ULTs. Uncontended lock and unlock are one atomic instruction
+// each. A contended locker spins briefly, then parks in a FIFO queue; unlock
+// wakes the first parked ULT directly (make_ready). A running locker may take
+// the mutex before the woken one gets there (barging keeps a busy mutex
+// moving), but a waiter kept waiting over a millisecond switches the mutex to
+// hand-off mode, in which unlock passes it straight to the first waiter: no
+// waiter starves. Not recursive: locking it twice throws usage_error(EDEADLK);
+// unlocking it without holding it throws usage_error(EPERM) (always checked).
+class mutex {
+ public:
+  constexpr mutex() noexcept = default;
+  mutex(const mutex&) = delete;
+  mutex& operator=(const mutex&) = delete;
+
+  void lock();
+  bool try_lock() noexcept;
+  void unlock();
+
+ private:
+  friend class condition_variable;
+  friend struct detail::sync_access;
+
+  void lock_contended(const void* self);
+  void unlock_contended(std::uint32_t state) noexcept;
+  void sleep_in_queue(bool at_front);
+  void wake_first() noexcept;
+  bool held_by(const void* self) const noexcept {
+    return owner_.load(std::memory_order_relaxed) == self;
+  }
+
+  std::atomic<std::uint32_t> state_{0};  // flags and waiter count: see src/sync/mutex.cpp
+  detail::spinlock queue_lock_;
+  std::atomic<const void*> owner_{nullptr};  // the holder's ULT (or OS thread), for the checks
+  detail::wait_queue waiters_;
+  // Wake-ups that found the queue empty: their waiter had counted itself in
+  // state_ but not queued yet, and takes one instead of parking. Guarded by queue_lock_.
+  std::uint32_t wake_tokens_ = 0;
+};
+
+// A condition variable for ito::mutex, with the interface of
+// std::condition_variable. Timed waits measure steady_clock (CLOCK_MONOTONIC).
+// Waiting without holding the mutex throws usage_error(EPERM).
+class condition_variable {
+ public:
+  constexpr condition_variable() noexcept = default;
+  condition_variable(const condition_variable&) = delete;
+  condition_variable& operator=(const condition_variable&) = delete;
+
+  void notify_one() noexcept;
+  void notify_all() noexcept;
+
+  void wait(std::unique_lock<mutex>& lock);
+  template <class Predicate>
+  void wait(std::unique_lock<mutex>& lock, Predicate pred) {
+    while (!pred()) wait(lock);
+  }
+
+  template <class Clock, class Duration>
+  std::cv_status wait_until(std::unique_lock<mutex>& lock,
+                            const std::chrono::time_point<Clock, Duration>& abs_time) {
+    return wait_until_ns(lock, deadline_ns(abs_time)) ? std::cv_status::timeout
+                                                      : std::cv_status::no_timeout;
+  }
+  template <class Clock, class Duration, class Predicate>
+  bool wait_until(std::unique_lock<mutex>& lock,
+                  const std::chrono::time_point<Clock, Duration>& abs_time, Predicate pred) {
+    const std::int64_t deadline = deadline_ns(abs_time);
+    while (!pred()) {
+      if (wait_until_ns(lock, deadline)) return pred();
+    }
+    return true;
+  }
+
+  template <class Rep, class Period>
+  std::cv_status wait_for(std::unique_lock<mutex>& lock,
+                          const std::chrono::duration<Rep, Period>& rel_time) {
+    return wait_until_ns(lock, deadline_after(rel_time)) ? std::cv_status::timeout
+                                                         : std::cv_status::no_timeout;
+  }
+  template <class Rep, class Period, class Predicate>
+  bool wait_for(std::unique_lock<mutex>& lock, const std::chrono::duration<Rep, Period>& rel_time,
+                Predicate pred) {
+    const std::int64_t deadline = deadline_after(rel_time);
+    while (!pred()) {
+      if (wait_until_ns(lock, deadline)) return pred();
+    }
+    return true;
+  }
+
+  // The C API's timed wait: deadline in CLOCK_MONOTONIC nanoseconds. Returns
+  // true if it timed out. (The templates above all end up here.)
+  bool wait_until_ns(std::unique_lock<mutex>& lock, std::int64_t deadline_ns);
+  // CLOCK_MONOTONIC now, in nanoseconds: the clock of wait_until_ns.
+  static std::int64_t now_ns() noexcept;
+
+ private:
+  friend struct detail::sync_access;
+
+  // The mutex `lock` holds; usage_error(EPERM) if the caller does not hold it.
+  static mutex& held_mutex(std::unique_lock<mutex>& lock, const char* function);
+
+  // Converts a wait of rel_time from now, saturating instead of overflowing.
+  template <class Rep, class Period>
+  static std::int64_t deadline_after(const std::chrono::duration<Rep, Period>& rel_time) {
+    const std::chrono::duration<double, std::nano> rel = rel_time;
+    if (rel.count() <= 0) return now_ns();
+    constexpr auto forever = std::numeric_limits<std::int64_t>::max();
+    const std::int64_t now = now_ns();
+    if (rel.count() >= static_cast<double>(forever - now)) return forever;
+    return now + std::chrono::ceil<std::chrono::nanoseconds>(rel_time).count();
+  }
+  template <class Clock, class Duration>
+  static std::int64_t deadline_ns(const std::chrono::time_point<Clock, Duration>& abs_time) {
+    // steady_clock reads CLOCK_MONOTONIC on Linux, so its epoch is ours; any
+    // other clock is followed as an interval from now, as libstdc++ does.
+    if constexpr (std::is_same_v<Clock, std::chrono::steady_clock>) {
+      const std::chrono::duration<double, std::nano> since = abs_time.time_since_epoch();
+      if (since.count() >= static_cast<double>(std::numeric_limits<std::int64_t>::max()))
+        return std::numeric_limits<std::int64_t>::max();
+      if (since.count() <= 0) return 0;
+      return std::chrono::ceil<std::chrono::nanoseconds>(abs_time.time_since_epoch()).count();
+    } else {
+      return deadline_after(abs_time - Clock::now());
+    }
+  }
+
+  detail::spinlock queue_lock_;
+  detail::wait_queue waiters_;
+};
+
+// A reusable barrier for `count` participants, like pthread_barrier_t: every
+// phase releases its `count` arrivers together, and exactly one of them (the
+// last to arrive) gets true from arrive_and_wait, as PTHREAD_BARRIER_SERIAL_THREAD.
+class barrier {
+ public:
+  // count == 0 throws usage_error(EINVAL).
+  explicit barrier(std::uint32_t count);
+  barrier(const barrier&) = delete;
+  barrier& operator=(const barrier&) = delete;
+
+  bool arrive_and_wait();
+
+ private:
+  friend struct detail::sync_access;
+
+  detail::spinlock lock_;
+  std::uint32_t count_;
+  std::uint32_t arrived_ = 0;  // in the current phase; guarded by lock_
+  detail::wait_queue waiters_;
+};
+
+// A counting semaphore. Permits released while callers wait go straight to
+// the longest-waiting one (FIFO); uncontended acquire and release are one
+// atomic instruction each.
+class counting_semaphore {
+ public:
+  static constexpr std::ptrdiff_t max() noexcept {
+    return std::numeric_limits<std::ptrdiff_t>::max();
+  }
+  // A negative initial count throws usage_error(EINVAL).
+  explicit counting_semaphore(std::ptrdiff_t initial);
+  counting_semaphore(const counting_semaphore&) = delete;
+  counting_semaphore& operator=(const counting_semaphore&) = delete;
+
+  void acquire();
+  bool try_acquire() noexcept;
+  // update < 0 throws usage_error(EINVAL). As for std::counting_semaphore,
+  // the count must not exceed max().
+  void release(std::ptrdiff_t update = 1);
+
+ private:
+  friend struct detail::sync_access;
+
+  void acquire_contended();
+  void hand_permits(std::ptrdiff_t permits) noexcept;
+
+  // Permits when >= 0; when < 0, minus the number of callers waiting (or
+  // about to wait) for one.
+  std::atomic<std::ptrdiff_t> count_;
+  detail::spinlock lock_;
+  // Permits handed over before their waiter reached the queue; guarded by lock_.
+  std::ptrdiff_t unclaimed_ = 0;
+  detail::wait_queue waiters_;
+};
+
+// For call_once. All-zero bytes: not yet called.
+class once_flag {
+ public:
+  constexpr once_flag() noexcept = default;
+  once_flag(const once_flag&) = delete;
+  once_flag& operator=(const once_flag&) = delete;
+
+ private:
+  template <class F, class... Args>
+  friend void call_once(once_flag& flag, F&& fn, Args&&... args);
+  friend struct detail::sync_access;
+
+  static constexpr std::uint32_t done = 2;
+  // Returns true if the caller must run the function; false once it has run.
+  // Callers arriving while another runs it park until it ends.
+  bool enter();
+  // Ends a run: succeeded (done for good) or threw (the next caller retries).
+  void leave(bool succeeded) noexcept;
+
+  std::atomic<std::uint32_t> state_{0};  // idle, running, done
+  detail::spinlock lock_;
+  detail::wait_queue waiters_;
+};
+
+// Runs fn(args...) once for all callers of `flag`, as std::call_once: callers
+// return after it has completed; if it throws, the exception propagates and
+// the next caller (or a parked one) runs it again.
+template <class F, class... Args>
+void call_once(once_flag& flag, F&& fn, Args&&... args) {
+  if (flag.state_.load(std::memory_order_acquire) == once_flag::done) return;
+  if (!flag.enter()) return;
+  try {
+    std::invoke(std::forward<F>(fn), std::forward<Args>(args)...);
+  } catch (...) {
+    flag.leave(false);
+    throw;
+  }
+  flag.leave(true);
+}
+
+// ULT-local storage with pthread_key semantics: each ULT has its own value for
+// every key (initially null); when a ULT ends, each non-null value whose key
+// has a destructor is set to null and the destructor called with it, for up to
+// key_destructor_rounds rounds while destructors set new values. Plain OS
+// threads (and the main ULT, which is its OS thread) have their own values too,
+// destroyed when the thread exits. Destructors must not throw.
+using key = unsigned;
+inline constexpr unsigned max_keys = 1024;             // PTHREAD_KEYS_MAX
+inline constexpr unsigned key_destructor_rounds = 4;   // PTHREAD_DESTRUCTOR_ITERATIONS
+
+// Throws usage_error(EAGAIN) when max_keys keys exist.
+key key_create(void (*destructor)(void*) = nullptr);
+// Values still set are not destroyed. A key not created (or deleted) throws
+// usage_error(EINVAL).
+void key_delete(key k);
+// The caller's value, or null (also for a deleted key). Never locks.
+void* get_specific(key k) noexcept;
+// Sets the caller's value. Never locks; allocates when the caller's table must
+// grow (bad_alloc). A key not created throws usage_error(EINVAL).
+void set_specific(key k, const void* value);
+
+}  // namespace ito

@@ -1,0 +1,126 @@
+// ito::condition_variable. A waiter joins the queue before it releases the
+// mutex, so a notify issued after that release always finds it.
+//
+// A timed wait can be ended by a notify and by its timer at the same moment.
+// Both claim the waiter record's ended_by, once; only the winner wakes the
+// waiter and the loser never touches the record again. The woken waiter then
+// cancels its timer (once cancel returns the timer callback is not running,
+// so the record may die) and, if it timed out, leaves the queue if no notify
+// took it out. So a wait ends exactly once, and a notify that loses the race
+// moves on to the next waiter instead of being lost.
+#include <cerrno>
+#include <string>
+
+#include "ito/error.hpp"
+#include "ito/sync.hpp"
+#include "sched/idle.hpp"
+#include "sched/scheduler.hpp"
+#include "sync/waiter.hpp"
+
+namespace ito {
+namespace {
+
+constexpr std::uint32_t by_notify = 1;
+constexpr std::uint32_t by_timeout = 2;
+
+struct timeout_timer : sched::timer_entry {
+  detail::waiter* waiter = nullptr;
+};
+
+// Runs under the timer queue's lock: a claim and at most a make_ready.
+void on_timeout(sched::timer_entry* t) {
+  detail::waiter& w = *static_cast<timeout_timer*>(t)->waiter;
+  if (detail::claim(w, by_timeout)) detail::unpark(w);
+}
+
+}  // namespace
+
+mutex& condition_variable::held_mutex(std::unique_lock<mutex>& lock, const char* function) {
+  if (!lock.owns_lock() || !lock.mutex()->held_by(detail::caller_identity()))
+    throw usage_error(EPERM, std::string(function) + ": the caller must hold the mutex");
+  return *lock.mutex();
+}
+
+std::int64_t condition_variable::now_ns() noexcept { return sched::monotonic_ns(); }
+
+void condition_variable::notify_one() noexcept {
+  detail::waiter* chosen = nullptr;
+  queue_lock_.lock();
+  while (detail::waiter* w = detail::pop_front(waiters_)) {
+    if (detail::claim(*w, by_notify)) {  // fails only for a wait that has just timed out
+      chosen = w;
+      break;
+    }
+  }
+  queue_lock_.unlock();
+  if (chosen) detail::unpark(*chosen);
+}
+
+void condition_variable::notify_all() noexcept {
+  detail::waiter* chosen = nullptr;
+  detail::waiter** last = &chosen;
+  queue_lock_.lock();
+  while (detail::waiter* w = detail::pop_front(waiters_)) {
+    if (detail::claim(*w, by_notify)) {
+      *last = w;
+      last = &w->next;
+    }
+  }
+  *last = nullptr;
+  queue_lock_.unlock();
+  detail::unpark_all(chosen);  // the claimed records live until their waiter is woken
+}
+
+void condition_variable::wait(std::unique_lock<mutex>& lock) {
+  mutex& m = held_mutex(lock, "ito::condition_variable::wait");
+  detail::waiter me(detail::calling_ult());
+  queue_lock_.lock();
+  detail::push_back(waiters_, &me);
+  queue_lock_.unlock();
+  m.unlock();
+  detail::park(me);
+  m.lock();
+}
+
+bool condition_variable::wait_until_ns(std::unique_lock<mutex>& lock, std::int64_t deadline_ns) {
+  mutex& m = held_mutex(lock, "ito::condition_variable::wait_until");
+  if (deadline_ns <= now_ns()) return true;
+  const bool unbounded = deadline_ns == sched::timer_queue::never;
+
+  detail::waiter me(detail::calling_ult());
+  queue_lock_.lock();
+  detail::push_back(waiters_, &me);
+  queue_lock_.unlock();
+
+  timeout_timer timer;
+  sched::runtime_state* rt = nullptr;
+  if (me.ult && !unbounded) {
+    rt = sched::current_worker()->rt;
+    timer.deadline_ns = deadline_ns;
+    timer.fire = &on_timeout;
+    timer.waiter = &me;
+    rt->timers.add(&timer);
+    sched::notify_work(rt);  // a parked worker must shorten its sleep to the new deadline
+  }
+  m.unlock();
+
+  bool timed_out = false;
+  if (me.ult) {
+    detail::park(me);
+    if (rt) rt->timers.cancel(&timer);
+    timed_out = me.ended_by.load(std::memory_order_acquire) == by_timeout;
+  } else if (!detail::park_os_until(me, deadline_ns)) {
+    timed_out = detail::claim(me, by_timeout);
+    if (!timed_out) detail::park(me);  // a notify won the claim: its wake-up is on the way
+  }
+
+  if (timed_out) {
+    queue_lock_.lock();
+    if (me.queued) detail::remove(waiters_, &me);
+    queue_lock_.unlock();
+  }
+  m.lock();
+  return timed_out;
+}
+
+}  // namespace ito

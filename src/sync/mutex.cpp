@@ -1,0 +1,185 @@
+// ito::mutex: Go's sync.Mutex algorithm, with ULTs parked on the mutex's own
+// queue instead of a runtime semaphore.
+//
+// state_ = waiter count << 3 | starving | woken | locked.
+//  - Normal mode: unlock clears `locked` and, unless a woken or spinning
+//    locker is already on its way (`woken`), wakes the first parked waiter,
+//    which then competes with running lockers. A waiter that loses goes back
+//    to the front of the queue. Barging lets a busy mutex change hands without
+//    a context switch each time, as pthread mutexes do.
+//  - Starvation mode, entered by a waiter that has waited over a millisecond:
+//    unlock hands the mutex to the first waiter directly, leaving `locked`
+//    clear but `starving` set so that nobody else takes it; the waiter sets
+//    `locked` itself. New lockers queue at the back. The mode ends when the
+//    waiter that received it was the last one or had not waited that long.
+// The waiter count is in state_ (not just the queue) so that unlock can
+// decide with one atomic instruction; a waiter counts itself before it takes
+// the queue lock, so a wake-up can find the queue empty and leaves a token.
+// Unlike Go's, unlock releases the mutex and claims the wake-up in the same
+// CAS: C++ code may free a mutex as soon as its last user has unlocked it.
+#include <cerrno>
+
+#include "arch/context.hpp"
+#include "ito/error.hpp"
+#include "ito/sync.hpp"
+#include "sched/scheduler.hpp"
+#include "sync/waiter.hpp"
+
+namespace ito {
+namespace {
+
+constexpr std::uint32_t locked = 1;
+constexpr std::uint32_t woken = 2;
+constexpr std::uint32_t starving = 4;
+constexpr std::uint32_t one_waiter = 8;
+constexpr int waiter_shift = 3;
+
+constexpr std::int64_t starvation_threshold_ns = 1'000'000;
+constexpr int spin_rounds = 4;  // Go's: long enough to cover a short critical section
+constexpr int pauses_per_round = 30;
+
+std::uint32_t waiters_in(std::uint32_t state) noexcept { return state >> waiter_shift; }
+
+// Spinning helps only if the holder can be running meanwhile: not when the
+// caller's worker is the runtime's only one.
+bool may_spin(int rounds) noexcept {
+  if (rounds >= spin_rounds) return false;
+  sched::worker* w = sched::current_worker();
+  return !w || w->rt->workers.size() > 1;
+}
+
+}  // namespace
+
+void mutex::lock() {
+  const void* self = detail::caller_identity();
+  std::uint32_t s = state_.load(std::memory_order_relaxed);
+  if (!(s & (locked | starving)) &&
+      state_.compare_exchange_strong(s, s | locked, std::memory_order_acquire,
+                                     std::memory_order_relaxed)) [[likely]] {
+    owner_.store(self, std::memory_order_relaxed);
+    return;
+  }
+  lock_contended(self);
+}
+
+bool mutex::try_lock() noexcept {
+  std::uint32_t s = state_.load(std::memory_order_relaxed);
+  while (!(s & (locked | starving))) {
+    if (state_.compare_exchange_weak(s, s | locked, std::memory_order_acquire,
+                                     std::memory_order_relaxed)) {
+      owner_.store(detail::caller_identity(), std::memory_order_relaxed);
+      return true;
+    }
+  }
+  return false;
+}
+
+void mutex::unlock() {
+  const void* self = detail::caller_identity();
+  if (!held_by(self)) [[unlikely]]
+    throw usage_error(EPERM, "ito::mutex::unlock: the caller does not hold this mutex");
+  owner_.store(nullptr, std::memory_order_relaxed);
+  std::uint32_t expected = locked;
+  if (state_.compare_exchange_strong(expected, 0, std::memory_order_release,
+                                     std::memory_order_relaxed)) [[likely]]
+    return;
+  unlock_contended(expected);
+}
+
+[[gnu::noinline]] void mutex::lock_contended(const void* self) {
+  // Only the holder itself can have stored its own identity.
+  if (held_by(self))
+    throw usage_error(EDEADLK, "ito::mutex::lock: the caller already holds this mutex "
+                               "(ito::mutex is not recursive)");
+  std::int64_t wait_start = 0;
+  bool is_starving = false;
+  bool awoke = false;  // we own the `woken` flag: clear it when we next update state_
+  int spins = 0;
+  std::uint32_t old = state_.load(std::memory_order_relaxed);
+  for (;;) {
+    if ((old & (locked | starving)) == locked && may_spin(spins)) {
+      // Spinning counts as a wake-up on its way: unlock need not wake a sleeper.
+      if (!awoke && !(old & woken) && waiters_in(old) != 0 &&
+          state_.compare_exchange_weak(old, old | woken, std::memory_order_relaxed))
+        awoke = true;
+      for (int i = 0; i < pauses_per_round; ++i) arch::cpu_relax();
+      ++spins;
+      old = state_.load(std::memory_order_relaxed);
+      continue;
+    }
+    std::uint32_t desired = old;
+    if (!(old & starving)) desired |= locked;  // a starving mutex belongs to the queue
+    if (old & (locked | starving)) desired += one_waiter;
+    if (is_starving && (old & locked)) desired |= starving;
+    if (awoke) desired &= ~woken;
+    if (!state_.compare_exchange_weak(old, desired, std::memory_order_acquire,
+                                      std::memory_order_relaxed))
+      continue;
+    if (!(old & (locked | starving))) break;  // it was free: ours
+
+    const bool waited_before = wait_start != 0;
+    if (!waited_before) wait_start = sched::monotonic_ns();
+    sleep_in_queue(/*at_front=*/waited_before);
+    is_starving = is_starving || sched::monotonic_ns() - wait_start > starvation_threshold_ns;
+    old = state_.load(std::memory_order_relaxed);
+    if (old & starving) {
+      // Handed over: nobody else can take it. We are still counted as a
+      // waiter and `locked` is clear; fix both, maybe leaving starvation mode.
+      std::uint32_t delta = locked - one_waiter;
+      if (!is_starving || waiters_in(old) == 1) delta -= starving;
+      state_.fetch_add(delta, std::memory_order_acquire);
+      break;
+    }
+    awoke = true;
+    spins = 0;
+  }
+  owner_.store(self, std::memory_order_relaxed);
+}
+
+// Releases the mutex and claims the wake-up in one CAS. Until that CAS lands
+// we hold the mutex, so nobody can have finished with it and destroyed it
+// meanwhile (POSIX lets the next holder destroy a mutex right after its own
+// unlock); after it, a waiter we must wake still needs the mutex, so it lives
+// until wake_first has let go of the queue lock.
+[[gnu::noinline]] void mutex::unlock_contended(std::uint32_t old) noexcept {
+  for (;;) {
+    std::uint32_t desired = old & ~locked;
+    bool wake = false;
+    if (old & starving) {
+      wake = true;  // hand-off: `starving` keeps everyone else out until it runs
+    } else if (waiters_in(old) != 0 && !(old & woken)) {
+      // Unless a woken or spinning locker is already on its way.
+      desired = (desired - one_waiter) | woken;
+      wake = true;
+    }
+    if (state_.compare_exchange_weak(old, desired, std::memory_order_release,
+                                     std::memory_order_relaxed)) {
+      if (wake) wake_first();
+      return;
+    }
+  }
+}
+
+void mutex::sleep_in_queue(bool at_front) {
+  detail::waiter me(detail::calling_ult());
+  queue_lock_.lock();
+  if (wake_tokens_ > 0) {  // our wake-up came before we could queue
+    --wake_tokens_;
+    queue_lock_.unlock();
+    return;
+  }
+  if (at_front) detail::push_front(waiters_, &me);
+  else detail::push_back(waiters_, &me);
+  queue_lock_.unlock();
+  detail::park(me);
+}
+
+void mutex::wake_first() noexcept {
+  queue_lock_.lock();
+  detail::waiter* first = detail::pop_front(waiters_);
+  if (!first) ++wake_tokens_;
+  queue_lock_.unlock();
+  if (first) detail::unpark(*first);
+}
+
+}  // namespace ito

@@ -1,0 +1,103 @@
+// A blocked caller's record, and how to park and wake it. The record lives on
+// the blocked caller's own stack, so blocking allocates nothing.
+//
+// A ULT joins its primitive's queue while it still runs (under the queue's
+// spinlock) and only then suspends, so a waker may reach the record before
+// the ULT's context is saved. Both sides therefore meet at a handshake: the
+// suspend hook (which runs once the context is saved) and the waker each add
+// one to `wakes`, and whichever arrives second makes the ULT runnable. This
+// keeps spinlocks from being held across a context switch.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+#include "ito/sync.hpp"
+#include "sched/ult.hpp"
+
+namespace ito::detail {
+
+struct waiter {
+  explicit waiter(sched::ult* self) noexcept : ult(self) {}
+  waiter(const waiter&) = delete;
+  waiter& operator=(const waiter&) = delete;
+
+  sched::ult* const ult;  // null: a plain OS thread, which sleeps on a futex on `wakes`
+  std::atomic<std::uint32_t> wakes{0};
+  // Timed waits: who ended the wait, set once by whichever of notify and
+  // timeout gets there first; the other leaves the record alone.
+  std::atomic<std::uint32_t> ended_by{0};
+  bool queued = false;  // in a wait_queue; guarded by that queue's spinlock
+  waiter* next = nullptr;
+  waiter* prev = nullptr;
+};
+
+// A waiter for the caller: its ULT, or a plain OS thread.
+sched::ult* calling_ult() noexcept;
+// Who a mutex records as its holder: the running ULT or, outside one, the OS thread.
+const void* caller_identity() noexcept;
+
+// Blocks until unpark(w). For a ULT, its worker runs other ULTs meanwhile.
+void park(waiter& w);
+// For a plain OS thread only: park(), giving up at deadline_ns (CLOCK_MONOTONIC).
+// Returns false if it gave up; the caller must then settle the race with a
+// concurrent unpark through ended_by.
+bool park_os_until(waiter& w, std::int64_t deadline_ns);
+// Wakes a parked (or about to park) waiter. w may be gone once this returns.
+void unpark(waiter& w) noexcept;
+// Wakes every waiter of a list linked by `next` (as take_all returns it).
+void unpark_all(waiter* list) noexcept;
+
+// Sets ended_by to `reason` if nobody has yet; true if this call did.
+inline bool claim(waiter& w, std::uint32_t reason) noexcept {
+  std::uint32_t none = 0;
+  return w.ended_by.compare_exchange_strong(none, reason, std::memory_order_acq_rel,
+                                            std::memory_order_acquire);
+}
+
+// --- wait_queue operations; the caller holds the queue's spinlock ---
+
+inline bool is_empty(const wait_queue& q) noexcept { return q.head == nullptr; }
+
+inline void push_back(wait_queue& q, waiter* w) noexcept {
+  w->next = nullptr;
+  w->prev = q.tail;
+  if (q.tail) q.tail->next = w;
+  else q.head = w;
+  q.tail = w;
+  w->queued = true;
+}
+
+inline void push_front(wait_queue& q, waiter* w) noexcept {
+  w->prev = nullptr;
+  w->next = q.head;
+  if (q.head) q.head->prev = w;
+  else q.tail = w;
+  q.head = w;
+  w->queued = true;
+}
+
+inline void remove(wait_queue& q, waiter* w) noexcept {
+  if (w->prev) w->prev->next = w->next;
+  else q.head = w->next;
+  if (w->next) w->next->prev = w->prev;
+  else q.tail = w->prev;
+  w->next = w->prev = nullptr;
+  w->queued = false;
+}
+
+inline waiter* pop_front(wait_queue& q) noexcept {
+  waiter* w = q.head;
+  if (w) remove(q, w);
+  return w;
+}
+
+// Empties the queue; returns its waiters in order, linked by `next`.
+inline waiter* take_all(wait_queue& q) noexcept {
+  waiter* all = q.head;
+  for (waiter* w = all; w; w = w->next) w->queued = false;
+  q.head = q.tail = nullptr;
+  return all;
+}
+
+}  // namespace ito::detail
