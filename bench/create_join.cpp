@@ -1,0 +1,230 @@
+// Create + join of an empty thread, N times in a row (seed 001's table 3 row:
+// "create/join, same core / other core"). ito vs NPTL pthread_create/join and
+// std::thread.
+#include <pthread.h>
+#include <sched.h>
+
+#include <atomic>
+#include <stdexcept>
+#include <string>
+#include <thread>
+
+#include "benchmarks.hpp"
+#include "ito/thread.hpp"
+
+namespace bench {
+namespace {
+
+void empty_ult() { clobber_memory(); }
+void* empty_pthread(void*) {
+  clobber_memory();
+  return nullptr;
+}
+
+// The CPUs this process may use, in order.
+std::vector<int> cpus() {
+  std::vector<int> out;
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof set, &set) != 0) return out;
+  for (int c = 0; c < CPU_SETSIZE; ++c)
+    if (CPU_ISSET(c, &set)) out.push_back(c);
+  return out;
+}
+
+cpu_set_t one_cpu(int cpu) {
+  cpu_set_t s;
+  CPU_ZERO(&s);
+  CPU_SET(cpu, &s);
+  return s;
+}
+
+// Runs fn on a new OS thread pinned to `cpu`, so this thread's affinity (and
+// with it the next runtime's worker 0) stays as it was.
+template <class F>
+void on_pinned_thread(int cpu, F&& fn) {
+  std::thread t([&] {
+    cpu_set_t s = one_cpu(cpu);
+    pthread_setaffinity_np(pthread_self(), sizeof s, &s);
+    fn();
+  });
+  t.join();
+}
+
+// pthread_create + pthread_join from a thread pinned to creator_cpu; the child
+// is pinned to child_cpu by its attributes (-1: not pinned).
+std::int64_t pthread_loop(long long iters, int creator_cpu, int child_cpu) {
+  std::int64_t t = 0;
+  on_pinned_thread(creator_cpu, [&] {
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    if (child_cpu >= 0) {
+      cpu_set_t s = one_cpu(child_cpu);
+      pthread_attr_setaffinity_np(&attr, sizeof s, &s);
+    }
+    std::int64_t t0 = now_ns();
+    for (long long i = 0; i < iters; ++i) {
+      pthread_t th;
+      if (int e = pthread_create(&th, &attr, empty_pthread, nullptr); e != 0)
+        throw std::runtime_error("pthread_create failed: " + std::to_string(e));
+      pthread_join(th, nullptr);
+    }
+    t = now_ns() - t0;
+    pthread_attr_destroy(&attr);
+  });
+  return t;
+}
+
+std::int64_t std_thread_loop(long long iters, int creator_cpu) {
+  std::int64_t t = 0;
+  auto body = [&] {
+    std::int64_t t0 = now_ns();
+    for (long long i = 0; i < iters; ++i) std::thread(empty_ult).join();
+    t = now_ns() - t0;
+  };
+  if (creator_cpu >= 0) {
+    on_pinned_thread(creator_cpu, body);
+  } else {
+    std::thread(body).join();
+  }
+  return t;
+}
+
+result row(const char* group, const char* impl, unsigned w, long long iters) {
+  result r;
+  r.bench = "create-join";
+  r.group = group;
+  r.impl = impl;
+  r.workers = w;
+  r.params = {{"iters", std::to_string(iters)}};
+  r.ops = static_cast<double>(iters);
+  return r;
+}
+
+}  // namespace
+
+void run_create_join(const create_join_params& p, reporter& out) {
+  const std::vector<int> cpu = cpus();
+  for (unsigned w : p.workers) {
+    progress("create-join, %u worker(s)...", w);
+    const bool same = w == 1;
+    const char* group = same ? "same worker/core" : "other worker/core";
+    if (same) {
+      // A ULT that is not the main one spawns child-first: the child runs at
+      // once, the parent waits in the deque and is resumed when the child ends.
+      result r = row(group, "ito, child-first (from a ULT)", w, p.ito_iters);
+      r.reference = true;
+      r.note = "child runs at once; parent resumed when it ends";
+      measure(r, p.runs, [&] {
+        std::int64_t t = 0;
+        ito::start_main_thread_with_worker_size(w, [&] {
+          ito::join(ito::create_thread([&] {
+            std::int64_t t0 = now_ns();
+            for (long long i = 0; i < p.ito_iters; ++i) ito::join(ito::create_thread(empty_ult));
+            t = now_ns() - t0;
+          }));
+        });
+        return t;
+      });
+      out.add(std::move(r));
+
+      // The main ULT is bound to worker 0 and spawns help-first: the child is
+      // queued, and join switches to it.
+      result h = row(group, "ito, help-first (main ULT)", w, p.ito_iters);
+      h.note = "child queued; join switches to it";
+      measure(h, p.runs, [&] {
+        std::int64_t t = 0;
+        ito::start_main_thread_with_worker_size(w, [&] {
+          std::int64_t t0 = now_ns();
+          for (long long i = 0; i < p.ito_iters; ++i) ito::join(ito::create_thread(empty_ult));
+          t = now_ns() - t0;
+        });
+        return t;
+      });
+      out.add(std::move(h));
+
+      result n = row(group, "NPTL pthread_create+join", 1, p.os_iters);
+      n.note = "creator and child pinned to one CPU";
+      measure(n, p.runs, [&] { return pthread_loop(p.os_iters, cpu.at(0), cpu.at(0)); });
+      out.add(std::move(n));
+
+      result s = row(group, "std::thread+join", 1, p.os_iters);
+      s.note = "creator pinned to one CPU (child inherits)";
+      measure(s, p.runs, [&] { return std_thread_loop(p.os_iters, cpu.at(0)); });
+      out.add(std::move(s));
+      continue;
+    }
+
+    // Another worker: the main ULT (help-first) pushes the child and spins
+    // without yielding, so worker 0 is busy and only a thief can run the child;
+    // once the child has started elsewhere, the main ULT joins it. This is the
+    // latency of a cross-worker hand-off (push, steal, run, finish, join), not
+    // a throughput: one child is in flight at a time.
+    {
+      result r = row(group, "ito, stolen by another worker", w, p.stolen_iters);
+      r.reference = true;
+      r.note = "main ULT pushes child, spins until a thief runs it, joins";
+      long long elsewhere = 0;
+      measure(r, p.runs, [&] {
+        std::int64_t t = 0;
+        elsewhere = 0;
+        ito::start_main_thread_with_worker_size(w, [&] {
+          std::atomic<int> started{-1};
+          std::int64_t t0 = now_ns();
+          for (long long i = 0; i < p.stolen_iters; ++i) {
+            started.store(-1, std::memory_order_relaxed);
+            auto f = ito::create_thread(
+                [&] { started.store(ito::current_worker_index(), std::memory_order_release); });
+            int where;
+            while ((where = started.load(std::memory_order_acquire)) < 0) cpu_relax();
+            elsewhere += where != 0;
+            ito::join(std::move(f));
+          }
+          t = now_ns() - t0;
+        });
+        return t;
+      });
+      r.extra.push_back({"ran_elsewhere", static_cast<double>(elsewhere) / p.stolen_iters});
+      out.add(std::move(r));
+    }
+    {
+      // The ordinary loop with idle thieves around: mostly the same-worker
+      // path, plus whatever the thieves' steals of the parent cost.
+      result r = row(group, "ito, child-first with thieves", w, p.ito_iters);
+      r.note = "same loop as W=1; idle workers may steal the parent";
+      long long moved = 0;
+      measure(r, p.runs, [&] {
+        std::int64_t t = 0;
+        moved = 0;
+        ito::start_main_thread_with_worker_size(w, [&] {
+          ito::join(ito::create_thread([&] {
+            std::int64_t t0 = now_ns();
+            for (long long i = 0; i < p.ito_iters; ++i) {
+              int before = ito::current_worker_index();
+              ito::join(ito::create_thread(empty_ult));
+              moved += ito::current_worker_index() != before;
+            }
+            t = now_ns() - t0;
+          }));
+        });
+        return t;
+      });
+      r.extra.push_back({"parent_migrated", static_cast<double>(moved) / p.ito_iters});
+      out.add(std::move(r));
+    }
+    if (cpu.size() >= 2) {
+      result n = row(group, "NPTL pthread_create+join", w, p.os_iters);
+      n.note = "creator on one CPU, child pinned to another";
+      measure(n, p.runs, [&] { return pthread_loop(p.os_iters, cpu[0], cpu[1]); });
+      out.add(std::move(n));
+    } else {
+      out.add(not_available("create-join", group, "NPTL pthread_create+join", w,
+                            "only one CPU allowed"));
+    }
+    result s = row(group, "std::thread+join", w, p.os_iters);
+    s.note = "not pinned: the kernel places it";
+    measure(s, p.runs, [&] { return std_thread_loop(p.os_iters, -1); });
+    out.add(std::move(s));
+  }
+}
+
+}  // namespace bench

@@ -1,0 +1,189 @@
+// fib(n) with one thread/task per call: fib(n) = spawn fib(n-1), call fib(n-2),
+// join. ito vs sequential recursion vs oneTBB task_group vs OpenMP tasks.
+#include <algorithm>
+#include <chrono>
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "benchmarks.hpp"
+#include "ito/thread.hpp"
+
+#if ITO_BENCH_HAVE_TBB
+#include <oneapi/tbb/global_control.h>
+#include <oneapi/tbb/task_arena.h>
+#include <oneapi/tbb/task_group.h>
+#endif
+#if ITO_BENCH_HAVE_OPENMP
+#include <omp.h>
+#endif
+
+namespace bench {
+namespace {
+
+long ito_fib(int n) {
+  if (n < 2) return n;
+  auto child = ito::create_thread(ito_fib, n - 1);
+  long b = ito_fib(n - 2);
+  return ito::join(std::move(child)) + b;
+}
+
+[[gnu::noinline]] long seq_fib(int n) {
+  if (n < 2) return n;
+  return seq_fib(n - 1) + seq_fib(n - 2);
+}
+
+#if ITO_BENCH_HAVE_TBB
+long tbb_fib(int n) {
+  if (n < 2) return n;
+  long a = 0;
+  tbb::task_group g;
+  g.run([&] { a = tbb_fib(n - 1); });
+  long b = tbb_fib(n - 2);
+  g.wait();
+  return a + b;
+}
+#endif
+
+#if ITO_BENCH_HAVE_OPENMP
+long omp_fib(int n) {
+  if (n < 2) return n;
+  long a = 0;
+#pragma omp task shared(a) firstprivate(n) default(none)
+  a = omp_fib(n - 1);
+  long b = omp_fib(n - 2);
+#pragma omp taskwait
+  return a + b;
+}
+#endif
+
+long fib_value(int n) {
+  long a = 0, b = 1;
+  for (int i = 0; i < n; ++i) {
+    long c = a + b;
+    a = b;
+    b = c;
+  }
+  return a;
+}
+
+// Spawns made by the recursive fib(n): S(n) = S(n-1) + S(n-2) + 1, S(0) = S(1) = 0,
+// that is fib(n+1) - 1.
+double spawns(int n) { return static_cast<double>(fib_value(n + 1) - 1); }
+
+void check(long got, int n, const char* impl) {
+  if (got != fib_value(n))
+    throw std::runtime_error(std::string(impl) + ": fib(" + std::to_string(n) + ") = " +
+                             std::to_string(got) + ", expected " + std::to_string(fib_value(n)));
+}
+
+// Lets the other systems' idle threads stop spinning before the next row.
+void settle() { std::this_thread::sleep_for(std::chrono::milliseconds(50)); }
+
+result row(const fib_params& p, const char* impl, unsigned w) {
+  result r;
+  r.bench = "fib";
+  r.group = "n=" + std::to_string(p.n);
+  r.impl = impl;
+  r.workers = w;
+  r.params = {{"n", std::to_string(p.n)}};
+  r.ops = spawns(p.n);
+  return r;
+}
+
+}  // namespace
+
+void run_fib(const fib_params& p, reporter& out) {
+  volatile int vn = p.n;  // not a compile-time constant for anyone
+  std::map<unsigned, double> ito_ms;
+  for (unsigned w : p.workers) {
+    progress("fib(%d), %u worker(s)...", p.n, w);
+    {
+      result r = row(p, "ito", w);
+      r.reference = true;
+      r.ops += 1;  // the main ULT's create_thread(fib, n)
+      std::vector<double> startstop;
+      measure(r, p.runs, [&] {
+        std::int64_t inner = 0;
+        std::int64_t t0 = now_ns();
+        long v = ito::start_main_thread_with_worker_size(w, [&] {
+          std::int64_t s = now_ns();
+          // The main ULT is bound to worker 0 and spawns help-first; fib runs
+          // in an ordinary ULT so that every spawn below is child-first.
+          long res = ito::join(ito::create_thread(ito_fib, static_cast<int>(vn)));
+          inner = now_ns() - s;
+          return res;
+        });
+        startstop.push_back(static_cast<double>(now_ns() - t0 - inner) / 1e6);
+        do_not_optimize(v);
+        check(v, p.n, "ito");
+        return inner;
+      });
+      r.extra.push_back({"runtime_start_stop_ms", median(startstop)});
+      ito_ms[w] = r.median_ms;
+      if (w != 1 && ito_ms.count(1)) r.extra.push_back({"time_vs_W1", r.median_ms / ito_ms[1]});
+      r.note = "each run: fresh runtime, only fib timed";
+      out.add(std::move(r));
+    }
+    {
+      result r = row(p, "sequential", w);
+      r.note = "one thread, plain recursion";
+      measure(r, p.runs, [&] {
+        std::int64_t t0 = now_ns();
+        long v = seq_fib(vn);
+        std::int64_t t = now_ns() - t0;
+        do_not_optimize(v);
+        check(v, p.n, "sequential");
+        return t;
+      });
+      out.add(std::move(r));
+    }
+#if ITO_BENCH_HAVE_TBB
+    {
+      settle();
+      result r = row(p, "oneTBB task_group", w);
+      tbb::global_control limit(tbb::global_control::max_allowed_parallelism, w);
+      tbb::task_arena arena(static_cast<int>(w));
+      measure(r, p.runs, [&] {
+        long v = 0;
+        std::int64_t t0 = now_ns();
+        arena.execute([&] { v = tbb_fib(vn); });
+        std::int64_t t = now_ns() - t0;
+        do_not_optimize(v);
+        check(v, p.n, "oneTBB");
+        return t;
+      });
+      out.add(std::move(r));
+    }
+#else
+    out.add(not_available("fib", "n=" + std::to_string(p.n), "oneTBB task_group", w,
+                          "built without oneTBB (libtbb-dev)"));
+#endif
+#if ITO_BENCH_HAVE_OPENMP
+    {
+      settle();
+      result r = row(p, "OpenMP tasks", w);
+      measure(r, p.runs, [&] {
+        long v = 0;
+        std::int64_t t0 = now_ns();
+#pragma omp parallel num_threads(w) shared(v, vn) default(none)
+#pragma omp single
+        v = omp_fib(vn);
+        std::int64_t t = now_ns() - t0;
+        do_not_optimize(v);
+        check(v, p.n, "OpenMP");
+        return t;
+      });
+      out.add(std::move(r));
+    }
+#else
+    out.add(not_available("fib", "n=" + std::to_string(p.n), "OpenMP tasks", w,
+                          "built without OpenMP (-fopenmp)"));
+#endif
+    settle();
+  }
+}
+
+}  // namespace bench

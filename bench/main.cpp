@@ -1,0 +1,163 @@
+// ito-bench: one subcommand per benchmark; each measures ito and the systems it
+// is compared with in the same run. See BENCHMARKS.md for results.
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <string>
+
+#include "benchmarks.hpp"
+#include "harness.hpp"
+
+namespace bench {
+int run_posix(int argc, char** argv);  // bench/posix.cpp: seed 001's table 3
+}
+
+namespace {
+
+const char* const usage_text =
+    "usage: ito-bench <subcommand> [flags]\n"
+    "\n"
+    "subcommands (each also runs its comparison systems in the same process):\n"
+    "  fib          [--n N]                fib(n), default 30, one ULT per call: ito, sequential,\n"
+    "                                      oneTBB task_group, OpenMP tasks (default W: 1,2)\n"
+    "  create-join  [--iters N] [--stolen-iters N] [--os-iters N]\n"
+    "                                      empty ULT create+join (default 1e6) vs\n"
+    "                                      pthread_create/join and std::thread (2e4)\n"
+    "  yield        [--iters N] [--os-iters N] [--fiber-iters N]\n"
+    "                                      two ULTs on one worker yielding (1e7 in total) vs\n"
+    "                                      sched_yield on one CPU (2e6) and Boost.Fiber (1e7)\n"
+    "  mutex        [--iters N] [--contended-iters N]\n"
+    "                                      uncontended ito::mutex lock/unlock (1e7) vs\n"
+    "                                      pthread_mutex; contended, 1e6 per thread (W: 1,2,4)\n"
+    "  blocked      [--ults N] [--os-threads N]\n"
+    "                                      1e6 blocked ULTs: create, release, peak RSS vs\n"
+    "                                      1e4 pthreads blocked on a condition variable\n"
+    "  posix        [--attr-iters N] [--iters N] [--os-iters N] [--lock-iters N]\n"
+    "                                      seed 001 table 3: ito's POSIX layer vs NPTL\n"
+    "  demo                                all of the above, small, runs=3, one table\n"
+    "\n"
+    "common flags:\n"
+    "  --workers N[,N...]  worker counts (repeatable); default: the subcommand's standard set\n"
+    "  --runs R            timed runs per row (default 5, demo 3); the median is reported\n"
+    "  --json              one JSON object per row and line, instead of the table\n"
+    "  --only NAME[,NAME]  only the rows whose implementation contains NAME (e.g. ito)\n"
+    "  -h, --help          this text\n";
+
+int usage(const std::string& error) {
+  if (!error.empty()) std::fprintf(stderr, "ito-bench: %s\n", error.c_str());
+  std::fputs(usage_text, stderr);
+  return 2;
+}
+
+template <class P>
+void apply_common(P& p, const bench::common_flags& c) {
+  p.runs = c.runs;
+  if (!c.workers.empty()) p.workers = c.workers;
+}
+
+int run(int argc, char** argv) {
+  if (argc < 2) throw bench::usage_error("missing subcommand");
+  const std::string cmd = argv[1];
+  if (cmd == "-h" || cmd == "--help" || cmd == "help") {
+    std::fputs(usage_text, stdout);
+    return 0;
+  }
+  if (cmd == "posix") return bench::run_posix(argc, argv);
+  bench::args a(argc, argv, 2);
+  if (a.take_switch("-h") || a.take_switch("--help")) {
+    std::fputs(usage_text, stdout);
+    return 0;
+  }
+  const bool is_demo = cmd == "demo";
+  const bench::common_flags c = a.take_common(is_demo ? 3 : 5);
+  bench::reporter out(c.json);
+
+  if (cmd == "fib") {
+    bench::fib_params p;
+    p.n = static_cast<int>(a.take_int("--n", 30, 2, 45));
+    a.finish();
+    apply_common(p, c);
+    bench::run_fib(p, out);
+    out.print_table("fib(" + std::to_string(p.n) + ")");
+  } else if (cmd == "create-join") {
+    bench::create_join_params p;
+    p.ito_iters = a.take_int("--iters", p.ito_iters, 1, 1'000'000'000);
+    p.stolen_iters = a.take_int("--stolen-iters", p.ito_iters, 1, 1'000'000'000);
+    p.os_iters = a.take_int("--os-iters", p.os_iters, 1, 10'000'000);
+    a.finish();
+    apply_common(p, c);
+    bench::run_create_join(p, out);
+    out.print_table("create-join");
+  } else if (cmd == "yield") {
+    bench::yield_params p;
+    p.ito_yields = a.take_int("--iters", p.ito_yields, 2, 10'000'000'000);
+    p.os_yields = a.take_int("--os-iters", p.os_yields, 2, 10'000'000'000);
+    p.fiber_yields = a.take_int("--fiber-iters", p.fiber_yields, 2, 10'000'000'000);
+    a.finish();
+    apply_common(p, c);
+    bench::run_yield(p, out);
+    out.print_table("yield");
+  } else if (cmd == "mutex") {
+    bench::mutex_params p;
+    p.uncontended = a.take_int("--iters", p.uncontended, 1, 10'000'000'000);
+    p.contended = a.take_int("--contended-iters", p.contended, 1, 1'000'000'000);
+    a.finish();
+    apply_common(p, c);
+    bench::run_mutex(p, out);
+    out.print_table("mutex");
+  } else if (cmd == "blocked") {
+    bench::blocked_params p;
+    p.ults = a.take_int("--ults", p.ults, 1, 100'000'000);
+    p.os_threads = a.take_int("--os-threads", p.os_threads, 1, 1'000'000);
+    a.finish();
+    apply_common(p, c);
+    bench::run_blocked(p, out);
+    out.print_table("blocked");
+  } else if (is_demo) {
+    a.finish();
+    // Small sizes: the whole demo takes well under two minutes on 2 cores.
+    bench::fib_params f;
+    f.n = 27;
+    apply_common(f, c);
+    bench::run_fib(f, out);
+    bench::create_join_params cj;
+    cj.ito_iters = 200'000;
+    cj.stolen_iters = 50'000;
+    cj.os_iters = 2'000;
+    apply_common(cj, c);
+    bench::run_create_join(cj, out);
+    bench::yield_params y;
+    y.ito_yields = 2'000'000;
+    y.os_yields = 200'000;
+    y.fiber_yields = 2'000'000;
+    y.runs = c.runs;  // the demo's --workers is for fib and create-join only
+    bench::run_yield(y, out);
+    bench::mutex_params m;
+    m.uncontended = 2'000'000;
+    m.contended = 100'000;
+    m.runs = c.runs;
+    bench::run_mutex(m, out);
+    bench::blocked_params b;
+    b.ults = 100'000;
+    b.os_threads = 1'000;
+    b.runs = c.runs;
+    bench::run_blocked(b, out);
+    out.print_table("demo (small sizes; run the subcommands for the full ones)");
+  } else {
+    throw bench::usage_error("unknown subcommand '" + cmd + "'");
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const bench::usage_error& e) {
+    return usage(e.what());
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "ito-bench: %s\n", e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,119 @@
+// Two threads on one worker/CPU yielding to each other: ito::yield vs
+// sched_yield of two OS threads pinned to one CPU vs Boost.Fiber.
+#include <pthread.h>
+#include <sched.h>
+
+#include <barrier>
+#include <string>
+#include <thread>
+
+#include "benchmarks.hpp"
+#include "ito/thread.hpp"
+
+#if ITO_BENCH_HAVE_BOOST_FIBER
+#include <boost/fiber/all.hpp>
+#endif
+
+namespace bench {
+namespace {
+
+result row(const char* impl, unsigned w, long long yields) {
+  result r;
+  r.bench = "yield";
+  r.group = "2 threads, 1 CPU";
+  r.impl = impl;
+  r.workers = w;
+  r.params = {{"yields", std::to_string(yields)}};
+  r.ops = static_cast<double>(yields / 2 * 2);
+  return r;
+}
+
+int first_allowed_cpu() {
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof set, &set) == 0)
+    for (int c = 0; c < CPU_SETSIZE; ++c)
+      if (CPU_ISSET(c, &set)) return c;
+  return 0;
+}
+
+}  // namespace
+
+void run_yield(const yield_params& p, reporter& out) {
+  for (unsigned w : p.workers) {
+    progress("yield, %u worker(s)...", w);
+    result r = row("ito::yield", w, p.ito_yields);
+    r.reference = true;
+    r.note = "two ULTs ping-pong on one worker";
+    const long long each = p.ito_yields / 2;
+    measure(r, p.runs, [&] {
+      std::int64_t t = 0;
+      ito::start_main_thread_with_worker_size(w, [&] {
+        auto body = [each] {
+          for (long long i = 0; i < each; ++i) ito::yield();
+        };
+        std::int64_t t0 = now_ns();
+        auto a = ito::create_thread(body);
+        auto b = ito::create_thread(body);
+        ito::join(a);
+        ito::join(b);
+        t = now_ns() - t0;
+      });
+      return t;
+    });
+    out.add(std::move(r));
+  }
+  const unsigned w = 1;
+
+  {
+    result r = row("sched_yield, 2 OS threads", w, p.os_yields);
+    r.note = "both pinned to one CPU";
+    const long long each = p.os_yields / 2;
+    const int cpu = first_allowed_cpu();
+    measure(r, p.runs, [&] {
+      std::barrier<> start(3);
+      auto body = [&] {
+        cpu_set_t s;
+        CPU_ZERO(&s);
+        CPU_SET(cpu, &s);
+        pthread_setaffinity_np(pthread_self(), sizeof s, &s);
+        start.arrive_and_wait();
+        for (long long i = 0; i < each; ++i) sched_yield();
+      };
+      std::thread a(body), b(body);
+      std::int64_t t0 = now_ns();
+      start.arrive_and_wait();
+      a.join();
+      b.join();
+      return now_ns() - t0;
+    });
+    out.add(std::move(r));
+  }
+
+#if ITO_BENCH_HAVE_BOOST_FIBER
+  {
+    result r = row("Boost.Fiber this_fiber::yield", w, p.fiber_yields);
+    r.note = "two fibers, round_robin, one thread";
+    const long long each = p.fiber_yields / 2;
+    measure(r, p.runs, [&] {
+      std::int64_t t = 0;
+      std::thread([&] {
+        auto body = [each] {
+          for (long long i = 0; i < each; ++i) boost::this_fiber::yield();
+        };
+        std::int64_t t0 = now_ns();
+        boost::fibers::fiber a(body), b(body);
+        a.join();
+        b.join();
+        t = now_ns() - t0;
+      }).join();
+      return t;
+    });
+    out.add(std::move(r));
+  }
+#else
+  out.add(not_available("yield", "2 threads, 1 CPU", "Boost.Fiber this_fiber::yield", w,
+                        "built without Boost.Fiber (libboost-fiber-dev)"));
+#endif
+}
+
+}  // namespace bench
