@@ -24,6 +24,8 @@ double wall_seconds() {
 }
 
 TEST(idle, parked_workers_use_almost_no_cpu) {
+  if (ito::test::tsan || ito::test::asan)
+    GTEST_SKIP() << "sanitizer runtimes run background threads of their own";
   ito::start_main_thread_with_worker_size(4, [] {
     ito::sleep_for_ns(50'000'000);  // let the workers finish spinning and park
     const double cpu0 = cpu_seconds(), wall0 = wall_seconds();
