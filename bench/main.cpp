@@ -122,7 +122,7 @@ int run(int argc, char** argv) {
     bench::run_fib(f, out);
     bench::create_join_params cj;
     cj.ito_iters = 200'000;
-    cj.stolen_iters = 50'000;
+    cj.stolen_iters = 10'000;  // a latency: each can cost a futex wake-up
     cj.os_iters = 2'000;
     apply_common(cj, c);
     bench::run_create_join(cj, out);
@@ -138,7 +138,7 @@ int run(int argc, char** argv) {
     m.runs = c.runs;
     bench::run_mutex(m, out);
     bench::blocked_params b;
-    b.ults = 100'000;
+    b.ults = 50'000;  // fresh stacks: one page fault each (tens of µs in a VM)
     b.os_threads = 1'000;
     b.runs = c.runs;
     bench::run_blocked(b, out);
