@@ -58,7 +58,7 @@ void* hook_push_yielded(void* p) noexcept {
   if (u->bound) {
     push_ready(w, u);
   } else {
-    if (w->yielded.push(u)) notify_work(w->rt);
+    if (w->yielded.push(u) && !w->alone) notify_work(w->rt);
   }
   return nullptr;
 }

@@ -75,8 +75,9 @@ inline ult* pop_local(worker* w) noexcept {
 // Hands a runnable ULT to w's deque (or to the inbox of the worker it is bound to).
 inline void push_ready(worker* w, ult* u) noexcept {
   if (u->bound) [[unlikely]] return push_ready_slow(w, u, false);
-  // Only a push onto an empty deque pays for a fence (see idle.hpp).
-  if (w->deque.push(u)) [[unlikely]] push_ready_slow(w, nullptr, true);
+  // Only a push onto an empty deque pays for a fence (see idle.hpp), and
+  // never on a one-worker runtime: the only worker is the one pushing.
+  if (w->deque.push(u) && !w->alone) [[unlikely]] push_ready_slow(w, nullptr, true);
 }
 void run_ult(worker* w, ult* u) noexcept;  // from the scheduler loop
 void* make_scheduler_context(worker* w);    // for a worker whose OS stack is taken
