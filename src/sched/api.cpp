@@ -60,7 +60,9 @@ void ult_set_cleanup(ult_id id, void (*cleanup)(void*)) noexcept {
 }
 
 allocated_ult spawn_prepare(std::size_t size, void (*cleanup)(void*)) {
-  if (!sched::current_ult()) [[unlikely]]
+  // A worker's scheduler stack (a flow node's body) may spawn too: fork then
+  // queues the child instead of switching to it.
+  if (!sched::current_worker()) [[unlikely]]
     throw_outside_ult("ito::create_thread");
   void* frame = nullptr;
   sched::ult* u = sched::allocate(size, &frame);
