@@ -10,6 +10,9 @@
 
 namespace bench {
 int run_posix(int argc, char** argv);  // bench/posix.cpp: seed 001's table 3
+// bench/wake.cpp and bench/flow_dag.cpp: parse their flags, run, print.
+void wake_subcommand(args& a, const common_flags& c, reporter& out);
+void flow_subcommand(args& a, const common_flags& c, reporter& out);
 }
 
 namespace {
@@ -34,6 +37,12 @@ const char* const usage_text =
     "                                      1e4 pthreads blocked on a condition variable\n"
     "  posix        [--attr-iters N] [--iters N] [--os-iters N] [--lock-iters N]\n"
     "                                      seed 001 table 3: ito's POSIX layer vs NPTL\n"
+    "  wake         [--max-n N] [--step S]\n"
+    "                                      seed 004 table 1: n = 1, S..N (32..256) waiters, one\n"
+    "                                      completion at a time: ito::flow direct continuation,\n"
+    "                                      ULTs on flow futures, ito condvar; pthreads (W: 1,2)\n"
+    "  flow         [--n N]                N x N wavefront DAG (1000): ito::flow vs oneTBB's flow\n"
+    "                                      graph continue_node, time per node (W: 1,2)\n"
     "  demo                                all of the above, small, runs=3, one table\n"
     "\n"
     "common flags:\n"
@@ -113,6 +122,10 @@ int run(int argc, char** argv) {
     apply_common(p, c);
     bench::run_blocked(p, out);
     out.print_table("blocked");
+  } else if (cmd == "wake") {
+    bench::wake_subcommand(a, c, out);
+  } else if (cmd == "flow") {
+    bench::flow_subcommand(a, c, out);
   } else if (is_demo) {
     a.finish();
     // Small sizes: the whole demo takes well under two minutes on 2 cores.

@@ -1,0 +1,100 @@
+// The flow layer's state per runtime, created on first use, and the hook
+// through which workers run nodes between ULTs (sched::task_source).
+//
+// The core gives no start/stop callback, so the state is made lazily by the
+// first flow call in a runtime and published to every worker's `extension`.
+// A runtime whose workers have no extension yet is a new one; the previous
+// runtime's state (its workers all joined by then) is freed at that moment.
+#include <atomic>
+#include <cerrno>
+#include <mutex>
+
+#include "flow/state.hpp"
+#include "sched/idle.hpp"
+#include "sched/scheduler.hpp"
+
+namespace ito::flow::detail {
+namespace {
+
+std::mutex g_create_mutex;
+flow_runtime* g_last = nullptr;  // guarded by g_create_mutex
+
+// At most this many nodes per call, so that the scheduler loop still fires
+// timers and picks up ULTs made runnable by other threads.
+constexpr unsigned batch_limit = 256;
+
+std::atomic_ref<void*> extension_of(sched::worker* w) noexcept {
+  return std::atomic_ref<void*>(w->extension);
+}
+
+flow_runtime* create_for(sched::runtime_state* rt) {
+  sched::worker* w0 = rt->workers[0].get();
+  std::lock_guard lock(g_create_mutex);
+  if (flow_worker* fw = worker_state(w0)) return fw->frt;
+  delete g_last;  // a runtime that has ended: its workers are gone
+  g_last = new flow_runtime(rt);
+  for (auto& fw : g_last->workers) extension_of(fw->worker).store(fw.get(), std::memory_order_release);
+  return g_last;
+}
+
+// sched::task_source::run_some: runs nodes until none is runnable here, a ULT
+// becomes runnable on this worker, or the batch ends.
+bool run_some(sched::worker* w) {
+  flow_worker* fw = worker_state(w);
+  if (!fw) return false;  // no flow call in this runtime yet
+  fw->in_run_some = true;
+  unsigned ran = 0;
+  while (ran < batch_limit) {
+    node_core* n = next_node(fw);
+    if (!n) break;
+    run_node(fw, *n);
+    ++ran;
+    // A node that woke or spawned a ULT: let the scheduler run it now.
+    if (!w->deque.looks_empty() || !w->inbox.looks_empty()) break;
+  }
+  hand_back_next_local(fw);
+  flush_credits(fw);
+  fw->in_run_some = false;
+  return ran != 0;
+}
+
+// sched::task_source::has_work, before a worker parks.
+bool has_work(sched::runtime_state* rt) {
+  flow_worker* fw = worker_state(rt->workers[0].get());
+  return fw && any_runnable(fw->frt);
+}
+
+struct installer {
+  installer() { sched::g_task_source = {&run_some, &has_work}; }
+} install_task_source;
+
+}  // namespace
+
+flow_runtime::flow_runtime(sched::runtime_state* r) : rt(r) {
+  for (auto& w : rt->workers) {
+    workers.push_back(std::make_unique<flow_worker>(this, w.get()));
+    workers.back()->rng = 0x2545F4914F6CDD1Dull * (w->index + 7);
+  }
+}
+
+flow_runtime::~flow_runtime() {
+  for (void* slab : slabs) ::operator delete[](slab, std::align_val_t{alignof(node_core)});
+}
+
+flow_worker* worker_state(sched::worker* w) noexcept {
+  return static_cast<flow_worker*>(extension_of(w).load(std::memory_order_acquire));
+}
+
+place here() {
+  if (sched::worker* w = sched::current_worker()) {
+    flow_worker* fw = worker_state(w);
+    if (!fw) fw = create_for(w->rt)->workers[w->index].get();
+    return {fw, fw->frt};
+  }
+  sched::runtime_state* rt = sched::g_runtime.load(std::memory_order_acquire);
+  if (!rt) throw flow_error(EPERM, "ito::flow: no ito runtime is running");
+  flow_worker* fw0 = worker_state(rt->workers[0].get());
+  return {nullptr, fw0 ? fw0->frt : create_for(rt)};
+}
+
+}  // namespace ito::flow::detail
