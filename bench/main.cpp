@@ -13,6 +13,9 @@ int run_posix(int argc, char** argv);  // bench/posix.cpp: seed 001's table 3
 // bench/wake.cpp and bench/flow_dag.cpp: parse their flags, run, print.
 void wake_subcommand(args& a, const common_flags& c, reporter& out);
 void flow_subcommand(args& a, const common_flags& c, reporter& out);
+// bench/pool.cpp and bench/delegate.cpp: parse their flags, run, print.
+void pool_command(args& a, const common_flags& c, reporter& out);
+void delegate_command(args& a, const common_flags& c, reporter& out);
 }
 
 namespace {
@@ -43,6 +46,12 @@ const char* const usage_text =
     "                                      ULTs on flow futures, ito condvar; pthreads (W: 1,2)\n"
     "  flow         [--n N]                N x N wavefront DAG (1000): ito::flow vs oneTBB's flow\n"
     "                                      graph continue_node, time per node (W: 1,2)\n"
+    "  pool         [--jobs N] [--warm-jobs N]\n"
+    "                                      n jobs on fresh pthreads vs on an os_pool made for\n"
+    "                                      them: uses from which reuse wins; warm hand-off\n"
+    "  delegate     [--calls N] [--ults N] [--calls-per-ult N]\n"
+    "                                      delegation round trip (modes 1, 2) vs os_pool and\n"
+    "                                      std::async; 1,000 ULTs delegating at once (W: 2)\n"
     "  demo                                all of the above, small, runs=3, one table\n"
     "\n"
     "common flags:\n"
@@ -126,6 +135,10 @@ int run(int argc, char** argv) {
     bench::wake_subcommand(a, c, out);
   } else if (cmd == "flow") {
     bench::flow_subcommand(a, c, out);
+  } else if (cmd == "pool") {
+    bench::pool_command(a, c, out);
+  } else if (cmd == "delegate") {
+    bench::delegate_command(a, c, out);
   } else if (is_demo) {
     a.finish();
     // Small sizes: the whole demo takes well under two minutes on 2 cores.

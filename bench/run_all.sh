@@ -14,4 +14,6 @@ echo "# $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) CPUs, $(uname -r), $(g
 "$bin" yield --runs "$runs" "$@"
 "$bin" mutex --runs "$runs" "$@"
 "$bin" blocked --runs "$runs" "$@"
+"$bin" pool --runs "$runs" "$@"
+"$bin" delegate --runs "$runs" "$@"
 echo "# load average after: $(cut -d" " -f1-3 /proc/loadavg)"

@@ -23,9 +23,14 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE 1 /* PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP, pthread_yield */
 #endif
+#include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <sched.h>
+#include <sys/socket.h>
+#include <sys/types.h>
 #include <time.h>
+#include <unistd.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -101,8 +106,58 @@ int ito_pthread_spin_lock(pthread_spinlock_t* lock);
 int ito_pthread_spin_trylock(pthread_spinlock_t* lock);
 int ito_pthread_spin_unlock(pthread_spinlock_t* lock);
 
+/* Blocking system calls (ito::io, docs/IO.md): from a thread (a ULT) they
+ * park only that thread; outside a ULT they are the plain calls. */
+ssize_t ito_read(int fd, void* buf, size_t count);
+ssize_t ito_write(int fd, const void* buf, size_t count);
+ssize_t ito_pread(int fd, void* buf, size_t count, off_t offset);
+ssize_t ito_pwrite(int fd, const void* buf, size_t count, off_t offset);
+int ito_open(const char* path, int flags, ...);
+int ito_close(int fd);
+int ito_fsync(int fd);
+int ito_accept(int fd, struct sockaddr* addr, socklen_t* addrlen);
+int ito_accept4(int fd, struct sockaddr* addr, socklen_t* addrlen, int flags);
+int ito_connect(int fd, const struct sockaddr* addr, socklen_t addrlen);
+ssize_t ito_recv(int fd, void* buf, size_t count, int flags);
+ssize_t ito_send(int fd, const void* buf, size_t count, int flags);
+int ito_poll(struct pollfd* fds, nfds_t nfds, int timeout_ms);
+int ito_nanosleep(const struct timespec* request, struct timespec* remaining);
+int ito_usleep(useconds_t usec);
+unsigned ito_sleep(unsigned seconds);
+
 #ifdef __cplusplus
 }
+#endif
+
+#if !defined(ITO_PTHREAD_NO_RENAME) && !defined(ITO_PTHREAD_NO_IO)
+/* The system calls are renamed at the symbol level (asm labels), not with
+ * macros: names like read and close are also members of C++ classes and C
+ * structs. Limit: with _FORTIFY_SOURCE, glibc's inline read, pread, recv and
+ * poll wrappers call glibc by their own alias and bypass this (see docs/IO.md;
+ * libito-preload.so has the same limit). Define ITO_PTHREAD_NO_IO to keep the
+ * plain calls. */
+#ifdef __cplusplus
+extern "C" {
+#endif
+extern ssize_t read(int, void*, size_t) __asm__("ito_read");
+extern ssize_t write(int, const void*, size_t) __asm__("ito_write");
+extern ssize_t pread(int, void*, size_t, off_t) __asm__("ito_pread");
+extern ssize_t pwrite(int, const void*, size_t, off_t) __asm__("ito_pwrite");
+extern int open(const char*, int, ...) __asm__("ito_open");
+extern int close(int) __asm__("ito_close");
+extern int fsync(int) __asm__("ito_fsync");
+extern int accept(int, struct sockaddr*, socklen_t*) __asm__("ito_accept");
+extern int accept4(int, struct sockaddr*, socklen_t*, int) __asm__("ito_accept4");
+extern int connect(int, const struct sockaddr*, socklen_t) __asm__("ito_connect");
+extern ssize_t recv(int, void*, size_t, int) __asm__("ito_recv");
+extern ssize_t send(int, const void*, size_t, int) __asm__("ito_send");
+extern int poll(struct pollfd*, nfds_t, int) __asm__("ito_poll");
+extern int nanosleep(const struct timespec*, struct timespec*) __asm__("ito_nanosleep");
+extern int usleep(useconds_t) __asm__("ito_usleep");
+extern unsigned sleep(unsigned) __asm__("ito_sleep");
+#ifdef __cplusplus
+}
+#endif
 #endif
 
 #ifndef ITO_PTHREAD_NO_RENAME

@@ -10,6 +10,7 @@
 #define _GNU_SOURCE 1
 #define ITO_PTHREAD_NO_RENAME 1
 #include <dlfcn.h>
+#include <stdarg.h>
 #include <stdint.h>
 
 #include "ito/pthread.h"
@@ -104,6 +105,40 @@ ITO_FORWARD(int, pthread_spin_destroy, (pthread_spinlock_t * l), (l))
 ITO_FORWARD(int, pthread_spin_lock, (pthread_spinlock_t * l), (l))
 ITO_FORWARD(int, pthread_spin_trylock, (pthread_spinlock_t * l), (l))
 ITO_FORWARD(int, pthread_spin_unlock, (pthread_spinlock_t * l), (l))
+
+/* Blocking system calls: from a thread (a ULT) through ito::io, so that it
+ * parks alone instead of stalling its worker (src/compat/posix_io.cpp). */
+ITO_FORWARD(ssize_t, read, (int fd, void* b, size_t n), (fd, b, n))
+ITO_FORWARD(ssize_t, write, (int fd, const void* b, size_t n), (fd, b, n))
+ITO_FORWARD(ssize_t, pread, (int fd, void* b, size_t n, off_t o), (fd, b, n, o))
+ITO_FORWARD(ssize_t, pwrite, (int fd, const void* b, size_t n, off_t o), (fd, b, n, o))
+ITO_FORWARD(int, close, (int fd), (fd))
+ITO_FORWARD(int, fsync, (int fd), (fd))
+ITO_FORWARD(int, accept, (int fd, struct sockaddr* a, socklen_t* l), (fd, a, l))
+ITO_FORWARD(int, accept4, (int fd, struct sockaddr* a, socklen_t* l, int f), (fd, a, l, f))
+ITO_FORWARD(int, connect, (int fd, const struct sockaddr* a, socklen_t l), (fd, a, l))
+ITO_FORWARD(ssize_t, recv, (int fd, void* b, size_t n, int f), (fd, b, n, f))
+ITO_FORWARD(ssize_t, send, (int fd, const void* b, size_t n, int f), (fd, b, n, f))
+ITO_FORWARD(int, poll, (struct pollfd * p, nfds_t n, int t), (p, n, t))
+ITO_FORWARD(int, nanosleep, (const struct timespec* r, struct timespec* m), (r, m))
+ITO_FORWARD(int, usleep, (useconds_t u), (u))
+ITO_FORWARD(unsigned, sleep, (unsigned s), (s))
+
+/* open is variadic: the mode exists only with O_CREAT or O_TMPFILE. */
+__attribute__((visibility("default"))) int open(const char* path, int flags, ...) {
+  mode_t mode = 0;
+  if (flags & (O_CREAT | O_TMPFILE)) {
+    va_list ap;
+    va_start(ap, flags);
+    mode = (mode_t)va_arg(ap, int);
+    va_end(ap);
+  }
+  if (from_inside(__builtin_return_address(0))) {
+    static void* cache;
+    return ((int (*)(const char*, int, ...))real("open", &cache))(path, flags, mode);
+  }
+  return ito_open(path, flags, mode);
+}
 
 /* glibc's <pthread.h> maps pthread_yield to sched_yield by asm label, so
  * programs built against it call sched_yield; older binaries still name it. */

@@ -1,0 +1,77 @@
+// ito::io: system calls that never stall a worker. Each function has the shape
+// of its system call: it returns what the call returns, and -1 with errno set
+// as the call sets it (errno is left alone on success).
+//
+// From a ULT:
+//  - sockets never block the worker: the call is tried without blocking, and
+//    if it would block, the ULT is parked until the epoll poller thread sees
+//    the socket ready and makes exactly that ULT runnable again;
+//  - files, pipes, terminals and everything else are delegated to the
+//    delegation pool (ito/delegate.hpp), in the default delegation mode;
+//  - sleeps suspend the ULT on the runtime's timers.
+// Outside a ULT, each function is the plain system call on the calling thread.
+//
+// A blocking socket keeps its blocking semantics (the ULT waits; send and
+// write send everything); a socket the program set O_NONBLOCK on gets EAGAIN
+// as usual. Limits (docs/IO.md): close sockets with io::close, or call
+// io::forget(fd) after closing or changing O_NONBLOCK by other means;
+// SO_RCVTIMEO/SO_SNDTIMEO are not honoured (use io::poll with a timeout).
+#pragma once
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+#include <time.h>
+
+#include <chrono>
+#include <cstddef>
+
+namespace ito::io {
+
+ssize_t read(int fd, void* buf, std::size_t count);
+ssize_t write(int fd, const void* buf, std::size_t count);
+ssize_t pread(int fd, void* buf, std::size_t count, off_t offset);
+ssize_t pwrite(int fd, const void* buf, std::size_t count, off_t offset);
+
+int open(const char* path, int flags, mode_t mode = 0);
+// Wakes any ULT parked on fd (its call then fails, usually with EBADF).
+int close(int fd);
+int fsync(int fd);
+
+// The first accept from a ULT on a listening socket sets O_NONBLOCK on it
+// (accept has no per-call non-blocking flag); ito keeps waiting for the
+// program as before, and an accept from outside a ULT then waits with poll.
+int accept(int fd, sockaddr* addr, socklen_t* addrlen);
+int accept4(int fd, sockaddr* addr, socklen_t* addrlen, int flags);
+int connect(int fd, const sockaddr* addr, socklen_t addrlen);
+ssize_t recv(int fd, void* buf, std::size_t count, int flags);
+ssize_t send(int fd, const void* buf, std::size_t count, int flags);
+
+// poll(2) on one descriptor: returns 1 (p.revents set), 0 on timeout, or -1.
+// timeout_ms < 0 waits forever.
+int poll(pollfd& p, int timeout_ms);
+
+// nanosleep(2): EINVAL for a bad request; a ULT is never interrupted, so rem
+// (if given) is set to zero.
+int nanosleep(const timespec* request, timespec* remaining);
+int sleep_for_ns(long long nanoseconds);
+// Until CLOCK_MONOTONIC reaches the deadline (std::chrono::steady_clock's clock).
+int sleep_until_ns(long long monotonic_deadline_ns);
+
+template <class Rep, class Period>
+int sleep_for(std::chrono::duration<Rep, Period> d) {
+  return sleep_for_ns(std::chrono::duration_cast<std::chrono::nanoseconds>(d).count());
+}
+template <class Duration>
+int sleep_until(std::chrono::time_point<std::chrono::steady_clock, Duration> t) {
+  return sleep_until_ns(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count());
+}
+
+// Drops what ito remembers about fd (its kind, its epoll registration, its
+// O_NONBLOCK flag): needed only after closing fd or changing its flags with
+// plain system calls.
+void forget(int fd) noexcept;
+
+}  // namespace ito::io

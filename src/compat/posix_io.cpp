@@ -1,0 +1,112 @@
+// The POSIX layer's blocking system calls: from a ULT they go through ito::io
+// (sockets park on the poller, files are delegated, sleeps use the runtime's
+// timers), so a thread that blocks never stalls its worker. Outside a ULT each
+// is the plain call. ito/pthread.h renames the program's calls to these;
+// libito-preload.so defines the real names (src/preload/preload.c).
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cstdarg>
+
+#include "io/delegated_syscall.hpp"
+#include "io/errno_now.hpp"
+#include "ito/io.hpp"
+#include "sched/scheduler.hpp"
+
+namespace {
+
+using ito::detail::errno_now;
+
+// A call that may switch keeps the caller's errno on success (the ULT may
+// return on another worker, whose errno is another thread's), as the rest of
+// the POSIX layer does; on failure errno is the call's.
+template <class Call>
+auto keep_errno_on_success(Call&& call) -> decltype(call()) {
+  const int saved = errno_now();
+  const auto r = call();
+  if (r >= 0) errno_now() = saved;
+  return r;
+}
+
+bool in_ult() noexcept { return ito::sched::current_ult() != nullptr; }
+
+}  // namespace
+
+extern "C" {
+
+ssize_t ito_read(int fd, void* buf, size_t count) {
+  return keep_errno_on_success([&] { return ito::io::read(fd, buf, count); });
+}
+ssize_t ito_write(int fd, const void* buf, size_t count) {
+  return keep_errno_on_success([&] { return ito::io::write(fd, buf, count); });
+}
+ssize_t ito_pread(int fd, void* buf, size_t count, off_t offset) {
+  return keep_errno_on_success([&] { return ito::io::pread(fd, buf, count, offset); });
+}
+ssize_t ito_pwrite(int fd, const void* buf, size_t count, off_t offset) {
+  return keep_errno_on_success([&] { return ito::io::pwrite(fd, buf, count, offset); });
+}
+
+int ito_open(const char* path, int flags, ...) {
+  mode_t mode = 0;
+  if (flags & (O_CREAT | O_TMPFILE)) {  // the third argument exists only then
+    va_list ap;
+    va_start(ap, flags);
+    mode = static_cast<mode_t>(va_arg(ap, int));
+    va_end(ap);
+  }
+  return keep_errno_on_success([&] { return ito::io::open(path, flags, mode); });
+}
+int ito_close(int fd) {
+  return keep_errno_on_success([&] { return ito::io::close(fd); });
+}
+int ito_fsync(int fd) {
+  return keep_errno_on_success([&] { return ito::io::fsync(fd); });
+}
+
+int ito_accept(int fd, struct sockaddr* addr, socklen_t* addrlen) {
+  return keep_errno_on_success([&] { return ito::io::accept(fd, addr, addrlen); });
+}
+int ito_accept4(int fd, struct sockaddr* addr, socklen_t* addrlen, int flags) {
+  return keep_errno_on_success([&] { return ito::io::accept4(fd, addr, addrlen, flags); });
+}
+int ito_connect(int fd, const struct sockaddr* addr, socklen_t addrlen) {
+  return keep_errno_on_success([&] { return ito::io::connect(fd, addr, addrlen); });
+}
+ssize_t ito_recv(int fd, void* buf, size_t count, int flags) {
+  return keep_errno_on_success([&] { return ito::io::recv(fd, buf, count, flags); });
+}
+ssize_t ito_send(int fd, const void* buf, size_t count, int flags) {
+  return keep_errno_on_success([&] { return ito::io::send(fd, buf, count, flags); });
+}
+
+// One descriptor: the poller (or delegation) through io::poll. Several: the
+// whole call is delegated from a ULT (ito::io watches one descriptor at once).
+int ito_poll(struct pollfd* fds, nfds_t nfds, int timeout_ms) {
+  if (!in_ult()) return ::poll(fds, nfds, timeout_ms);
+  if (nfds == 1) return keep_errno_on_success([&] { return ito::io::poll(fds[0], timeout_ms); });
+  if (nfds == 0 && timeout_ms >= 0)
+    return keep_errno_on_success([&] { return ito::io::sleep_for_ns(timeout_ms * 1'000'000LL); });
+  return keep_errno_on_success(
+      [&] { return ito::detail::delegated_syscall([&] { return ::poll(fds, nfds, timeout_ms); }); });
+}
+
+int ito_nanosleep(const struct timespec* request, struct timespec* remaining) {
+  return keep_errno_on_success([&] { return ito::io::nanosleep(request, remaining); });
+}
+int ito_usleep(useconds_t usec) {
+  return keep_errno_on_success(
+      [&] { return ito::io::sleep_for_ns(static_cast<long long>(usec) * 1000); });
+}
+// A ULT's sleep is never cut short by a signal: 0 seconds remain.
+unsigned ito_sleep(unsigned seconds) {
+  if (!in_ult()) return ::sleep(seconds);
+  keep_errno_on_success(
+      [&] { return ito::io::sleep_for_ns(static_cast<long long>(seconds) * 1'000'000'000LL); });
+  return 0;
+}
+
+}  // extern "C"

@@ -1,0 +1,94 @@
+// The delegation pool and the default mode. The pool is created on first use
+// and deliberately never destroyed: ULTs and threads may still delegate while
+// static destructors run, and its threads only sleep.
+#include "ito/delegate.hpp"
+
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <optional>
+
+#include "sched/scheduler.hpp"
+
+namespace ito {
+namespace {
+
+std::mutex g_pool_mutex;
+std::atomic<os_pool*> g_pool{nullptr};
+std::optional<os_pool_options> g_pool_options;  // guarded by g_pool_mutex
+
+// 0: not decided yet; else a delegate_mode value.
+std::atomic<int> g_mode{0};
+
+[[noreturn]] void environment_error(const config_error& e) {
+  // The user's environment, not the program, is wrong: say so and stop (as
+  // ito::runtime does for ITO_*).
+  std::fprintf(stderr, "%s\n", e.what());
+  std::exit(2);
+}
+
+delegate_mode mode_from_environment() {
+  const char* v = std::getenv("ITO_DELEGATE_MODE");
+  if (!v || !*v || !std::strcmp(v, "keep_running")) return delegate_mode::keep_running;
+  if (!std::strcmp(v, "block_worker")) return delegate_mode::block_worker;
+  environment_error(config_error(std::string("ito: ITO_DELEGATE_MODE=") + v +
+                                     " is invalid: expected block_worker or keep_running",
+                                 true));
+}
+
+}  // namespace
+
+delegate_mode default_delegate_mode() {
+  int m = g_mode.load(std::memory_order_relaxed);
+  if (m == 0) [[unlikely]] {
+    int expected = 0;
+    g_mode.compare_exchange_strong(expected, static_cast<int>(mode_from_environment()),
+                                   std::memory_order_relaxed);
+    m = g_mode.load(std::memory_order_relaxed);
+  }
+  return static_cast<delegate_mode>(m);
+}
+
+void set_default_delegate_mode(delegate_mode mode) noexcept {
+  g_mode.store(static_cast<int>(mode), std::memory_order_relaxed);
+}
+
+os_pool& delegation_pool() {
+  if (os_pool* p = g_pool.load(std::memory_order_acquire)) [[likely]] return *p;
+  std::lock_guard lock(g_pool_mutex);
+  if (os_pool* p = g_pool.load(std::memory_order_relaxed)) return *p;
+  os_pool* p = nullptr;
+  try {
+    p = new os_pool(g_pool_options.value_or(os_pool_options{}));
+  } catch (const config_error& e) {
+    if (e.from_environment()) environment_error(e);
+    throw;
+  }
+  g_pool.store(p, std::memory_order_release);
+  return *p;
+}
+
+void configure_delegation_pool(const os_pool_options& options) {
+  os_pool_options checked = resolve_pool_options(options);  // throws config_error
+  std::lock_guard lock(g_pool_mutex);
+  if (g_pool.load(std::memory_order_relaxed))
+    throw usage_error(EBUSY,
+                      "ito::configure_delegation_pool: the delegation pool is already running");
+  g_pool_options = options;  // unset fields keep following the environment
+  (void)checked;
+}
+
+namespace detail {
+
+bool delegation_applies() noexcept { return sched::current_ult() != nullptr; }
+
+void delegate_and_wait(pool_job* job, completion& done, delegate_mode mode) {
+  delegation_pool().post(job);
+  done.wait(mode == delegate_mode::block_worker);
+}
+
+}  // namespace detail
+}  // namespace ito

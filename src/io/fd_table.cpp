@@ -1,0 +1,34 @@
+#include "io/fd_table.hpp"
+
+#include <new>
+
+namespace ito::detail {
+namespace {
+
+constexpr unsigned chunk_bits = 12;  // 4096 entries (256 KiB) per chunk
+constexpr unsigned top_size = 1024;  // 2^22 descriptors in all
+std::atomic<fd_state*> g_chunks[top_size];
+
+}  // namespace
+
+fd_state* fd_lookup(int fd) noexcept {
+  if (fd < 0) return nullptr;
+  const auto n = static_cast<unsigned>(fd);
+  const unsigned top = n >> chunk_bits;
+  if (top >= top_size) return nullptr;
+  fd_state* chunk = g_chunks[top].load(std::memory_order_acquire);
+  if (!chunk) [[unlikely]] {
+    // First descriptor in this range: racing threads may both allocate; the
+    // loser frees its chunk. Chunks live until the process ends.
+    auto* fresh = new (std::nothrow) fd_state[std::size_t{1} << chunk_bits];
+    if (!fresh) return nullptr;
+    if (g_chunks[top].compare_exchange_strong(chunk, fresh, std::memory_order_acq_rel)) {
+      chunk = fresh;
+    } else {
+      delete[] fresh;
+    }
+  }
+  return &chunk[n & ((1u << chunk_bits) - 1)];
+}
+
+}  // namespace ito::detail

@@ -1,0 +1,77 @@
+// Files and every other descriptor that epoll cannot watch: delegated from a
+// ULT (the pool thread blocks, the worker does not), plain calls outside one.
+// close and open also keep the descriptor table honest about numbers reused.
+#include <unistd.h>
+
+#include "io/delegated_syscall.hpp"
+#include "io/io_common.hpp"
+#include "ito/io.hpp"
+
+namespace ito::io {
+
+using detail::caller_is_ult;
+using detail::errno_now;
+using detail::delegated_syscall;
+using detail::fd_kind;
+using detail::fd_lookup;
+using detail::fd_state;
+
+namespace {
+
+// Delegated from a ULT (a negative descriptor fails at once: no need).
+template <class Call>
+auto run_blocking(int fd, Call&& call) -> decltype(call()) {
+  if (!caller_is_ult() || fd < 0) return call();
+  return delegated_syscall(call);
+}
+
+}  // namespace
+
+ssize_t pread(int fd, void* buf, std::size_t count, off_t offset) {
+  return run_blocking(fd, [&] { return ::pread(fd, buf, count, offset); });
+}
+
+ssize_t pwrite(int fd, const void* buf, std::size_t count, off_t offset) {
+  return run_blocking(fd, [&] { return ::pwrite(fd, buf, count, offset); });
+}
+
+int fsync(int fd) {
+  return run_blocking(fd, [&] { return ::fsync(fd); });
+}
+
+int open(const char* path, int flags, mode_t mode) {
+  const int fd = caller_is_ult() ? delegated_syscall([&] { return ::open(path, flags, mode); })
+                                 : ::open(path, flags, mode);
+  if (fd >= 0) {
+    if (fd_state* st = fd_lookup(fd)) st->reset(fd_kind::unknown);
+  }
+  return fd;
+}
+
+int close(int fd) {
+  fd_state* st = fd_lookup(fd);
+  if (!st) return run_blocking(fd, [&] { return ::close(fd); });
+  const fd_kind kind = st->kind.load(std::memory_order_relaxed);
+  st->reset(fd_kind::unknown);
+  // Pass through the entry's lock first: every ULT parked here linked itself
+  // under it after its last call on fd, so that call happens before this
+  // close (ThreadSanitizer checks descriptor lifetimes too).
+  st->lock.lock();
+  st->lock.unlock();
+  // Closing a socket does not block (without SO_LINGER); closing a file may
+  // (NFS flushes), so that is delegated.
+  const int r = kind == fd_kind::socket ? ::close(fd) : run_blocking(fd, [&] { return ::close(fd); });
+  const int saved = errno_now();
+  detail::wake_all_parked(*st);
+  errno_now() = saved;
+  return r;
+}
+
+void forget(int fd) noexcept {
+  if (fd_state* st = fd_lookup(fd)) {
+    st->reset(fd_kind::unknown);
+    detail::wake_all_parked(*st);
+  }
+}
+
+}  // namespace ito::io

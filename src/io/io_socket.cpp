@@ -1,0 +1,294 @@
+// Socket calls from ULTs: tried without blocking (MSG_DONTWAIT, or O_NONBLOCK
+// set by ito where a call has no per-call flag), parked on the poller when
+// they would block. read and write land here too, and fall back to
+// delegation when the descriptor turns out not to be a socket.
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "io/delegated_syscall.hpp"
+#include "io/io_common.hpp"
+#include "ito/io.hpp"
+
+namespace ito::io {
+
+using detail::caller_is_ult;
+using detail::errno_now;
+using detail::delegated_syscall;
+using detail::fd_kind;
+using detail::fd_lookup;
+using detail::fd_state;
+using detail::ready_in;
+using detail::ready_out;
+using detail::retry_when_ready;
+using detail::would_block;
+
+namespace {
+
+void note_socket(fd_state& st) noexcept {
+  if (st.kind.load(std::memory_order_relaxed) != fd_kind::socket)
+    st.kind.store(fd_kind::socket, std::memory_order_relaxed);
+}
+
+bool is_stream(int fd) noexcept {
+  int type = 0;
+  socklen_t len = sizeof type;
+  const int saved = errno_now();
+  const bool stream = ::getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) == 0 && type == SOCK_STREAM;
+  errno_now() = saved;
+  return stream;
+}
+
+bool stream_socket(int fd, fd_state& st) noexcept {
+  std::int8_t known = st.stream.load(std::memory_order_relaxed);
+  if (known < 0) {
+    known = is_stream(fd) ? 1 : 0;
+    st.stream.store(known, std::memory_order_relaxed);
+  }
+  return known != 0;
+}
+
+// recv with no flags (read, and the common recv): like retry_when_ready, but
+// it remembers when the queue was left empty, so that the next call parks at
+// once instead of making a system call that can only fail with EAGAIN. A
+// request-response protocol saves one call per request (fd_state::drained_mark).
+ssize_t recv_plain(int fd, fd_state& st, void* buf, std::size_t count) {
+  const int saved = errno_now();
+  for (;;) {
+    const std::uint32_t edges = st.in_edges.load(std::memory_order_acquire);
+    const std::uint64_t drained = (std::uint64_t{edges} << 1) | 1;
+    if (st.drained_mark.load(std::memory_order_relaxed) != drained ||
+        st.hung_up.load(std::memory_order_acquire)) {
+      const ssize_t r = ::recv(fd, buf, count, MSG_DONTWAIT);
+      if (r >= 0) {
+        // A short read of a stream leaves its queue empty.
+        const bool emptied =
+            r > 0 && static_cast<std::size_t>(r) < count && stream_socket(fd, st);
+        st.drained_mark.store(emptied ? drained : 0, std::memory_order_relaxed);
+        errno_now() = saved;
+        return r;
+      }
+      if (!would_block(errno_now()) || detail::program_wants_eagain(fd, st)) return -1;
+      note_socket(st);
+      st.drained_mark.store(drained, std::memory_order_relaxed);
+    } else if (detail::program_wants_eagain(fd, st)) {
+      errno_now() = EAGAIN;
+      return -1;
+    }
+    if (detail::park_until_ready(fd, st, ready_in, detail::no_deadline, edges) < 0) return -1;
+  }
+}
+
+ssize_t recv_in_ult(int fd, fd_state& st, void* buf, std::size_t count, int flags) {
+  if (flags == 0) return recv_plain(fd, st, buf, count);
+  if (flags & MSG_DONTWAIT) return ::recv(fd, buf, count, flags);
+  auto once = [&](std::size_t done) {
+    return retry_when_ready(fd, st, ready_in, [&] {
+      return ::recv(fd, static_cast<char*>(buf) + done, count - done,
+                    (flags & ~MSG_WAITALL) | MSG_DONTWAIT);
+    });
+  };
+  ssize_t r = once(0);
+  // MSG_WAITALL on a stream: keep going until full, end of stream or error,
+  // as the blocking call does (a datagram is never split).
+  if (r <= 0 || !(flags & MSG_WAITALL) || static_cast<std::size_t>(r) == count || !is_stream(fd))
+    return r;
+  std::size_t got = static_cast<std::size_t>(r);
+  while (got < count) {
+    const int saved = errno_now();
+    r = once(got);
+    if (r <= 0) {
+      errno_now() = saved;
+      break;
+    }
+    got += static_cast<std::size_t>(r);
+  }
+  return static_cast<ssize_t>(got);
+}
+
+// A blocking send sends everything (unless an error comes after some bytes:
+// then it reports what went out); a non-blocking one reports what fit.
+ssize_t send_in_ult(int fd, fd_state& st, const void* buf, std::size_t count, int flags) {
+  if (flags & MSG_DONTWAIT) return ::send(fd, buf, count, flags);
+  std::size_t sent = 0;
+  const int saved = errno_now();
+  do {
+    const ssize_t r = retry_when_ready(fd, st, ready_out, [&] {
+      return ::send(fd, static_cast<const char*>(buf) + sent, count - sent, flags | MSG_DONTWAIT);
+    });
+    if (r < 0) {
+      if (sent == 0) return -1;
+      break;
+    }
+    sent += static_cast<std::size_t>(r);
+  } while (sent < count);
+  errno_now() = saved;
+  return static_cast<ssize_t>(sent);
+}
+
+}  // namespace
+
+ssize_t recv(int fd, void* buf, std::size_t count, int flags) {
+  fd_state* st = caller_is_ult() ? fd_lookup(fd) : nullptr;
+  if (!st) return ::recv(fd, buf, count, flags);
+  const ssize_t r = recv_in_ult(fd, *st, buf, count, flags);
+  if (r >= 0) note_socket(*st);
+  return r;
+}
+
+ssize_t send(int fd, const void* buf, std::size_t count, int flags) {
+  fd_state* st = caller_is_ult() ? fd_lookup(fd) : nullptr;
+  if (!st) return ::send(fd, buf, count, flags);
+  const ssize_t r = send_in_ult(fd, *st, buf, count, flags);
+  if (r >= 0) note_socket(*st);
+  return r;
+}
+
+// read/write: a socket is read with recv (the same call with flags 0); any
+// other descriptor says ENOTSOCK at once, without blocking, and is delegated
+// from then on.
+ssize_t read(int fd, void* buf, std::size_t count) {
+  if (!caller_is_ult()) return ::read(fd, buf, count);
+  fd_state* st = fd_lookup(fd);
+  auto delegated = [&] { return delegated_syscall([&] { return ::read(fd, buf, count); }); };
+  if (!st) return fd < 0 ? ::read(fd, buf, count) : delegated();
+  if (st->kind.load(std::memory_order_relaxed) == fd_kind::other) return delegated();
+  const int saved = errno_now();
+  const ssize_t r = recv_in_ult(fd, *st, buf, count, 0);
+  if (r >= 0) {
+    note_socket(*st);
+    return r;
+  }
+  if (errno_now() != ENOTSOCK) return -1;
+  st->kind.store(fd_kind::other, std::memory_order_relaxed);
+  errno_now() = saved;
+  return delegated();
+}
+
+ssize_t write(int fd, const void* buf, std::size_t count) {
+  if (!caller_is_ult()) return ::write(fd, buf, count);
+  fd_state* st = fd_lookup(fd);
+  auto delegated = [&] { return delegated_syscall([&] { return ::write(fd, buf, count); }); };
+  if (!st) return fd < 0 ? ::write(fd, buf, count) : delegated();
+  if (st->kind.load(std::memory_order_relaxed) == fd_kind::other) return delegated();
+  const int saved = errno_now();
+  const ssize_t r = send_in_ult(fd, *st, buf, count, 0);
+  if (r >= 0) {
+    note_socket(*st);
+    return r;
+  }
+  if (errno_now() != ENOTSOCK) return -1;
+  st->kind.store(fd_kind::other, std::memory_order_relaxed);
+  errno_now() = saved;
+  return delegated();
+}
+
+int accept4(int fd, sockaddr* addr, socklen_t* addrlen, int flags) {
+  fd_state* st = fd_lookup(fd);
+  int r;
+  if (!st) {
+    r = caller_is_ult() && fd >= 0
+            ? delegated_syscall([&] { return ::accept4(fd, addr, addrlen, flags); })
+            : ::accept4(fd, addr, addrlen, flags);
+  } else if (!caller_is_ult()) {
+    // An OS thread blocks, as the call would; if ito made the socket
+    // non-blocking, it blocks in poll instead.
+    for (;;) {
+      r = ::accept4(fd, addr, addrlen, flags);
+      if (r >= 0 || !would_block(errno_now()) || !st->ito_nonblock.load(std::memory_order_relaxed)) break;
+      pollfd p{fd, POLLIN, 0};
+      if (::poll(&p, 1, -1) < 0) return -1;
+    }
+  } else {
+    if (!st->ito_nonblock.load(std::memory_order_relaxed) &&
+        st->user_nonblock.load(std::memory_order_relaxed) < 0) {
+      // First accept here: check it is a listening socket before touching its
+      // flags (accept's own errors: ENOTSOCK, EBADF, EINVAL).
+      int listening = 0;
+      socklen_t len = sizeof listening;
+      if (::getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &len) != 0) return -1;
+      if (!listening) {
+        errno_now() = EINVAL;
+        return -1;
+      }
+      const int fl = ::fcntl(fd, F_GETFL);
+      if (fl < 0) return -1;
+      if (fl & O_NONBLOCK) {
+        st->user_nonblock.store(1, std::memory_order_relaxed);
+      } else {
+        if (::fcntl(fd, F_SETFL, fl | O_NONBLOCK) != 0) return -1;
+        st->user_nonblock.store(0, std::memory_order_relaxed);
+        st->ito_nonblock.store(true, std::memory_order_relaxed);
+      }
+      note_socket(*st);
+    }
+    r = static_cast<int>(
+        retry_when_ready(fd, *st, ready_in, [&] { return ::accept4(fd, addr, addrlen, flags); }));
+  }
+  if (r >= 0) {
+    // A new descriptor: whatever was known about this number is stale.
+    if (fd_state* fresh = fd_lookup(r)) {
+      fresh->reset(fd_kind::socket);
+      fresh->user_nonblock.store((flags & SOCK_NONBLOCK) ? 1 : 0, std::memory_order_relaxed);
+    }
+  }
+  return r;
+}
+
+int accept(int fd, sockaddr* addr, socklen_t* addrlen) { return io::accept4(fd, addr, addrlen, 0); }
+
+int connect(int fd, const sockaddr* addr, socklen_t addrlen) {
+  fd_state* st = fd_lookup(fd);
+  if (st) st->reset(fd_kind::unknown);  // a socket about to get a new life
+  if (!caller_is_ult()) return ::connect(fd, addr, addrlen);
+  if (!st) {
+    return fd < 0 ? ::connect(fd, addr, addrlen)
+                  : delegated_syscall([&] { return ::connect(fd, addr, addrlen); });
+  }
+  const int fl = ::fcntl(fd, F_GETFL);
+  if (fl < 0) return -1;
+  if (fl & O_NONBLOCK) {
+    st->user_nonblock.store(1, std::memory_order_relaxed);
+    return ::connect(fd, addr, addrlen);
+  }
+  // connect has no per-call non-blocking flag: set O_NONBLOCK for the call
+  // only, then wait for the socket to become writable.
+  if (::fcntl(fd, F_SETFL, fl | O_NONBLOCK) != 0) return -1;
+  const int saved = errno_now();
+  int r = ::connect(fd, addr, addrlen);
+  const int err = errno_now();
+  ::fcntl(fd, F_SETFL, fl);
+  st->user_nonblock.store(0, std::memory_order_relaxed);
+  if (r == 0) {
+    note_socket(*st);
+    errno_now() = saved;
+    return 0;
+  }
+  if (err != EINPROGRESS) {
+    errno_now() = err;
+    return -1;
+  }
+  note_socket(*st);
+  for (;;) {
+    if (detail::park_until_ready(fd, *st, ready_out) < 0) return -1;
+    pollfd p{fd, POLLOUT, 0};
+    if (::poll(&p, 1, 0) < 0) return -1;
+    if (p.revents & POLLNVAL) {
+      errno_now() = EBADF;
+      return -1;
+    }
+    if (p.revents) break;  // connected, or failed: SO_ERROR says which
+  }
+  int so_error = 0;
+  socklen_t len = sizeof so_error;
+  if (::getsockopt(fd, SOL_SOCKET, SO_ERROR, &so_error, &len) != 0) return -1;
+  if (so_error != 0) {
+    errno_now() = so_error;
+    return -1;
+  }
+  errno_now() = saved;
+  return 0;
+}
+
+}  // namespace ito::io

@@ -1,0 +1,24 @@
+#include "io/os_thread.hpp"
+
+#include <pthread.h>
+#include <signal.h>
+
+namespace ito::detail {
+
+int start_helper_thread(void* (*fn)(void*), void* arg) noexcept {
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+  // A new thread inherits its creator's mask: block everything around the
+  // create instead of in the thread, which would leave a window open.
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  pthread_t th;
+  int err = pthread_create(&th, &attr, fn, arg);
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  pthread_attr_destroy(&attr);
+  return err;
+}
+
+}  // namespace ito::detail
