@@ -10,20 +10,29 @@
 namespace ito {
 
 // Where ULT stacks come from. `fixed` works with any code; `lazy` and
-// `fair_use` need code built with -fsplit-stack (see docs/STACKS.md).
+// `fair_use` need code built with -fsplit-stack and linked with ito's split-stack
+// runtime (CMake target ito::split_stack; see docs/SPLIT_STACKS.md).
 enum class stack_policy { fixed, lazy, fair_use };
+
+// How lazy/fair_use obtain their stack blocks.
+enum class stack_alloc { mmap, malloc };
 
 struct options {
   unsigned workers = 0;          // 0: ITO_WORKERS, else the CPUs in the affinity mask
   std::size_t stack_size = 0;    // bytes; 0: ITO_STACK_SIZE, else default_stack_size
   std::optional<bool> bind;      // pin worker i to the i-th allowed CPU; unset: ITO_BIND
   std::optional<bool> stats;     // print per-worker counters at exit; unset: ITO_STATS
-  stack_policy stacks = stack_policy::fixed;
+  stack_policy stacks = stack_policy::fixed;  // fixed: ITO_STACK may override it
+  std::size_t stack_block_size = 0;  // lazy/fair_use block bytes; 0: ITO_STACK_BLOCK_SIZE, else default
+  std::optional<stack_alloc> stack_allocator;  // unset: ITO_STACK_ALLOC, else mmap
 
   static constexpr std::size_t default_stack_size = 64 * 1024;
   static constexpr std::size_t min_stack_size = 16 * 1024;
   static constexpr std::size_t max_stack_size = std::size_t{1} << 30;
   static constexpr unsigned max_workers = 1024;
+  static constexpr std::size_t default_stack_block_size = 256 * 1024;
+  static constexpr std::size_t min_stack_block_size = 8 * 1024;
+  static constexpr std::size_t max_stack_block_size = std::size_t{64} << 20;
 };
 
 // A bad option value, or a bad ITO_* variable; what() names it and the accepted range.
@@ -41,5 +50,9 @@ class config_error : public std::invalid_argument {
 // Fills every unset field from the environment and checks all of them.
 // Throws config_error.
 options resolve_options(options requested);
+
+// True when this program was linked with ito's split-stack runtime, so that the
+// lazy and fair_use policies can run.
+bool split_stack_runtime_linked() noexcept;
 
 }  // namespace ito

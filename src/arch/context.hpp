@@ -15,6 +15,8 @@ struct ito_exit_switch {
 void* ito_context_switch(void** save_sp, void* load_sp, void* value, void* (*on_top)(void*)) noexcept;
 void ito_context_start(void** save_sp, void* stack_top, void* data, void* (*on_top)(void*),
                        void* on_top_arg, ito_exit_switch (*main)(void*)) noexcept;
+void ito_context_start_split(void** save_sp, void* stack_top, void* data, void* (*on_top)(void*),
+                             void* on_top_arg, ito_exit_switch (*main)(void*)) noexcept;
 void ito_context_trampoline() noexcept;
 // Defined by the scheduler.
 void* ito_ult_exit_hook(void* arg) noexcept;
@@ -31,18 +33,19 @@ using main_fn = ito_exit_switch (*)(void* data);
 // with ito_context_start inherits its creator's instead.)
 inline void* make_context(void* stack_hi, main_fn entry, void* data) noexcept {
   auto top = reinterpret_cast<std::uintptr_t>(stack_hi) & ~std::uintptr_t{15};
-  // Eight words: control words, r15, r14, r13, r12, rbx, rbp, return address.
-  // After the switch pops them, rsp = top - 16 + 8*8 ... keep rsp+64 16-aligned.
-  auto* sp = reinterpret_cast<std::uint64_t*>(top - 16 - 64);
+  // Nine words: control words, split-stack limit, r15, r14, r13, r12, rbx, rbp,
+  // return address. After the switch pops them, rsp = top - 16 (16-aligned).
+  auto* sp = reinterpret_cast<std::uint64_t*>(top - 16 - 72);
   std::uint32_t control[2] = {0x1F80u, 0x037Fu};  // default MXCSR, x87 control word
   std::memcpy(&sp[0], control, sizeof control);
-  sp[1] = 0;                                            // r15
-  sp[2] = 0;                                            // r14
-  sp[3] = reinterpret_cast<std::uint64_t>(data);        // r13
-  sp[4] = reinterpret_cast<std::uint64_t>(entry);       // r12
-  sp[5] = 0;                                            // rbx
-  sp[6] = 0;                                            // rbp
-  sp[7] = reinterpret_cast<std::uint64_t>(&ito_context_trampoline);
+  sp[1] = 0;                                            // split-stack limit: none
+  sp[2] = 0;                                            // r15
+  sp[3] = 0;                                            // r14
+  sp[4] = reinterpret_cast<std::uint64_t>(data);        // r13
+  sp[5] = reinterpret_cast<std::uint64_t>(entry);       // r12
+  sp[6] = 0;                                            // rbx
+  sp[7] = 0;                                            // rbp
+  sp[8] = reinterpret_cast<std::uint64_t>(&ito_context_trampoline);
   return sp;
 }
 
@@ -51,5 +54,14 @@ inline void* switch_context(void** save_sp, void* load_sp, void* value, on_top_f
 }
 
 inline void cpu_relax() noexcept { __builtin_ia32_pause(); }
+
+// The split-stack limit word of the running context (glibc reserves %fs:0x70
+// for it). Zero means "no limit": split-stack prologues never call __morestack.
+inline void* split_limit() noexcept {
+  void* v;
+  asm volatile("movq %%fs:0x70, %0" : "=r"(v));
+  return v;
+}
+inline void set_split_limit(void* v) noexcept { asm volatile("movq %0, %%fs:0x70" : : "r"(v) : "memory"); }
 
 }  // namespace ito::arch

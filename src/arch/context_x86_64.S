@@ -1,7 +1,10 @@
 /* Context switch for x86-64 System V.
  *
- * A suspended context is a stack pointer; the words above it hold the
- * callee-saved registers, the SSE and x87 control words and the return address.
+ * A suspended context is a stack pointer; the words above it hold the SSE and
+ * x87 control words, the split-stack limit word (%fs:0x70, see
+ * docs/SPLIT_STACKS.md), the callee-saved registers and the return address.
+ * The limit is per context: code built with -fsplit-stack compares sp with it
+ * in every prologue. Saving it costs one TLS load and store per switch.
  *
  *   void* ito_context_switch(void** save_sp, void* load_sp, void* value,
  *                            void* (*on_top)(void* value));
@@ -24,16 +27,20 @@ ito_context_switch:
     pushq   %r13
     pushq   %r14
     pushq   %r15
-    subq    $8, %rsp
+    subq    $16, %rsp
     stmxcsr (%rsp)
     fnstcw  4(%rsp)
+    movq    %fs:0x70, %r10
+    movq    %r10, 8(%rsp)
     movq    %rsp, (%rdi)
 
     movq    %rsi, %rsp
     /* Reading MXCSR (stmxcsr) is the slow half, ~4 ns here; loading is cheap. */
     ldmxcsr (%rsp)
     fldcw   4(%rsp)
-    addq    $8, %rsp
+    movq    8(%rsp), %r10
+    movq    %r10, %fs:0x70
+    addq    $16, %rsp
     popq    %r15
     popq    %r14
     popq    %r13
@@ -66,10 +73,14 @@ ito_context_switch:
  * main returns {next_sp, arg}: the context to resume, and the argument of
  * ito_ult_exit_hook, which runs on the resumed stack (it publishes the end of
  * the finished context, which nobody may touch before). */
-    .globl  ito_context_start
-    .type   ito_context_start, @function
+/* Both start routines share this body; the split-stack one also loads the
+ * new context's limit word from the word at stack_top before on_top runs, so
+ * that everything on the new stack (on_top included) sees its own limit. */
+    .macro  context_start name, load_limit
+    .globl  \name
+    .type   \name, @function
     .p2align 4
-ito_context_start:
+\name:
     .cfi_startproc
     pushq   %rbp
     pushq   %rbx
@@ -77,12 +88,18 @@ ito_context_start:
     pushq   %r13
     pushq   %r14
     pushq   %r15
-    subq    $8, %rsp
+    subq    $16, %rsp
     stmxcsr (%rsp)
     fnstcw  4(%rsp)
+    movq    %fs:0x70, %r10
+    movq    %r10, 8(%rsp)
     movq    %rsp, (%rdi)
 
     movq    %rsi, %rsp          /* 16-byte aligned: calls below are aligned */
+    .if \load_limit
+    movq    (%rsp), %r10
+    movq    %r10, %fs:0x70
+    .endif
     movq    %rdx, %r12
     movq    %r9, %r13
     testq   %rcx, %rcx
@@ -93,7 +110,13 @@ ito_context_start:
     call    *%r13
     jmp     .Lexit_to
     .cfi_endproc
-    .size   ito_context_start, .-ito_context_start
+    .size   \name, .-\name
+    .endm
+
+    context_start ito_context_start, 0
+/*   void ito_context_start_split(...same arguments...): for lazy/fair_use ULTs;
+ * the word at stack_top holds the new context's split-stack limit. */
+    context_start ito_context_start_split, 1
 
 /* First code of a context made by make_context (one that was queued before
  * it ever ran): main(data), main in r12, data in r13, then the same exit. */
@@ -110,7 +133,9 @@ ito_context_trampoline:
     movq    %rax, %rsp
     ldmxcsr (%rsp)
     fldcw   4(%rsp)
-    addq    $8, %rsp
+    movq    8(%rsp), %r10
+    movq    %r10, %fs:0x70
+    addq    $16, %rsp
     popq    %r15
     popq    %r14
     popq    %r13

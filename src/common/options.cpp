@@ -59,6 +59,12 @@ unsigned allowed_cpus() {
 
 }  // namespace
 
+// Defined only by ito's split-stack runtime library (src/split/), which the
+// ito::split_stack CMake target links into programs built with -fsplit-stack.
+extern "C" [[gnu::weak]] const int ito_split_stack_runtime;
+
+bool split_stack_runtime_linked() noexcept { return &ito_split_stack_runtime != nullptr; }
+
 options resolve_options(options o) {
   const std::string workers_range = "an integer in [1, " + std::to_string(options::max_workers) + "]";
   if (o.workers == 0) {
@@ -97,11 +103,41 @@ options resolve_options(options o) {
     else if (!std::strcmp(v, "fair_use")) o.stacks = stack_policy::fair_use;
     else throw config_error(range_message("ITO_STACK", v, "fixed, lazy or fair_use"), true);
   }
-  if (o.stacks != stack_policy::fixed)
+  if (o.stacks != stack_policy::fixed && !split_stack_runtime_linked())
     throw config_error(
-        "ito: ITO_STACK / options.stacks: the lazy and fair_use stack policies are not "
-        "available in this build yet; use fixed",
+        std::string("ito: ITO_STACK / options.stacks: the ") +
+            (o.stacks == stack_policy::lazy ? "lazy" : "fair_use") +
+            " stack policy needs a program built with -fsplit-stack and linked with ito's "
+            "split-stack runtime (CMake: link ito::split_stack; see docs/SPLIT_STACKS.md); "
+            "this program is not, so use ITO_STACK=fixed",
         std::getenv("ITO_STACK") != nullptr);
+
+  const std::string block_range = "a size in [8K, 64M] bytes (suffixes K, M, G allowed)";
+  if (o.stack_block_size == 0) {
+    if (const char* v = std::getenv("ITO_STACK_BLOCK_SIZE"); v && *v) {
+      unsigned long long n = 0;
+      if (!parse_size(v, n, true) || n < options::min_stack_block_size ||
+          n > options::max_stack_block_size)
+        throw config_error(range_message("ITO_STACK_BLOCK_SIZE", v, block_range), true);
+      o.stack_block_size = static_cast<std::size_t>(n);
+    } else {
+      o.stack_block_size = options::default_stack_block_size;
+    }
+  } else if (o.stack_block_size < options::min_stack_block_size ||
+             o.stack_block_size > options::max_stack_block_size) {
+    throw config_error("ito: options.stack_block_size=" + std::to_string(o.stack_block_size) +
+                       " is invalid: expected " + block_range, false);
+  }
+  o.stack_block_size = (o.stack_block_size + 4095) & ~std::size_t{4095};
+
+  if (!o.stack_allocator) {
+    o.stack_allocator = stack_alloc::mmap;
+    if (const char* v = std::getenv("ITO_STACK_ALLOC"); v && *v) {
+      if (!std::strcmp(v, "mmap")) o.stack_allocator = stack_alloc::mmap;
+      else if (!std::strcmp(v, "malloc")) o.stack_allocator = stack_alloc::malloc;
+      else throw config_error(range_message("ITO_STACK_ALLOC", v, "mmap or malloc"), true);
+    }
+  }
 
   if (!o.bind) o.bind = env_flag("ITO_BIND").value_or(false);
   if (!o.stats) o.stats = env_flag("ITO_STATS").value_or(false);

@@ -17,6 +17,7 @@
 #include "sched/overflow.hpp"
 #include "sched/runtime_control.hpp"
 #include "sched/scheduler.hpp"
+#include "sched/split_stack.hpp"
 
 namespace ito::sched {
 
@@ -42,6 +43,10 @@ void pin_to_allowed_cpu(unsigned index) {
 
 void enter_worker_thread(worker* w) {
   set_current_worker(w);
+  // glibc leaves the split-stack limit word of a reused thread block as it was:
+  // start with none (split-stack code on the scheduler stack never grows).
+  arch::set_split_limit(nullptr);
+  w->split_stacks = w->rt->opts.stacks != stack_policy::fixed;
   w->altstack = install_overflow_altstack();
   if (w->rt->opts.bind.value_or(false)) pin_to_allowed_cpu(w->index);
 }
@@ -65,6 +70,26 @@ bool all_finished(runtime_state* rt) {
   return finished == spawned;
 }
 
+void print_split_stats(runtime_state* rt) {
+  std::fprintf(stderr,
+               "ito: %s stacks: %zu-byte blocks (%s), peak %zu bytes in stacks, %zu now\n"
+               "ito: %6s %12s %12s %12s %12s %12s\n",
+               rt->opts.stacks == stack_policy::lazy ? "lazy" : "fair_use",
+               rt->segments.block_size(),
+               rt->opts.stack_allocator == stack_alloc::malloc ? "malloc" : "mmap",
+               rt->segments.peak_bytes(), rt->segments.live_bytes(), "worker", "on_tail",
+               "seg_alloc", "seg_merged", "pool_reused", "hot_reused");
+  for (auto& w : rt->workers) {
+    auto& s = w->stats;
+    std::fprintf(stderr, "ito: %6u %12llu %12llu %12llu %12llu %12llu\n", w->index,
+                 static_cast<unsigned long long>(s.lazy_spawns.load()),
+                 static_cast<unsigned long long>(s.segments_allocated.load()),
+                 static_cast<unsigned long long>(s.segments_merged.load()),
+                 static_cast<unsigned long long>(s.segments_pool_reused.load()),
+                 static_cast<unsigned long long>(s.segments_hot_reused.load()));
+  }
+}
+
 void print_stats(runtime_state* rt) {
   std::fprintf(stderr,
                "ito: stats: %zu workers, %zu stacks mapped (%zu bytes each)\n"
@@ -72,6 +97,7 @@ void print_stats(runtime_state* rt) {
                rt->workers.size(), rt->stacks.stacks_mapped(), rt->stacks.stack_size(), "worker",
                "spawns", "quick_res", "direct_wake", "steal_tries", "steals", "parks",
                "stack_reuse", "stack_take");
+  if (rt->opts.stacks != stack_policy::fixed) print_split_stats(rt);
   for (auto& w : rt->workers) {
     auto& s = w->stats;
     std::fprintf(stderr, "ito: %6u %12llu %12llu %12llu %12llu %8llu %12llu %12llu %12llu\n",
@@ -151,7 +177,9 @@ void stop_runtime(runtime_state* rt) {
   for (auto& w : rt->workers) {
     for (ult* u = w->free_ults; u; u = u->next) arch::sanitizer_destroy_fiber(u->fiber);
     w->stacks.drain(rt->stacks);  // the chunks are unmapped with the pool
+    split::drain(w.get());
   }
+  rt->segments.drain();
   g_runtime.store(nullptr, std::memory_order_release);
   delete rt;
 }

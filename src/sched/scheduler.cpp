@@ -11,6 +11,7 @@
 
 #include "arch/context.hpp"
 #include "sched/idle.hpp"
+#include "sched/split_stack.hpp"
 
 #if ITO_ASAN
 #include <sanitizer/asan_interface.h>
@@ -76,6 +77,7 @@ extern "C" void* ito_ult_exit_hook(void* p) noexcept {
   worker* w = current_worker();
   auto tagged = reinterpret_cast<std::uintptr_t>(p);
   auto* self = reinterpret_cast<ult*>(tagged & ~quick_resume_tag);
+  if (self->split) [[unlikely]] split::on_exit(w, self);  // before a joiner may recycle it
   if (tagged & quick_resume_tag) {
     // Nobody but the parent, which we resume now, can know this ULT: no joiner
     // or detacher can race us, and a plain store replaces the exchange.
@@ -149,6 +151,8 @@ ito_exit_switch finish(ult* self) noexcept {
 ito_exit_switch ult_main(void* data) noexcept {
   auto* self = static_cast<ult*>(data);
   arch::sanitizer_after_switch(self->fiber);
+  // A context starts with its creator's limit word; a split-stack ULT has its own.
+  if (self->split) [[unlikely]] arch::set_split_limit(self->start_limit);
   try {
     self->body(self->frame);
   } catch (const exit_unwind& e) {
@@ -158,6 +162,7 @@ ito_exit_switch ult_main(void* data) noexcept {
     fatal("an exception escaped a ULT started with the low-level fork() API");
   }
   if (self->locals && g_destroy_locals) g_destroy_locals(self);
+  if (self->split) [[unlikely]] split::on_finish(self);
   ito_exit_switch exit = finish(self);
   worker* w = current_worker();
   arch::sanitizer_before_switch(self->fiber, w->current ? w->current->fiber : w->scheduler_fiber,
@@ -221,6 +226,7 @@ namespace {
 
 ult* allocate(std::size_t frame_bytes, void** frame) {
   worker* w = current_worker();
+  if (w->split_stacks) [[unlikely]] return split::allocate(w, frame_bytes, frame);
   ult* u = w->free_ults;
   if (u) [[likely]] {
     // A descriptor released on this worker: its stack is still attached and
@@ -257,7 +263,7 @@ void fork(ult* child, void (*body)(void*), bool id_was_public) noexcept {
     // The parent keeps running with the future, so it may detach or hand it
     // on before the child ends: the child must publish its end atomically.
     child->id_was_public = true;
-    child->sp = arch::make_context(child->frame, &ult_main, child);
+    child->sp = arch::make_context(child->split ? child->sp : child->frame, &ult_main, child);
     push_ready(w, child);
     return;
   }
@@ -266,7 +272,13 @@ void fork(ult* child, void (*body)(void*), bool id_was_public) noexcept {
   w->current = child;
   ++child->resumes;
   arch::sanitizer_before_switch(parent->fiber, child->fiber, false);
-  ito_context_start(&parent->sp, child->frame, child, &hook_push_ready, parent, &ult_main);
+  if (child->split) [[unlikely]] {
+    // Its stack lies apart from its frame: allocate left the top in sp, and
+    // the child's limit word in the word there.
+    ito_context_start_split(&parent->sp, child->sp, child, &hook_push_ready, parent, &ult_main);
+  } else {
+    ito_context_start(&parent->sp, child->frame, child, &hook_push_ready, parent, &ult_main);
+  }
   arch::sanitizer_after_switch(parent->fiber);
 }
 
@@ -280,6 +292,11 @@ void wait_finished(ult* child) {
 
 void release(ult* u) {
   if (u->frame_cleanup) u->frame_cleanup(u->frame);
+  if (u->split) [[unlikely]] {
+    u->join_state.store(join_released, std::memory_order_relaxed);
+    split::release(current_worker(), u);
+    return;
+  }
 #if ITO_ASAN
   // Frames of a finished ULT never returned; clear their redzones for reuse.
   __asan_unpoison_memory_region(u->stack.lo, u->stack.size() - sizeof(std::uint64_t));

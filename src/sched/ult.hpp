@@ -1,16 +1,35 @@
-// The ULT descriptor. It lives at the top of the ULT's own stack, so a spawn
-// needs no allocation besides the (cached) stack itself.
+// The ULT descriptor. With the fixed policy it lives at the top of the ULT's own
+// stack, so a spawn needs no allocation besides the (cached) stack itself; with
+// lazy/fair_use it is a small chunk recycled per worker.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
 
 #include "arch/sanitizer.hpp"
+#include "stack/segment_pool.hpp"
 #include "stack/stack_pool.hpp"
 
 namespace ito::sched {
 
 struct worker;
+struct split_frame;
+
+// lazy / fair_use: the record at the top of a child's region on its parent's
+// segment tail. The ULT whose limit sits right above it (its "owner") may merge
+// the region back once the child has ended; it outlives the child's descriptor.
+enum class region_state : std::uint8_t {
+  in_use,    // the child has not ended yet
+  free,      // ended; the owner merges it when it needs the room (lazy)
+  orphaned,  // the owner left that segment; the child frees it when it ends
+  pooled,    // ended and given to fair_use's pool; the owner must stop there
+};
+struct alignas(64) lent_region {
+  std::atomic<region_state> state{region_state::in_use};
+  void* final_limit = nullptr;        // the child's limit word when it ended
+  lent_region* final_lent = nullptr;  // the regions it had lent, below that limit
+  stack::segment_block* block = nullptr;
+};
 
 // join_state holds one of these, or the address of the ULT waiting to join.
 inline constexpr std::uintptr_t join_running = 0;
@@ -39,6 +58,20 @@ struct ult {
   ult* parent = nullptr;          // the ULT that forked this one (compared, never followed)
   void* locals = nullptr;         // ULT-local key values, allocated on first set
   arch::sanitizer_fiber fiber;
+
+  // lazy / fair_use only (docs/SPLIT_STACKS.md). The descriptor is a small
+  // heap chunk recycled per worker; the stack is a region of some block.
+  bool split = false;
+  bool big_chunk = false;           // frame too large for a recycled chunk
+  lent_region* region = nullptr;    // its record when it runs on a parent's tail
+  void* start_limit = nullptr;      // split-stack limit word it starts with
+  void* final_limit = nullptr;      // ... and the one it had when it ended
+  lent_region* lent = nullptr;      // the region right below its limit
+  lent_region* final_lent = nullptr;  // `lent` when it ended
+  stack::segment_block* cur_block = nullptr;  // block of its current segment
+  stack::region root;               // its own segment when not on a parent's tail
+  split_frame* frames = nullptr;    // innermost __morestack record
+  void* allocas = nullptr;          // alloca blocks made on its first segment
 };
 
 }  // namespace ito::sched

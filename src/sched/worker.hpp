@@ -42,6 +42,12 @@ struct worker_stats {
   std::atomic<std::uint64_t> direct_join_wakeups{0};
   std::atomic<std::uint64_t> stacks_reused{0};  // a released descriptor+stack taken again
   std::atomic<std::uint64_t> stacks_taken{0};   // a stack taken from the cache or the pool
+  // lazy / fair_use
+  std::atomic<std::uint64_t> lazy_spawns{0};        // child placed on its parent's tail
+  std::atomic<std::uint64_t> segments_allocated{0}; // fresh blocks
+  std::atomic<std::uint64_t> segments_merged{0};    // child regions given back to their owner
+  std::atomic<std::uint64_t> segments_pool_reused{0};  // regions taken from fair_use's pool
+  std::atomic<std::uint64_t> segments_hot_reused{0};   // the worker's last freed segment reused
 
   // Single writer: a plain load and store, no locked instruction.
   static void bump(std::atomic<std::uint64_t>& c) noexcept {
@@ -79,6 +85,16 @@ struct alignas(64) worker {
   std::atomic<std::uint32_t> wake_word{0};
   bool on_idle_list = false;  // guarded by runtime_state::idle_mutex
 
+  // lazy / fair_use: the last segment this worker freed (hot-split cache), and
+  // one abandoned by an exception, freed once the unwinder has left it.
+  bool split_stacks = false;
+  stack::region hot_segment;
+  stack::region deferred_segment;
+  static constexpr unsigned max_free_blocks = 16;  // unused blocks, oldest first
+  stack::segment_block* free_blocks[max_free_blocks] = {};
+  unsigned free_block_count = 0;
+  std::size_t free_block_bytes = 0;
+
   pthread_t os_thread{};
   void* altstack = nullptr;
   void* extension = nullptr;  // per-worker state of a task_source (flow)
@@ -88,6 +104,7 @@ struct runtime_state {
   options opts;
   std::vector<std::unique_ptr<worker>> workers;
   stack::stack_pool stacks;
+  stack::segment_pool segments;  // lazy / fair_use blocks
   timer_queue timers;
   ult_queue injector;  // ULTs made runnable by threads that are not workers
 
@@ -99,7 +116,11 @@ struct runtime_state {
   task_source tasks;  // set before the workers start (see set_task_source)
   ult main_ult;  // the OS thread that created the runtime, adopted as a ULT
 
-  explicit runtime_state(const options& o) : opts(o), stacks(o.stack_size) {}
+  explicit runtime_state(const options& o)
+      : opts(o),
+        stacks(o.stack_size),
+        segments(o.stack_block_size ? o.stack_block_size : options::default_stack_block_size,
+                 o.stack_allocator.value_or(stack_alloc::mmap)) {}
 };
 
 // Installed by the flow layer when it is linked in (a static initializer);

@@ -1,0 +1,402 @@
+// The lazy and fair_use policies. A ULT's stack is a chain of segments; the
+// limit word at %fs:0x70 is the lowest address its split-stack code may use
+// (`backoff` more lie below it for __morestack). Descriptors are small heap
+// chunks recycled per worker, so a child's stack region is free the moment the
+// child has switched away, even before it is joined.
+//
+// A child placed on its parent's tail lies right below the parent's raised
+// limit; whoever's limit sits on a region record owns it and merges it back
+// once the child ended (at once when the owner is the context resumed next:
+// the fib fast path). An owner that leaves the segment orphans the records
+// below it; fair_use pools an ended child's region that its owner could not
+// take back at once, for any ULT to use as its next segment.
+#include "sched/split_stack.hpp"
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+#include "arch/context.hpp"
+#include "sched/scheduler.hpp"
+
+namespace ito::sched::split {
+namespace {
+
+using stack::region;
+using stack::segment_pool;
+
+char* limit_now() noexcept { return static_cast<char*>(arch::split_limit()); }
+
+bool fair_use(const worker* w) noexcept { return w->rt->opts.stacks == stack_policy::fair_use; }
+
+constexpr std::size_t chunk_bytes = (sizeof(ult) + 63) / 64 * 64 + inline_frame_bytes;
+
+// Drops a reference; a block nobody uses any more goes to this worker's cache
+// (unmapping costs a TLB shootdown on every CPU of the process, remapping
+// costs page faults), the oldest cached block out if the cache is full.
+void unref(worker* w, stack::segment_block* b) noexcept {
+  segment_pool& pool = w->rt->segments;
+  if (!segment_pool::drop(b)) return;
+  const std::size_t budget = std::max(pool.block_size(), std::size_t{8} << 20);
+  while (w->free_block_count &&
+         (w->free_block_count == worker::max_free_blocks || w->free_block_bytes + b->bytes > budget)) {
+    stack::segment_block* oldest = w->free_blocks[0];
+    w->free_block_bytes -= oldest->bytes;
+    std::memmove(w->free_blocks, w->free_blocks + 1, --w->free_block_count * sizeof(void*));
+    pool.destroy(oldest);
+  }
+  if (b->bytes > budget) {
+    pool.destroy(b);
+    return;
+  }
+  w->free_blocks[w->free_block_count++] = b;
+  w->free_block_bytes += b->bytes;
+}
+
+// A cached block with room for `need`, newest first.
+stack::segment_block* cached_block(worker* w, std::size_t need) noexcept {
+  for (unsigned i = w->free_block_count; i-- > 0;) {
+    stack::segment_block* b = w->free_blocks[i];
+    if (b->bytes >= need + stack::segment_block::header_bytes) {
+      std::memmove(w->free_blocks + i, w->free_blocks + i + 1,
+                   (--w->free_block_count - i) * sizeof(void*));
+      w->free_block_bytes -= b->bytes;
+      return b;
+    }
+  }
+  return nullptr;
+}
+
+// Gives a segment this worker no longer runs on to the hot-split cache; the
+// one cached before goes to the pool (fair_use) or is dropped.
+void give_segment(worker* w, region r) noexcept {
+  if (region old = w->hot_segment) {
+    bool whole = old.lo == old.block->usable_lo() && old.hi == old.block->end();
+    if (fair_use(w) && !whole) w->rt->segments.put(old);
+    else unref(w, old.block);
+  }
+  w->hot_segment = r;
+}
+
+// A segment its user leaves. While children still hold regions below its
+// limit, only the part above that limit can be used again.
+void give_rest(worker* w, region seg, bool lent_below, void* limit) noexcept {
+  if (lent_below) seg.lo = static_cast<char*>(limit) - backoff;
+  give_segment(w, seg);
+}
+
+region take_segment(worker* w, std::size_t need) {
+  if (region r = w->hot_segment; r && r.size() >= need) {
+    w->hot_segment = {};
+    worker_stats::bump(w->stats.segments_hot_reused);
+    return r;
+  }
+  if (fair_use(w)) {
+    if (region r = w->rt->segments.take(need)) {
+      worker_stats::bump(w->stats.segments_pool_reused);
+      return r;
+    }
+  }
+  segment_pool& pool = w->rt->segments;
+  if (stack::segment_block* b = cached_block(w, need)) {
+    b->refs.store(1, std::memory_order_relaxed);
+    worker_stats::bump(w->stats.segments_hot_reused);
+    return {b, b->usable_lo(), b->end()};
+  }
+  worker_stats::bump(w->stats.segments_allocated);
+  return pool.new_block(need);
+}
+
+void flush_deferred(worker* w) noexcept {
+  if (region r = w->deferred_segment) {
+    w->deferred_segment = {};
+    give_segment(w, r);
+  }
+}
+
+void free_allocas(void* list) noexcept {
+  while (list) {
+    void* next = *static_cast<void**>(list);
+    std::free(list);
+    list = next;
+  }
+}
+
+// Lowers the owner's limit over every ended child right below it; the caller
+// stores the new limit in the live word.
+bool merge_free(worker* w, ult* owner, char*& limit) noexcept {
+  bool merged = false;
+  while (lent_region* c = owner->lent) {
+    if (c->state.load(std::memory_order_acquire) != region_state::free) break;
+    owner->lent = c->final_lent;
+    limit = static_cast<char*>(c->final_limit);
+    worker_stats::bump(w->stats.segments_merged);
+    merged = true;
+  }
+  return merged;
+}
+
+// The owner leaves the segment holding the chain `c`: nobody will merge it now.
+void orphan(worker* w, lent_region* c) noexcept {
+  while (c) {
+    region_state s = c->state.load(std::memory_order_acquire);
+    if (s == region_state::in_use) {
+      segment_pool::ref(c->block);  // the child frees its region itself now
+      if (c->state.compare_exchange_strong(s, region_state::orphaned, std::memory_order_acq_rel))
+        return;
+      unref(w, c->block);  // it ended meanwhile: look again
+      continue;
+    }
+    if (s != region_state::free) return;  // pooled: its child took care of the rest
+    c = c->final_lent;  // ended, never merged: the regions below it are ours too
+  }
+}
+
+// The caller stores rec->prev_limit in the live word when it is done.
+void leave_segment(worker* w, ult* u, ito::sched::split_frame* rec) noexcept {
+  orphan(w, u->lent);
+  u->lent = rec->prev_lent;
+  u->cur_block = rec->prev_block;
+  u->frames = rec->prev_frame;
+  free_allocas(rec->allocas);
+}
+
+ult* new_descriptor(worker* w, std::size_t frame_bytes) {
+  ult* u = w->free_ults;
+  if (frame_bytes <= inline_frame_bytes && u) [[likely]] {
+    w->free_ults = u->next;
+    --w->free_count;
+    u->next = nullptr;
+    worker_stats::bump(w->stats.stacks_reused);
+    return u;
+  }
+  std::size_t bytes = frame_bytes <= inline_frame_bytes ? chunk_bytes
+                                                        : chunk_bytes - inline_frame_bytes + frame_bytes;
+  void* p = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
+  if (!p) throw std::bad_alloc();
+  u = new (p) ult;
+  u->split = true;
+  u->big_chunk = frame_bytes > inline_frame_bytes;
+  return u;
+}
+
+// fork starts the child at `top` with ito_context_start_split, which loads
+// the child's limit word from there before anything runs on the new stack.
+void start_stack_at(ult* u, char* top, void* limit) noexcept {
+  *reinterpret_cast<void**>(top) = limit;
+  u->sp = top;
+}
+
+}  // namespace
+
+ult* allocate(worker* w, std::size_t frame_bytes, void** frame) {
+  flush_deferred(w);
+  ult* u = new_descriptor(w, frame_bytes);
+  u->join_state.store(join_running, std::memory_order_relaxed);
+  ++u->generation;
+  u->id = (w->next_id++ << 10) | w->index;
+  u->frame = *frame = reinterpret_cast<char*>(u) + (sizeof(ult) + 63) / 64 * 64;
+  u->frames = nullptr;
+  u->allocas = nullptr;
+
+  ult* parent = w->current;
+  char* limit = limit_now();
+  if (parent && limit) {  // the parent runs on a segment (not the main ULT's OS stack)
+    if (parent->lent && merge_free(w, parent, limit)) [[unlikely]] arch::set_split_limit(limit);
+    auto sp = reinterpret_cast<std::uintptr_t>(__builtin_frame_address(0));
+    std::uintptr_t top = (sp - lazy_margin) & ~std::uintptr_t{63};
+    std::uintptr_t rec = top - sizeof(lent_region);
+    if (rec >= reinterpret_cast<std::uintptr_t>(limit) + min_child_room) [[likely]] {
+      auto* r = new (reinterpret_cast<void*>(rec)) lent_region;
+      r->block = parent->cur_block;
+      u->region = r;
+      u->root = {};
+      u->start_limit = limit;
+      u->lent = parent->lent;
+      u->cur_block = parent->cur_block;
+      start_stack_at(u, reinterpret_cast<char*>(r) - 16, limit);
+      parent->lent = r;
+      // The parent keeps what lies above the record; its saved context gets this.
+      arch::set_split_limit(reinterpret_cast<char*>(top) + backoff);
+      worker_stats::bump(w->stats.lazy_spawns);
+      return u;
+    }
+  }
+  region r = take_segment(w, min_child_room + backoff + 64);
+  u->region = nullptr;
+  u->root = r;
+  u->start_limit = r.lo + backoff;
+  u->lent = nullptr;
+  u->cur_block = r.block;
+  start_stack_at(u, reinterpret_cast<char*>(reinterpret_cast<std::uintptr_t>(r.hi) & ~std::uintptr_t{63}) - 64,
+                 u->start_limit);
+  return u;
+}
+
+void on_finish(ult* self) noexcept {
+  self->final_limit = limit_now();
+  self->final_lent = self->lent;
+  free_allocas(self->allocas);
+  self->allocas = nullptr;
+}
+
+void on_exit(worker* w, ult* self) noexcept {
+  flush_deferred(w);
+  lent_region* r = self->region;
+  if (!r) {
+    orphan(w, self->final_lent);
+    give_rest(w, self->root, self->final_lent != nullptr, self->final_limit);
+    return;
+  }
+  ult* running = w->current;
+  if (running && running->lent == r) [[likely]] {
+    // Its owner is the context resumed now (its limit word is live): give the
+    // region straight back.
+    running->lent = self->final_lent;
+    auto* limit = static_cast<char*>(self->final_limit);
+    if (running->lent) merge_free(w, running, limit);
+    arch::set_split_limit(limit);
+    worker_stats::bump(w->stats.segments_merged);
+    return;
+  }
+  r->final_limit = self->final_limit;
+  r->final_lent = self->final_lent;
+  if (fair_use(w)) {
+    // The owner may still read the record: pool what lies below it.
+    region_state old = r->state.exchange(region_state::pooled, std::memory_order_acq_rel);
+    if (old == region_state::in_use) segment_pool::ref(r->block);  // orphaned: we hold one already
+    orphan(w, r->final_lent);
+    char* lo = static_cast<char*>(r->final_limit) - backoff;
+    char* hi = reinterpret_cast<char*>(r);
+    if (hi - lo >= static_cast<std::ptrdiff_t>(min_child_room + 2 * backoff))
+      w->rt->segments.put({r->block, lo, hi});
+    else
+      unref(w, r->block);
+    return;
+  }
+  region_state expected = region_state::in_use;
+  if (r->state.compare_exchange_strong(expected, region_state::free, std::memory_order_acq_rel))
+    return;  // its owner merges it when it next needs the room
+  orphan(w, r->final_lent);  // orphaned: the owner left, and gave us a reference
+  unref(w, r->block);
+}
+
+void release(worker* w, ult* u) noexcept {
+  u->locals = nullptr;
+  u->frame_cleanup = nullptr;
+  u->exited = false;
+  if (!u->big_chunk && w && w->free_count < worker::max_free_ults) [[likely]] {
+    u->next = w->free_ults;
+    w->free_ults = u;
+    ++w->free_count;
+    return;
+  }
+  u->~ult();
+  std::free(u);
+}
+
+void drain(worker* w) noexcept {
+  if (w->rt->opts.stacks == stack_policy::fixed) return;
+  flush_deferred(w);
+  if (region r = w->hot_segment) {
+    w->hot_segment = {};
+    w->rt->segments.unref(r.block);
+  }
+  while (w->free_block_count) w->rt->segments.destroy(w->free_blocks[--w->free_block_count]);
+  w->free_block_bytes = 0;
+  while (ult* u = w->free_ults) {
+    w->free_ults = u->next;
+    u->~ult();
+    std::free(u);
+  }
+  w->free_count = 0;
+}
+
+ult* current_split_ult(const char* what) noexcept {
+  worker* w = current_worker();
+  ult* u = w ? w->current : nullptr;
+  if (!u || !u->split) fatal(what);  // a thread that is no lazy/fair_use ULT has a limit set
+  return u;
+}
+
+}  // namespace ito::sched::split
+
+using ito::sched::split_frame;
+namespace split = ito::sched::split;
+
+// The three entry points below run on the old stack, below its limit:
+// __morestack stored the live limit in rec->prev_limit and zeroed the word, so
+// that split-stack copies of inline functions (COMDAT, shared with split code)
+// called from here never recurse into __morestack. Each stores the limit for
+// the stack it returns to as its very last step.
+extern "C" void* ito_split_grow(split_frame* rec, std::size_t frame_bytes, const char* args,
+                                std::size_t arg_bytes, char* sp) noexcept {
+  using namespace ito::sched;
+  ult* u = split::current_split_ult(
+      "__morestack: split-stack code ran out of stack outside a lazy/fair_use ULT");
+  worker* w = current_worker();
+  split::flush_deferred(w);
+  auto* limit = static_cast<char*>(rec->prev_limit);
+  // First take back ended children's regions right below the limit.
+  if (u->lent && split::merge_free(w, u, limit) &&
+      sp >= limit + frame_bytes + split::adjust_size + 256) {
+    ito::arch::set_split_limit(limit);
+    return nullptr;  // it fits now: run on the current segment
+  }
+  std::size_t need = frame_bytes + arg_bytes + split::adjust_size + split::backoff + 1024;
+  ito::stack::region r = split::take_segment(w, need);
+  rec->prev_limit = limit;
+  rec->prev_lent = u->lent;
+  rec->prev_block = u->cur_block;
+  rec->prev_frame = u->frames;
+  rec->segment = r;
+  rec->allocas = nullptr;
+  u->lent = nullptr;
+  u->cur_block = r.block;
+  u->frames = rec;
+  char* new_sp = reinterpret_cast<char*>(
+      (reinterpret_cast<std::uintptr_t>(r.hi) - arg_bytes) & ~std::uintptr_t{15});
+  if (arg_bytes) std::memcpy(new_sp, args, arg_bytes);
+  ito::arch::set_split_limit(r.lo + split::backoff);
+  return new_sp;
+}
+
+extern "C" void ito_split_shrink(split_frame* rec, void* seg_limit) noexcept {
+  using namespace ito::sched;
+  worker* w = current_worker();
+  void* limit = rec->prev_limit;
+  bool lent_below = w->current->lent != nullptr;
+  split::leave_segment(w, w->current, rec);
+  split::give_rest(w, rec->segment, lent_below, seg_limit);
+  ito::arch::set_split_limit(limit);
+}
+
+// An exception leaves the segment: _Unwind_Resume still runs on it, so it is
+// given back at this worker's next split-stack call instead of now.
+extern "C" void ito_split_unwind(split_frame* rec, void* seg_limit) noexcept {
+  using namespace ito::sched;
+  worker* w = current_worker();
+  void* limit = rec->prev_limit;
+  bool lent_below = w->current->lent != nullptr;
+  split::leave_segment(w, w->current, rec);
+  split::flush_deferred(w);
+  ito::stack::region seg = rec->segment;
+  if (lent_below) seg.lo = static_cast<char*>(seg_limit) - split::backoff;  // children keep the rest
+  w->deferred_segment = seg;
+  ito::arch::set_split_limit(limit);
+}
+
+// alloca / variable-length arrays that do not fit below the limit: a heap
+// block freed with the segment (or the ULT) it was made on.
+extern "C" void* ito_split_alloca(std::size_t bytes) noexcept {
+  using namespace ito::sched;
+  ult* u = split::current_split_ult("__morestack_allocate_stack_space outside a lazy/fair_use ULT");
+  void** list = u->frames ? &u->frames->allocas : &u->allocas;
+  auto* block = static_cast<void**>(std::malloc(bytes + 16));
+  if (!block) fatal("out of memory in __morestack_allocate_stack_space");
+  *block = *list;
+  *list = block;
+  return reinterpret_cast<char*>(block) + 16;
+}

@@ -1,0 +1,299 @@
+// The lazy and fair_use stack policies on split-stack segments: deep recursion
+// over thousands of segments, lazy children on their parent's tail, merging,
+// fair_use's pool, exceptions and libc calls across segments, no leaked blocks.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "ito/thread.hpp"
+#include "split_support.hpp"
+#include "stack/segment_pool.hpp"
+
+namespace {
+
+using ito::stack_policy;
+using split_test::limit_word;
+using split_test::policy;
+using split_test::segments_used;
+using stats = ito::sched::worker_stats;
+
+// 512 bytes of frame per level, each filled and checked on the way back.
+[[gnu::noinline]] long deep_sum(int depth, int salt) {
+  volatile int frame[128];
+  for (int i = 0; i < 128; ++i) frame[i] = depth * 131 + i + salt;
+  long below = depth > 0 ? deep_sum(depth - 1, salt) : 0;
+  long sum = 0;
+  for (int i = 0; i < 128; ++i) sum += frame[i] == depth * 131 + i + salt ? 1 : -1000000;
+  return below + sum;
+}
+
+struct scenario {
+  stack_policy stacks;
+  unsigned workers;
+  std::size_t block;
+};
+
+class split_deep : public ::testing::TestWithParam<scenario> {};
+
+TEST_P(split_deep, recursion_over_thousands_of_segments_in_many_ults) {
+  const scenario s = GetParam();
+  ito::runtime rt(policy(s.stacks, s.workers, s.block));
+  constexpr int ults = 48, depth = 2000;
+  std::vector<ito::future<long>> all;
+  for (int u = 0; u < ults; ++u) all.push_back(ito::create_thread(deep_sum, depth, u));
+  for (auto& f : all) EXPECT_EQ(ito::join(f), long{depth + 1} * 128);
+  // 1 MB of frames per ULT on blocks of 8-64 KiB: hundreds to thousands of segments.
+  const std::uint64_t at_least = ults * (std::size_t{depth} * 512 / s.block) / 2;
+  EXPECT_GE(segments_used(), at_least);
+  if (s.block <= (16 << 10)) {
+    EXPECT_GE(segments_used(), 2000u);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    policies, split_deep,
+    ::testing::Values(scenario{stack_policy::lazy, 2, 8 << 10}, scenario{stack_policy::fair_use, 2, 8 << 10},
+                      scenario{stack_policy::lazy, 4, 16 << 10},
+                      scenario{stack_policy::fair_use, 4, 64 << 10},
+                      scenario{stack_policy::lazy, 8, 64 << 10},
+                      scenario{stack_policy::fair_use, 8, 16 << 10}),
+    [](const auto& info) {
+      return std::string(info.param.stacks == stack_policy::lazy ? "lazy" : "fair_use") + "_" +
+             std::to_string(info.param.workers) + "workers_" +
+             std::to_string(info.param.block >> 10) + "K";
+    });
+
+// A child that fills 40 frames, blocks at the bottom until `go`, then checks
+// every frame on the way back: its stack must survive whatever its parent does.
+[[gnu::noinline]] int hold_frames(int depth, std::atomic<bool>* go, std::atomic<bool>* waiting) {
+  volatile int frame[64];
+  for (int i = 0; i < 64; ++i) frame[i] = depth * 1000 + i;
+  int bad = 0;
+  if (depth > 0) {
+    bad = hold_frames(depth - 1, go, waiting);
+  } else {
+    waiting->store(true);
+    while (!go->load()) ito::yield();
+  }
+  for (int i = 0; i < 64; ++i) bad += frame[i] != depth * 1000 + i;
+  return bad;
+}
+
+class split_lazy_child : public ::testing::TestWithParam<stack_policy> {};
+
+TEST_P(split_lazy_child, blocked_child_on_parent_tail_survives_parent_growing_elsewhere) {
+  for (int round = 0; round < 20; ++round) {
+    // A fresh runtime each round: the parent starts on a fresh 256 KiB block
+    // (under fair_use it could otherwise get a small pooled region, with no
+    // tail to spare for a child).
+    ito::runtime rt(policy(GetParam(), 2));
+    auto parent = ito::create_thread([] {
+      std::atomic<bool> go{false}, waiting{false};
+      std::uint64_t tails_before = split_test::total(&stats::lazy_spawns);
+      auto child = ito::create_thread(hold_frames, 40, &go, &waiting);
+      EXPECT_GT(split_test::total(&stats::lazy_spawns), tails_before);  // it ran on our tail
+      while (!waiting.load()) ito::yield();
+      // The child is blocked below us; we resume (maybe on the other worker) and grow.
+      long grown = deep_sum(600, 7);  // 300 KB: new segments, wherever we now run
+      go.store(true);
+      return std::pair<int, long>{ito::join(child), grown};
+    });
+    auto [bad, grown] = ito::join(parent);
+    EXPECT_EQ(bad, 0);
+    EXPECT_EQ(grown, 601L * 128);
+  }
+}
+
+TEST_P(split_lazy_child, ended_child_region_is_merged_back_when_the_parent_needs_room) {
+  ito::runtime rt(policy(GetParam(), 2));
+  auto parent = ito::create_thread([] {
+    char* before = limit_word();
+    std::atomic<bool> go{false}, waiting{false};
+    auto child = ito::create_thread(hold_frames, 3, &go, &waiting);
+    while (!waiting.load()) ito::yield();
+    char* raised = limit_word();
+    EXPECT_GT(raised, before);  // the child's region lies below our limit now
+    std::uint64_t merged = split_test::total(&stats::segments_merged);
+    go.store(true);
+    EXPECT_EQ(ito::join(child), 0);
+    // The room is given back: merged at once (the child ended into us), or in
+    // __morestack on the next deep call (lazy), or pooled for anyone (fair_use,
+    // when the child ended on the other worker).
+    deep_sum(40, 1);
+    bool merged_now = split_test::total(&stats::segments_merged) > merged;
+    bool pooled = ito::sched::g_runtime.load()->segments.pooled_regions() > 0;
+    EXPECT_TRUE(merged_now || (GetParam() == stack_policy::fair_use && pooled));
+    return limit_word() == before;
+  });
+  bool limit_restored = ito::join(parent);
+  if (GetParam() == stack_policy::lazy) {
+    EXPECT_TRUE(limit_restored);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(policies, split_lazy_child,
+                         ::testing::Values(stack_policy::lazy, stack_policy::fair_use),
+                         [](const auto& info) {
+                           return std::string(info.param == stack_policy::lazy ? "lazy" : "fair_use");
+                         });
+
+// The child ends on another worker while its parent, busy and not yielding,
+// cannot take its region back at once: lazy leaves it for the parent, whose
+// next __morestack merges it and runs the frame in place (no new segment).
+TEST(split_merge, lazy_parent_merges_a_region_freed_while_it_was_busy) {
+  ito::runtime rt(policy(stack_policy::lazy, 2));
+  auto parent = ito::create_thread([] {
+    char* before = limit_word();
+    std::atomic<bool> go{false}, waiting{false};
+    auto child = ito::create_thread(hold_frames, 3, &go, &waiting);
+    while (!waiting.load()) ito::yield();
+    go.store(true);
+    while (!child.ready()) {
+    }  // it ends on the other worker (or on ours when we yielded above)
+    std::uint64_t allocated = split_test::total(&stats::segments_allocated);
+    long sum = deep_sum(30, 2);  // 15 KB: more than the room left above the raised limit
+    EXPECT_EQ(sum, 31L * 128);
+    EXPECT_EQ(limit_word(), before);
+    EXPECT_EQ(split_test::total(&stats::segments_allocated), allocated);
+    return ito::join(child);
+  });
+  EXPECT_EQ(ito::join(parent), 0);
+}
+
+// fair_use: the region of a child that ended while its parent was elsewhere
+// goes to the pool, and an unrelated ULT takes it as a segment.
+TEST(split_pool, region_freed_by_one_ult_is_reused_by_an_unrelated_one) {
+  ito::runtime rt(policy(stack_policy::fair_use, 2, 256 << 10));
+  std::atomic<bool> go{false}, waiting{false};
+  auto parent = ito::create_thread([&] {
+    auto child = ito::create_thread(hold_frames, 3, &go, &waiting);
+    while (!waiting.load()) ito::yield();
+    go.store(true);
+    while (!child.ready()) {
+    }
+    return ito::join(child);
+  });
+  EXPECT_EQ(ito::join(parent), 0);
+  EXPECT_GE(ito::sched::g_runtime.load()->segments.pooled_regions(), 1u);
+  std::uint64_t reused = split_test::total(&stats::segments_pool_reused);
+  auto stranger = ito::create_thread(deep_sum, 3000, 3);
+  EXPECT_EQ(ito::join(stranger), 3001L * 128);
+  EXPECT_GT(split_test::total(&stats::segments_pool_reused), reused);
+}
+
+std::atomic<int> g_destroyed{0};
+struct counted {
+  ~counted() { g_destroyed.fetch_add(1); }
+};
+
+[[gnu::noinline]] int throw_from(int depth) {
+  counted guard;
+  volatile char pad[300];
+  pad[depth % 300] = 1;
+  if (depth == 0) throw std::runtime_error("bottom");
+  return throw_from(depth - 1) + pad[3];
+}
+
+class split_exceptions : public ::testing::TestWithParam<stack_policy> {};
+
+TEST_P(split_exceptions, cross_segments_running_every_destructor) {
+  ito::runtime rt(policy(GetParam(), 2, 8 << 10));
+  const int start = g_destroyed.load();
+  std::vector<ito::future<int>> all;
+  for (int u = 0; u < 16; ++u) {
+    all.push_back(ito::create_thread([] {
+      int before = g_destroyed.load();
+      std::uint64_t segments = segments_used();
+      try {
+        throw_from(1500);
+      } catch (const std::runtime_error& e) {
+        EXPECT_STREQ(e.what(), "bottom");
+      }
+      EXPECT_GT(segments_used(), segments);
+      // The stack is usable again afterwards, segment by segment.
+      EXPECT_EQ(deep_sum(1000, 4), 1001L * 128);
+      return g_destroyed.load() - before;
+    }));
+  }
+  for (auto& f : all) EXPECT_GE(ito::join(f), 1501);  // others' guards may land in between
+  EXPECT_EQ(g_destroyed.load() - start, 16 * 1501);
+  // An exception leaving the ULT reaches the joiner across segments too.
+  auto thrower = ito::create_thread([] { return throw_from(800); });
+  EXPECT_THROW(ito::join(thrower), std::runtime_error);
+}
+
+INSTANTIATE_TEST_SUITE_P(policies, split_exceptions,
+                         ::testing::Values(stack_policy::lazy, stack_policy::fair_use),
+                         [](const auto& info) {
+                           return std::string(info.param == stack_policy::lazy ? "lazy" : "fair_use");
+                         });
+
+int compare_ints(const void* a, const void* b) {
+  volatile char scratch[200];  // a split-stack frame called back from non-split qsort
+  scratch[0] = 0;
+  int x = *static_cast<const int*>(a), y = *static_cast<const int*>(b);
+  return (x > y) - (x < y) + scratch[0];
+}
+
+[[gnu::noinline]] bool libc_at_depth(int depth) {
+  volatile char pad[160];
+  pad[0] = 1;
+  if (depth > 0) return libc_at_depth(depth - 1) && pad[0] == 1;
+  char text[128];
+  std::snprintf(text, sizeof text, "%d %.3f %s %e", 42, 3.14159, "deep", 1.5e10);
+  if (std::strcmp(text, "42 3.142 deep 1.500000e+10") != 0) return false;
+  int values[300];
+  for (int i = 0; i < 300; ++i) values[i] = (i * 7919) % 300;
+  std::qsort(values, 300, sizeof(int), compare_ints);
+  for (int i = 0; i < 300; ++i)
+    if (values[i] != i) return false;
+  return true;
+}
+
+TEST(split_libc, printf_and_qsort_with_a_callback_from_deep_split_frames) {
+  ito::runtime rt(policy(stack_policy::fair_use, 2, 8 << 10));
+  std::vector<ito::future<bool>> all;
+  // Many depths: the libc calls land at every offset from a segment boundary.
+  for (int depth = 0; depth < 400; depth += 3) all.push_back(ito::create_thread(libc_at_depth, depth));
+  for (auto& f : all) EXPECT_TRUE(ito::join(f));
+}
+
+long fib(int n) {
+  if (n < 2) return n;
+  auto child = ito::create_thread(fib, n - 1);
+  long b = fib(n - 2);
+  return ito::join(child) + b;
+}
+
+TEST(split_memory, every_block_is_freed_when_the_runtime_stops) {
+  const std::size_t baseline = ito::stack::split_block_bytes_live();
+  for (stack_policy p : {stack_policy::lazy, stack_policy::fair_use}) {
+    {
+      ito::runtime rt(policy(p, 4, 8 << 10));
+      EXPECT_EQ(ito::join(ito::create_thread(fib, 20)), 6765);
+      std::vector<ito::future<long>> all;
+      for (int u = 0; u < 16; ++u) all.push_back(ito::create_thread(deep_sum, 500, u));
+      for (auto& f : all) EXPECT_EQ(ito::join(f), 501L * 128);
+      EXPECT_GT(ito::stack::split_block_bytes_live(), baseline);
+    }
+    EXPECT_EQ(ito::stack::split_block_bytes_live(), baseline);
+  }
+}
+
+TEST(split_fixed, a_split_stack_program_still_runs_the_fixed_policy) {
+  ito::runtime rt(policy(stack_policy::fixed, 2));
+  EXPECT_EQ(ito::join(ito::create_thread(fib, 15)), 610);
+  EXPECT_EQ(ito::join(ito::create_thread(deep_sum, 20, 0)), 21L * 128);
+}
+
+TEST(split_fixed, this_program_is_linked_with_the_split_stack_runtime) {
+  EXPECT_TRUE(ito::split_stack_runtime_linked());
+}
+
+}  // namespace
