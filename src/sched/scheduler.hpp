@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "sched/custom_stack.hpp"
 #include "sched/ult.hpp"
 #include "sched/worker.hpp"
 
@@ -29,6 +30,9 @@ inline ult* current_ult() noexcept {
 // Takes a stack from the current worker and reserves frame_bytes (16-aligned)
 // at its top; *frame receives their address.
 ult* allocate(std::size_t frame_bytes, void** frame);
+// The same on a stack that is not the pool's (see custom_stack.hpp).
+ult* allocate_on(stack::stack_block s, stack_origin origin, std::size_t frame_bytes,
+                 void** frame);
 // Starts `child` running body(frame). Child-first: the caller is pushed and the
 // child runs at once (help-first from a ULT bound to its worker).
 // id_was_public: others may know the child's id before fork returns, so its
