@@ -18,14 +18,17 @@ namespace {
 struct span {
   const char* lo;
   const char* hi;
-  bool holds(const void* p) const { return p >= lo && p < hi; }
+  bool holds(std::uintptr_t p) const {
+    return p >= reinterpret_cast<std::uintptr_t>(lo) && p < reinterpret_cast<std::uintptr_t>(hi);
+  }
 };
 
-// Where a thread's stack frames are: the address of one of its locals.
-void* local_address(void*) {
+// Where a thread's stack frames are: the address of one of its locals, as a
+// number (never dereferenced), stored where the caller passed.
+void* local_address(void* out) {
   volatile char here = 0;
-  auto address = reinterpret_cast<std::uintptr_t>(&here);  // a number: never dereferenced
-  return reinterpret_cast<void*>(address);
+  if (out) *static_cast<std::uintptr_t*>(out) = reinterpret_cast<std::uintptr_t>(&here);
+  return nullptr;
 }
 
 // Uses about depth * 4 KiB of stack; returns a checksum of every frame.
@@ -55,10 +58,11 @@ TEST(PosixStack, ThreadRunsOnTheCallersMemory) {
   pthread_attr_t a = caller_stack_attr(memory, bytes);
   for (int round = 0; round < 100; ++round) {  // the same memory, thread after thread
     pthread_t t;
-    ASSERT_EQ(ito_pthread_create(&t, &a, local_address, nullptr), 0);
-    void* where = nullptr;
-    ASSERT_EQ(ito_pthread_join(t, &where), 0);
-    EXPECT_TRUE((span{memory, memory + bytes}.holds(where))) << "round " << round;
+    std::uintptr_t where = 0;
+    ASSERT_EQ(ito_pthread_create(&t, &a, local_address, &where), 0);
+    ASSERT_EQ(ito_pthread_join(t, nullptr), 0);
+    EXPECT_TRUE((span{memory, memory + bytes}.holds(where)))
+        << "round " << round;
   }
   ito_pthread_attr_destroy(&a);
   std::free(memory);
