@@ -131,7 +131,7 @@ ito_exit_switch finish(ult* self) noexcept {
     next = joiner;
     worker_stats::bump(w->stats.direct_join_wakeups);
   } else {
-    next = pop_local(w);
+    next = next_local(w);
     if (next && next == self->parent) {
       worker_stats::bump(w->stats.quick_resumes);
       // Popped from our own deque and not switched to since the fork: the
@@ -188,6 +188,15 @@ ult* pop_local_slow(worker* w) noexcept {
   if (!w->rt->injector.looks_empty() && (u = w->rt->injector.pop())) return u;
   if (w->yielded.steal(u) == chase_lev_deque<ult*>::steal_result::success) return u;
   return nullptr;
+}
+
+ult* poll_outside_work(worker* w) noexcept {
+  w->picks_since_poll = 0;
+  timer_queue& timers = w->rt->timers;
+  // Firing makes sleepers ready on this worker (make_ready pushes locally).
+  if (std::int64_t due = timers.next_deadline(); due != timer_queue::never && due <= monotonic_ns())
+    timers.fire_expired(monotonic_ns());
+  return pop_local_slow(w);
 }
 
 void push_ready_slow(worker* w, ult* u, bool deque_was_empty) noexcept {
@@ -294,7 +303,7 @@ void wait_finished(ult* child) {
   worker* w = current_worker();
   ult* self = w->current;
   self->join_target = child;
-  switch_to(w, self, pop_local(w), &hook_register_joiner, self);
+  switch_to(w, self, next_local(w), &hook_register_joiner, self);
 }
 
 void release(ult* u) {
@@ -360,7 +369,7 @@ void suspend(void (*after)(ult*, void*), void* arg) {
   ult* self = w->current;
   w->suspend_after = after;
   w->suspend_arg = arg;
-  switch_to(w, self, pop_local(w), &hook_suspend, self);
+  switch_to(w, self, next_local(w), &hook_suspend, self);
 }
 
 void make_ready(ult* u) {

@@ -76,6 +76,18 @@ inline ult* pop_local(worker* w) noexcept {
   if (w->alone ? w->deque.pop_unshared(u) : w->deque.pop(u)) [[likely]] return u;
   return pop_local_slow(w);
 }
+// A worker whose ULTs never run out never reaches its scheduler loop, which
+// fires timers and takes ULTs made ready by other threads (injector, inbox).
+// So every poll_interval-th pick after a ULT ends or blocks looks there first,
+// as Go's scheduler looks at its global run queue every 61st tick.
+inline constexpr std::uint32_t poll_interval = 61;
+ult* poll_outside_work(worker* w) noexcept;
+inline ult* next_local(worker* w) noexcept {
+  if (++w->picks_since_poll >= poll_interval) [[unlikely]] {
+    if (ult* u = poll_outside_work(w)) return u;
+  }
+  return pop_local(w);
+}
 // Hands a runnable ULT to w's deque (or to the inbox of the worker it is bound to).
 inline void push_ready(worker* w, ult* u) noexcept {
   if (u->bound) [[unlikely]] return push_ready_slow(w, u, false);
