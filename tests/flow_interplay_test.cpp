@@ -69,10 +69,6 @@ TEST(flow_interplay, many_ults_wait_on_their_own_nodes) {
 // A body is not a ULT, but ito::create_thread works there: the ULTs run on the
 // same workers, and continue a join node that the main ULT waits for.
 TEST(flow_interplay, a_node_spawns_ults_that_continue_the_graph) {
-  // Under TSan the core itself faults in TSan's stack depot after a few ULT
-  // lives across runtimes (a loop of runtimes whose main ULT creates and joins
-  // one ULT faults at the 6th): checked in the plain and ASan builds only.
-  if (ito::test::tsan) GTEST_SKIP() << "the core's TSan fiber annotations fault (see docs/FLOW.md)";
   static constexpr int spawned = 100;
   for (unsigned workers : {1u, 2u, 4u}) {
     ito::start_main_thread_with_worker_size(workers, [] {

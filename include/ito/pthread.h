@@ -10,9 +10,10 @@
  *
  * The runtime starts on the first call (ITO_WORKERS workers); the calling OS
  * thread becomes the main ULT, bound to worker 0. Return codes are POSIX's.
- * Unsupported: pthread_cancel (ENOSYS), a caller-supplied stack
- * (pthread_attr_setstack: pthread_create fails with EINVAL), process-shared
- * objects, and a stack size above the runtime's (ITO_STACK_SIZE): EINVAL.
+ * Stack attributes work: a caller-supplied stack (pthread_attr_setstack,
+ * glibc's own setter) is used as given, and a stack size above the runtime's
+ * (ITO_STACK_SIZE) gets a stack mapped for that thread. Unsupported:
+ * pthread_cancel (ENOSYS) and process-shared objects.
  * See docs/POSIX.md for the limits (TLS, errno, blocking system calls).
  *
  * Define ITO_PTHREAD_NO_RENAME before including it to get the ito_pthread_*

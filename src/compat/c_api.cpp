@@ -4,9 +4,11 @@
 // A handle packs the ULT descriptor's address (below 2^48; descriptors made by
 // sched::allocate are 64-byte aligned) with the low 16 bits of the descriptor's
 // generation in bits 48-63. A descriptor lives at a fixed place at the top of
-// its stack and stacks are never unmapped while the runtime lives, so reading
-// through a stale handle is safe; the generation tells whether the stack has
-// been reused by another ULT since, and join_state whether it was joined.
+// its stack and pool stacks are never unmapped while the runtime lives, so
+// reading through a stale handle is safe; the generation tells whether the
+// stack has been reused by another ULT since, and join_state whether it was
+// joined. (A ULT on a caller's stack, pthread_attr_setstack, is the exception,
+// as in NPTL: its handle dies with the caller's memory.)
 #include "ito/ito.h"
 
 #include <cerrno>
@@ -18,6 +20,7 @@
 
 #include "ito/error.hpp"
 #include "ito/options.hpp"
+#include "compat/c_create.hpp"
 #include "sched/runtime_control.hpp"
 #include "sched/scheduler.hpp"
 
@@ -92,11 +95,32 @@ int code_of_current_exception() noexcept {
 }
 
 // Allocates and forks a ULT running fn(arg); `detached` ULTs free themselves.
-int create(ito_ult_t* out, void* (*fn)(void*), void* arg, bool detached) {
+}  // namespace
+
+int ito::compat::create_ult(ito_ult_t* out, void* (*fn)(void*), void* arg, bool detached,
+                            const stack_request& stack) {
+  using ito::sched::stack_origin;
   if (!ito::sched::current_ult()) return EPERM;
   if (!fn) return EINVAL;
   void* frame_bytes = nullptr;
-  ult* u = ito::sched::allocate(sizeof(c_frame), &frame_bytes);
+  ult* u;
+  const ito::options& opts = ito::sched::current_worker()->rt->opts;
+  if (opts.stacks != ito::stack_policy::fixed) {
+    // Split-stack ULTs grow by segments: any size fits, and a caller's stack
+    // cannot be one (it has no segment header or limit word).
+    if (stack.caller_base) return EINVAL;
+    u = ito::sched::allocate(sizeof(c_frame), &frame_bytes);
+  } else if (stack.caller_base) {
+    ito::stack::stack_block s = ito::sched::caller_stack(stack.caller_base, stack.bytes);
+    if (!s) return EINVAL;
+    u = ito::sched::allocate_on(s, stack_origin::caller, sizeof(c_frame), &frame_bytes);
+  } else if (stack.bytes > opts.stack_size) {
+    ito::stack::stack_block s = ito::sched::take_dedicated_stack(stack.bytes);
+    if (!s) return EAGAIN;
+    u = ito::sched::allocate_on(s, stack_origin::dedicated, sizeof(c_frame), &frame_bytes);
+  } else {
+    u = ito::sched::allocate(sizeof(c_frame), &frame_bytes);
+  }
   if ((reinterpret_cast<std::uintptr_t>(u) >> (handle_shift - 1)) != 0) {
     // Never on x86-64 Linux unless a program maps memory above 128 TiB itself.
     ito::sched::release(u);
@@ -104,15 +128,16 @@ int create(ito_ult_t* out, void* (*fn)(void*), void* arg, bool detached) {
   }
   auto* f = ::new (frame_bytes) c_frame{fn, arg, nullptr};
   (void)f;
-  if (detached) {
-    ito::sched::detach(u);  // still running: only marks it
-  } else if (out) {
-    *out = encode(u);
-  }
+  if (out) *out = encode(u);       // an identifier only, if detached
+  if (detached) ito::sched::detach(u);  // not started yet: only marks it
   ito::sched::fork(u, &c_body);
   return 0;
 }
 
+namespace {
+int create(ito_ult_t* out, void* (*fn)(void*), void* arg, bool detached) {
+  return ito::compat::create_ult(out, fn, arg, detached, {});
+}
 }  // namespace
 
 extern "C" {

@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstring>
 
+#include "compat/c_create.hpp"
 #include "compat/posix_internal.hpp"
 #include "ito/ito.h"
 #include "ito/pthread.h"
@@ -60,20 +61,26 @@ int ito_pthread_create(pthread_t* thread, const pthread_attr_t* attr, void* (*st
   if (!thread || !start) return EINVAL;
   if (int e = ito::posix::ensure_runtime()) return e;
   bool detached = false;
+  ito::compat::stack_request stack;
   if (attr) {
     const glibc_attr* a = as_attr(attr);
-    // A caller-supplied stack cannot hold ito's descriptor and frame layout.
-    if (a->flags & attr_flag_stackaddr) return EINVAL;
-    // Stacks come from one pool of equal stacks: a larger request cannot be met.
-    if (a->stacksize > ult_stack_size()) return EINVAL;
     detached = (a->flags & attr_flag_detached) != 0;
+    if (a->flags & attr_flag_stackaddr) {
+      // glibc keeps the stack's top (pthread_attr_setstack(base, size) stores
+      // base + size). setstackaddr alone gives no size: nothing to run on.
+      if (a->stacksize == 0) return EINVAL;
+      stack.caller_base = static_cast<char*>(a->stackaddr) - a->stacksize;
+    }
+    // Above the pool's size, the ULT gets a stack mapped for it.
+    stack.bytes = a->stacksize;
   }
   // Child first: the caller is suspended and may resume on another worker.
   ito::posix::errno_guard keep_errno;
   ito_ult_t handle = ITO_ULT_NULL;
-  if (int e = ito_create(&handle, start, arg)) return e == ENOMEM ? EAGAIN : e;
-  // The child may have run to its end already; detaching then reaps it.
-  if (detached) (void)ito_detach(handle);
+  if (int e = ito::compat::create_ult(&handle, start, arg, detached, stack))
+    return e == ENOMEM ? EAGAIN : e;
+  // A detached thread's id may name a reaped ULT by the time it is read:
+  // joining or detaching it then gives ESRCH, as POSIX allows.
   *thread = static_cast<pthread_t>(handle);
   return 0;
 }
@@ -139,11 +146,11 @@ int ito_pthread_attr_destroy(pthread_attr_t* attr) {
 }
 
 int ito_pthread_attr_setdetachstate(pthread_attr_t* attr, int state) {
-  if (!attr) return EINVAL;
+  static_assert(PTHREAD_CREATE_JOINABLE == 0 && PTHREAD_CREATE_DETACHED == attr_flag_detached);
+  // One range check, then the state is the flag bit itself: no branch on it.
+  if (!attr || static_cast<unsigned>(state) > PTHREAD_CREATE_DETACHED) return EINVAL;
   glibc_attr* a = as_attr(attr);
-  if (state == PTHREAD_CREATE_DETACHED) a->flags |= attr_flag_detached;
-  else if (state == PTHREAD_CREATE_JOINABLE) a->flags &= ~attr_flag_detached;
-  else return EINVAL;
+  a->flags = (a->flags & ~attr_flag_detached) | state;
   return 0;
 }
 

@@ -133,7 +133,7 @@ ito_exit_switch finish(ult* self) noexcept {
     next = joiner;
     worker_stats::bump(w->stats.direct_join_wakeups);
   } else {
-    next = pop_local(w);
+    next = next_local(w);
     if (next && next == self->parent) {
       worker_stats::bump(w->stats.quick_resumes);
       // Popped from our own deque and not switched to since the fork: the
@@ -195,6 +195,15 @@ ult* pop_local_slow(worker* w) noexcept {
   return nullptr;
 }
 
+ult* poll_outside_work(worker* w) noexcept {
+  w->picks_since_poll = 0;
+  timer_queue& timers = w->rt->timers;
+  // Firing makes sleepers ready on this worker (make_ready pushes locally).
+  if (std::int64_t due = timers.next_deadline(); due != timer_queue::never && due <= monotonic_ns())
+    timers.fire_expired(monotonic_ns());
+  return pop_local_slow(w);
+}
+
 void push_ready_slow(worker* w, ult* u, bool deque_was_empty) noexcept {
   if (deque_was_empty) {
     notify_work(w->rt);
@@ -206,19 +215,38 @@ void push_ready_slow(worker* w, ult* u, bool deque_was_empty) noexcept {
 
 namespace {
 
-// A descriptor on a fresh stack. The top word of every stack counts its
+// A descriptor at the top of stack `s`. The top word of every stack counts its
 // reuses (for stale C handles); it outlives the descriptor below it.
-[[gnu::noinline]] ult* new_descriptor(worker* w) {
-  stack::stack_block s = w->stacks.take(w->rt->stacks);
-  worker_stats::bump(w->stats.stacks_taken);
+ult* place_descriptor(stack::stack_block s, stack_origin origin) {
   auto* generation = reinterpret_cast<std::uint32_t*>(s.hi - sizeof(std::uint64_t));
   auto top = reinterpret_cast<std::uintptr_t>(generation);
   auto* u = new (reinterpret_cast<void*>((top - sizeof(ult)) & ~std::uintptr_t{63})) ult;
   u->generation = *generation;
   u->stack = s;
+  u->stack_from = origin;
   // The sanitizer fiber stays with the descriptor while it is reused (TSan's
   // fibers cost far too much to create per spawn).
   arch::sanitizer_init_fiber(u->fiber, s.lo, s.size());
+  return u;
+}
+
+[[gnu::noinline]] ult* new_descriptor(worker* w) {
+  stack::stack_block s = w->stacks.take(w->rt->stacks);
+  worker_stats::bump(w->stats.stacks_taken);
+  return place_descriptor(s, stack_origin::pool);
+}
+
+// Readies a descriptor for a new ULT: fresh id and generation, the frame
+// reserved below it.
+inline ult* prepare(worker* w, ult* u, std::size_t frame_bytes, void** frame) {
+  u->join_state.store(join_running, std::memory_order_relaxed);
+  ++u->generation;
+  *reinterpret_cast<std::uint32_t*>(u->stack.hi - sizeof(std::uint64_t)) = u->generation;
+  u->id = (w->next_id++ << 10) | w->index;
+  auto frame_top = reinterpret_cast<std::uintptr_t>(u);
+  *frame = reinterpret_cast<void*>((frame_top - frame_bytes) & ~std::uintptr_t{15});
+  u->frame = *frame;
+  if (!u->stack.guarded) [[unlikely]] std::memcpy(u->stack.lo, &stack_canary, sizeof stack_canary);
   return u;
 }
 
@@ -238,15 +266,15 @@ ult* allocate(std::size_t frame_bytes, void** frame) {
   } else {
     u = new_descriptor(w);
   }
-  u->join_state.store(join_running, std::memory_order_relaxed);
-  ++u->generation;
-  *reinterpret_cast<std::uint32_t*>(u->stack.hi - sizeof(std::uint64_t)) = u->generation;
-  u->id = (w->next_id++ << 10) | w->index;
-  auto frame_top = reinterpret_cast<std::uintptr_t>(u);
-  *frame = reinterpret_cast<void*>((frame_top - frame_bytes) & ~std::uintptr_t{15});
-  u->frame = *frame;
-  if (!u->stack.guarded) [[unlikely]] std::memcpy(u->stack.lo, &stack_canary, sizeof stack_canary);
-  return u;
+  return prepare(w, u, frame_bytes, frame);
+}
+
+ult* allocate_on(stack::stack_block s, stack_origin origin, std::size_t frame_bytes,
+                 void** frame) {
+  worker* w = current_worker();
+  // A caller's memory holds no generation word of ours yet.
+  if (origin == stack_origin::caller) *reinterpret_cast<std::uint64_t*>(s.hi - 8) = 0;
+  return prepare(w, place_descriptor(s, origin), frame_bytes, frame);
 }
 
 void fork(ult* child, void (*body)(void*), bool id_was_public) noexcept {
@@ -287,7 +315,7 @@ void wait_finished(ult* child) {
   worker* w = current_worker();
   ult* self = w->current;
   self->join_target = child;
-  switch_to(w, self, pop_local(w), &hook_register_joiner, self);
+  switch_to(w, self, next_local(w), &hook_register_joiner, self);
 }
 
 void release(ult* u) {
@@ -306,6 +334,10 @@ void release(ult* u) {
   u->frame_cleanup = nullptr;
   u->exited = false;
   u->locals = nullptr;
+  if (u->stack_from != stack_origin::pool) [[unlikely]] {
+    arch::sanitizer_destroy_fiber(u->fiber);
+    return release_custom_stack(u->stack, u->stack_from);
+  }
   worker* w = current_worker();
   runtime_state* rt = g_runtime.load(std::memory_order_relaxed);
   if (w && w->rt == rt && w->free_count < worker::max_free_ults) [[likely]] {
@@ -354,7 +386,7 @@ void suspend(void (*after)(ult*, void*), void* arg) {
   ult* self = w->current;
   w->suspend_after = after;
   w->suspend_arg = arg;
-  switch_to(w, self, pop_local(w), &hook_suspend, self);
+  switch_to(w, self, next_local(w), &hook_suspend, self);
 }
 
 void make_ready(ult* u) {

@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "sched/custom_stack.hpp"
 #include "sched/ult.hpp"
 #include "sched/worker.hpp"
 
@@ -29,6 +30,9 @@ inline ult* current_ult() noexcept {
 // Takes a stack from the current worker and reserves frame_bytes (16-aligned)
 // at its top; *frame receives their address.
 ult* allocate(std::size_t frame_bytes, void** frame);
+// The same on a stack that is not the pool's (see custom_stack.hpp).
+ult* allocate_on(stack::stack_block s, stack_origin origin, std::size_t frame_bytes,
+                 void** frame);
 // Starts `child` running body(frame). Child-first: the caller is pushed and the
 // child runs at once (help-first from a ULT bound to its worker).
 // id_was_public: others may know the child's id before fork returns, so its
@@ -71,6 +75,18 @@ inline ult* pop_local(worker* w) noexcept {
   ult* u = nullptr;
   if (w->alone ? w->deque.pop_unshared(u) : w->deque.pop(u)) [[likely]] return u;
   return pop_local_slow(w);
+}
+// A worker whose ULTs never run out never reaches its scheduler loop, which
+// fires timers and takes ULTs made ready by other threads (injector, inbox).
+// So every poll_interval-th pick after a ULT ends or blocks looks there first,
+// as Go's scheduler looks at its global run queue every 61st tick.
+inline constexpr std::uint32_t poll_interval = 61;
+ult* poll_outside_work(worker* w) noexcept;
+inline ult* next_local(worker* w) noexcept {
+  if (++w->picks_since_poll >= poll_interval) [[unlikely]] {
+    if (ult* u = poll_outside_work(w)) return u;
+  }
+  return pop_local(w);
 }
 // Hands a runnable ULT to w's deque (or to the inbox of the worker it is bound to).
 inline void push_ready(worker* w, ult* u) noexcept {

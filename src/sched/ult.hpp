@@ -38,6 +38,13 @@ inline constexpr std::uintptr_t join_detached = 2;
 inline constexpr std::uintptr_t join_released = 3;  // joined (or reaped): the handle is dead
 inline bool is_joiner(std::uintptr_t s) noexcept { return s > join_released; }
 
+// Where a ULT's stack came from, hence where it goes back at release.
+enum class stack_origin : unsigned char {
+  pool,       // the runtime's stack pool (every ULT unless asked otherwise)
+  dedicated,  // mapped for one ULT that asked for more than the pool's size
+  caller,     // the caller's own memory (pthread_attr_setstack): left alone
+};
+
 struct ult {
   void* sp = nullptr;  // saved context while not running
   std::atomic<std::uintptr_t> join_state{join_running};
@@ -50,6 +57,7 @@ struct ult {
   std::uint32_t generation = 0;   // bumped each time the stack is reused; checks C handles
   bool exited = false;            // ended by exit() rather than by returning
   bool id_was_public = false;     // others could know the id before fork returned
+  stack_origin stack_from = stack_origin::pool;
   std::uint32_t resumes = 0;      // bumped whenever this ULT is switched to
   std::uint32_t parent_resumes = 0;  // parent->resumes when this ULT was forked
   void* exit_value = nullptr;     // exit()'s value, for the C API

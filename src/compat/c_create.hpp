@@ -1,0 +1,21 @@
+// ito_create with a choice of stack, for pthread_create's stack attributes.
+#pragma once
+
+#include <cstddef>
+
+#include "ito/ito.h"
+
+namespace ito::compat {
+
+struct stack_request {
+  void* caller_base = nullptr;  // the caller's memory (pthread_attr_setstack), or null
+  std::size_t bytes = 0;        // its size; without caller_base, the size wanted
+                                // (a pool stack if it fits, else a dedicated one)
+};
+
+// ito_create's work: 0, or EPERM outside a ULT, EINVAL (no function, caller
+// memory too small), EAGAIN (no memory for a dedicated stack).
+int create_ult(ito_ult_t* out, void* (*fn)(void*), void* arg, bool detached,
+               const stack_request& stack);
+
+}  // namespace ito::compat

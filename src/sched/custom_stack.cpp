@@ -1,0 +1,89 @@
+#include "sched/custom_stack.hpp"
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <mutex>
+#include <vector>
+
+#include "sched/ult.hpp"
+
+namespace ito::sched {
+namespace {
+
+constexpr std::size_t guard_bytes = stack::stack_pool::guard_size;
+// Kept mapped for reuse; NPTL keeps a similar cache of thread stacks.
+constexpr std::size_t max_cached = 16;
+
+std::size_t round_to_pages(std::size_t bytes) {
+  const auto page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+  return (bytes + page - 1) / page * page;
+}
+
+struct dedicated_cache {
+  std::mutex mutex;
+  std::vector<stack::stack_block> free;  // guarded by mutex
+};
+dedicated_cache& cache() {
+  static auto* c = new dedicated_cache;  // never destroyed: ULTs may end after static destructors
+  return *c;
+}
+
+stack::stack_block map_dedicated(std::size_t bytes) {
+  const std::size_t total = bytes + guard_bytes;
+  void* p = mmap(nullptr, total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK,
+                 -1, 0);
+  if (p == MAP_FAILED) return {};
+  auto* base = static_cast<char*>(p);
+  if (mprotect(base, guard_bytes, PROT_NONE) != 0) {
+    munmap(p, total);
+    return {};
+  }
+  return {base + guard_bytes, base + total, true};
+}
+
+}  // namespace
+
+stack::stack_block take_dedicated_stack(std::size_t bytes) {
+  bytes = round_to_pages(bytes);
+  {
+    dedicated_cache& c = cache();
+    std::lock_guard lock(c.mutex);
+    // The smallest cached stack that fits, unless it would waste over half.
+    auto best = c.free.end();
+    for (auto it = c.free.begin(); it != c.free.end(); ++it) {
+      if (it->size() >= bytes && it->size() <= 2 * bytes &&
+          (best == c.free.end() || it->size() < best->size()))
+        best = it;
+    }
+    if (best != c.free.end()) {
+      stack::stack_block s = *best;
+      c.free.erase(best);
+      return s;
+    }
+  }
+  return map_dedicated(bytes);
+}
+
+stack::stack_block caller_stack(void* base, std::size_t bytes) {
+  auto lo = (reinterpret_cast<std::uintptr_t>(base) + 63) & ~std::uintptr_t{63};
+  auto hi = (reinterpret_cast<std::uintptr_t>(base) + bytes) & ~std::uintptr_t{63};
+  if (hi <= lo || hi - lo < min_custom_stack - 128) return {};
+  return {reinterpret_cast<char*>(lo), reinterpret_cast<char*>(hi), false};
+}
+
+void release_custom_stack(stack::stack_block s, stack_origin origin) {
+  if (origin != stack_origin::dedicated) return;  // the caller's memory: theirs again
+  dedicated_cache& c = cache();
+  {
+    std::lock_guard lock(c.mutex);
+    if (c.free.size() < max_cached) {
+      c.free.push_back(s);
+      return;
+    }
+  }
+  munmap(s.lo - guard_bytes, s.size() + guard_bytes);
+}
+
+}  // namespace ito::sched
