@@ -12,20 +12,12 @@
 
 #include "ito/ito.h"
 #include "ito/thread.hpp"
+#include "death_support.hpp"
 #include "test_support.hpp"
 
 namespace {
 
-// Runs a C++ program with NAME=VALUE in a death-test child; it must exit(2).
-void expect_env_exit(const char* name, const char* value, const std::string& pattern) {
-  EXPECT_EXIT(
-      {
-        setenv(name, value, 1);
-        ito::start_main_thread([] {});
-      },
-      ::testing::ExitedWithCode(2), pattern)
-      << name << "=" << value;
-}
+using ito::test::expect_env_exit;
 
 class misuse : public ::testing::Test {
  protected:

@@ -10,18 +10,11 @@
 #include "ito/options.hpp"
 #include "ito/runtime.hpp"
 #include "ito/thread.hpp"
+#include "death_support.hpp"
 
 namespace {
 
-void expect_env_exit(const char* name, const char* value, const std::string& pattern) {
-  EXPECT_EXIT(
-      {
-        setenv(name, value, 1);
-        ito::start_main_thread([] {});
-      },
-      ::testing::ExitedWithCode(2), pattern)
-      << name << "=" << value;
-}
+using ito::test::expect_env_exit;
 
 class split_policy_misuse : public ::testing::Test {
  protected:

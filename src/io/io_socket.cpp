@@ -147,15 +147,17 @@ ssize_t send(int fd, const void* buf, std::size_t count, int flags) {
 
 // read/write: a socket is read with recv (the same call with flags 0); any
 // other descriptor says ENOTSOCK at once, without blocking, and is delegated
-// from then on.
-ssize_t read(int fd, void* buf, std::size_t count) {
-  if (!caller_is_ult()) return ::read(fd, buf, count);
+// from then on. `plain` is the system call, `on_socket` the parked version.
+namespace {
+template <class Plain, class OnSocket>
+ssize_t socket_or_delegated(int fd, Plain plain, OnSocket on_socket) {
+  if (!caller_is_ult()) return plain();
   fd_state* st = fd_lookup(fd);
-  auto delegated = [&] { return delegated_syscall([&] { return ::read(fd, buf, count); }); };
-  if (!st) return fd < 0 ? ::read(fd, buf, count) : delegated();
+  auto delegated = [&] { return delegated_syscall(plain); };
+  if (!st) return fd < 0 ? plain() : delegated();
   if (st->kind.load(std::memory_order_relaxed) == fd_kind::other) return delegated();
   const int saved = errno_now();
-  const ssize_t r = recv_in_ult(fd, *st, buf, count, 0);
+  const ssize_t r = on_socket(*st);
   if (r >= 0) {
     note_socket(*st);
     return r;
@@ -165,23 +167,18 @@ ssize_t read(int fd, void* buf, std::size_t count) {
   errno_now() = saved;
   return delegated();
 }
+}  // namespace
+
+ssize_t read(int fd, void* buf, std::size_t count) {
+  return socket_or_delegated(
+      fd, [=] { return ::read(fd, buf, count); },
+      [=](fd_state& st) { return recv_in_ult(fd, st, buf, count, 0); });
+}
 
 ssize_t write(int fd, const void* buf, std::size_t count) {
-  if (!caller_is_ult()) return ::write(fd, buf, count);
-  fd_state* st = fd_lookup(fd);
-  auto delegated = [&] { return delegated_syscall([&] { return ::write(fd, buf, count); }); };
-  if (!st) return fd < 0 ? ::write(fd, buf, count) : delegated();
-  if (st->kind.load(std::memory_order_relaxed) == fd_kind::other) return delegated();
-  const int saved = errno_now();
-  const ssize_t r = send_in_ult(fd, *st, buf, count, 0);
-  if (r >= 0) {
-    note_socket(*st);
-    return r;
-  }
-  if (errno_now() != ENOTSOCK) return -1;
-  st->kind.store(fd_kind::other, std::memory_order_relaxed);
-  errno_now() = saved;
-  return delegated();
+  return socket_or_delegated(
+      fd, [=] { return ::write(fd, buf, count); },
+      [=](fd_state& st) { return send_in_ult(fd, st, buf, count, 0); });
 }
 
 int accept4(int fd, sockaddr* addr, socklen_t* addrlen, int flags) {
