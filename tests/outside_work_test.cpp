@@ -11,6 +11,7 @@
 #include "ito/thread.hpp"
 #include "ito/ult.hpp"
 #include "sched/scheduler.hpp"
+#include "test_support.hpp"
 
 namespace {
 
@@ -70,6 +71,33 @@ TEST(outside_work, a_ult_made_ready_by_an_os_thread_runs_while_the_worker_stays_
     waker.join();
     ito::join(waiter);
   });
+}
+
+// The OS thread that wakes the last ULT may still be inside make_ready when
+// that ULT ends and the runtime stops: stop must wait for it (ASan reports a
+// use after free of the runtime otherwise, when the waker is preempted there).
+TEST(outside_work, waking_the_last_ult_races_safely_with_shutdown) {
+  for (std::size_t round = 0; round < ito::test::scaled(300); ++round) {
+    std::atomic<ito::sched::ult*> parked{nullptr};
+    std::thread waker;
+    {
+      ito::options o;
+      o.workers = 2;
+      ito::runtime rt(o);
+      auto t = ito::create_thread([&] {
+        ito::sched::suspend([](ito::sched::ult* self, void* slot) {
+          static_cast<std::atomic<ito::sched::ult*>*>(slot)->store(self, std::memory_order_release);
+        }, &parked);
+      });
+      waker = std::thread([&] {
+        ito::sched::ult* u;
+        while (!(u = parked.load(std::memory_order_acquire))) std::this_thread::yield();
+        ito::sched::make_ready(u);
+      });
+      ito::join(t);
+    }  // the runtime stops here, perhaps while the waker is still in make_ready
+    waker.join();
+  }
 }
 
 }  // namespace

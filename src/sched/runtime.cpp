@@ -165,6 +165,8 @@ void stop_runtime(runtime_state* rt) {
     if (round < 1000) yield(false);
     else sleep_until_ns(monotonic_ns() + 100'000);
   }
+  // A thread that woke the last ULT may still be waking a worker.
+  while (rt->outside_wakers.load(std::memory_order_acquire) != 0) arch::cpu_relax();
   rt->stopping.store(true, std::memory_order_release);
   wake_all(rt);
   for (unsigned i = 1; i < rt->workers.size(); ++i) pthread_join(rt->workers[i]->os_thread, nullptr);

@@ -394,12 +394,19 @@ void make_ready(ult* u) {
   runtime_state* rt = g_runtime.load(std::memory_order_acquire);
   if (w && w->rt == rt) {
     push_ready(w, u);
-  } else if (u->bound) {
-    u->bound->inbox.push(u);
-    wake_worker(u->bound);
   } else {
-    rt->injector.push(u);
-    notify_work(rt);
+    // Another OS thread. Once u is published it may run, end and be the
+    // last ULT, and the runtime may be stopped while this thread still wakes
+    // a worker: stop_runtime waits until no waker is left in here.
+    rt->outside_wakers.fetch_add(1, std::memory_order_seq_cst);
+    if (u->bound) {
+      u->bound->inbox.push(u);
+      wake_worker(u->bound);
+    } else {
+      rt->injector.push(u);
+      notify_work(rt);
+    }
+    rt->outside_wakers.fetch_sub(1, std::memory_order_release);
   }
 }
 

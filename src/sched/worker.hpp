@@ -114,6 +114,7 @@ struct runtime_state {
   std::vector<worker*> idle;  // guarded by idle_mutex
 
   std::atomic<bool> stopping{false};
+  std::atomic<unsigned> outside_wakers{0};  // OS threads inside make_ready (see there)
   task_source tasks;  // set before the workers start (see set_task_source)
   ult main_ult;  // the OS thread that created the runtime, adopted as a ULT
 
