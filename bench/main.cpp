@@ -4,6 +4,7 @@
 #include <cstring>
 #include <exception>
 #include <string>
+#include <vector>
 
 #include "benchmarks.hpp"
 #include "harness.hpp"
@@ -52,7 +53,7 @@ const char* const usage_text =
     "  delegate     [--calls N] [--ults N] [--calls-per-ult N]\n"
     "                                      delegation round trip (modes 1, 2) vs os_pool and\n"
     "                                      std::async; 1,000 ULTs delegating at once (W: 2)\n"
-    "  demo                                all of the above, small, runs=3, one table\n"
+    "  demo                                all of the above, small, runs=3\n"
     "\n"
     "common flags:\n"
     "  --workers N[,N...]  worker counts (repeatable); default: the subcommand's standard set\n"
@@ -169,6 +170,20 @@ int run(int argc, char** argv) {
     b.runs = c.runs;
     bench::run_blocked(b, out);
     out.print_table("demo (small sizes; run the subcommands for the full ones)");
+    // The other layers, small, each with its own table: the flow layer
+    // (seed 004), the OS-thread pool (seed 002) and delegation (seed 001).
+    using command_fn = void (*)(bench::args&, const bench::common_flags&, bench::reporter&);
+    auto small = [&](command_fn command, std::vector<const char*> flags) {
+      std::vector<char*> argv;
+      for (const char* f : flags) argv.push_back(const_cast<char*>(f));
+      bench::args sub(static_cast<int>(argv.size()), argv.data(), 0);
+      bench::reporter sub_out(c.json);
+      command(sub, c, sub_out);
+    };
+    small(bench::wake_subcommand, {"--max-n", "128", "--step", "64"});
+    small(bench::flow_subcommand, {"--n", "300"});
+    small(bench::pool_command, {"--jobs", "20", "--warm-jobs", "2000"});
+    small(bench::delegate_command, {"--calls", "2000", "--ults", "200", "--calls-per-ult", "5"});
   } else {
     throw bench::usage_error("unknown subcommand '" + cmd + "'");
   }
