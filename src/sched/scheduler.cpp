@@ -133,7 +133,7 @@ ito_exit_switch finish(ult* self) noexcept {
     next = joiner;
     worker_stats::bump(w->stats.direct_join_wakeups);
   } else {
-    next = next_local(w);
+    next = next_local(w, w->stats.finished.load(std::memory_order_relaxed));
     if (next && next == self->parent) {
       worker_stats::bump(w->stats.quick_resumes);
       // Popped from our own deque and not switched to since the fork: the
@@ -196,7 +196,6 @@ ult* pop_local_slow(worker* w) noexcept {
 }
 
 ult* poll_outside_work(worker* w) noexcept {
-  w->picks_since_poll = 0;
   timer_queue& timers = w->rt->timers;
   // Firing makes sleepers ready on this worker (make_ready pushes locally).
   if (std::int64_t due = timers.next_deadline(); due != timer_queue::never && due <= monotonic_ns())
@@ -315,7 +314,7 @@ void wait_finished(ult* child) {
   worker* w = current_worker();
   ult* self = w->current;
   self->join_target = child;
-  switch_to(w, self, next_local(w), &hook_register_joiner, self);
+  switch_to(w, self, next_local(w, ++w->picks_since_poll), &hook_register_joiner, self);
 }
 
 void release(ult* u) {
@@ -386,7 +385,7 @@ void suspend(void (*after)(ult*, void*), void* arg) {
   ult* self = w->current;
   w->suspend_after = after;
   w->suspend_arg = arg;
-  switch_to(w, self, next_local(w), &hook_suspend, self);
+  switch_to(w, self, next_local(w, ++w->picks_since_poll), &hook_suspend, self);
 }
 
 void make_ready(ult* u) {

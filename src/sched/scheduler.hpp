@@ -78,12 +78,14 @@ inline ult* pop_local(worker* w) noexcept {
 }
 // A worker whose ULTs never run out never reaches its scheduler loop, which
 // fires timers and takes ULTs made ready by other threads (injector, inbox).
-// So every poll_interval-th pick after a ULT ends or blocks looks there first,
-// as Go's scheduler looks at its global run queue every 61st tick.
-inline constexpr std::uint32_t poll_interval = 61;
+// So every poll_interval-th pick after a ULT ends, blocks or joins looks there
+// first, as Go's scheduler looks at its global run queue every 61st tick.
+// `tick` counts those picks; a ULT's end reuses the `finished` statistic (no
+// extra store on the spawn path).
+inline constexpr std::uint64_t poll_interval = 64;
 ult* poll_outside_work(worker* w) noexcept;
-inline ult* next_local(worker* w) noexcept {
-  if (++w->picks_since_poll >= poll_interval) [[unlikely]] {
+inline ult* next_local(worker* w, std::uint64_t tick) noexcept {
+  if ((tick & (poll_interval - 1)) == 0) [[unlikely]] {
     if (ult* u = poll_outside_work(w)) return u;
   }
   return pop_local(w);

@@ -77,7 +77,7 @@ struct alignas(64) worker {
   std::uint64_t next_id = 1;
   std::uint64_t rng = 0;
   std::uint32_t yields_since_scheduler = 0;
-  std::uint32_t picks_since_poll = 0;  // see next_local() in scheduler.hpp
+  std::uint64_t picks_since_poll = 0;  // blocks and joins; see next_local() in scheduler.hpp
   void (*suspend_after)(ult*, void*) = nullptr;  // suspend()'s hook, read on the next stack
   void* suspend_arg = nullptr;
   worker_stats stats;
