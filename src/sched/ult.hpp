@@ -58,6 +58,7 @@ struct ult {
   bool exited = false;            // ended by exit() rather than by returning
   bool id_was_public = false;     // others could know the id before fork returned
   stack_origin stack_from = stack_origin::pool;
+  bool split = false;             // lazy / fair_use: see the fields at the end
   std::uint32_t resumes = 0;      // bumped whenever this ULT is switched to
   std::uint32_t parent_resumes = 0;  // parent->resumes when this ULT was forked
   void* exit_value = nullptr;     // exit()'s value, for the C API
@@ -69,7 +70,6 @@ struct ult {
 
   // lazy / fair_use only (docs/SPLIT_STACKS.md). The descriptor is a small
   // heap chunk recycled per worker; the stack is a region of some block.
-  bool split = false;
   bool big_chunk = false;           // frame too large for a recycled chunk
   lent_region* region = nullptr;    // its record when it runs on a parent's tail
   void* start_limit = nullptr;      // split-stack limit word it starts with
