@@ -59,16 +59,6 @@ long omp_fib(int n) {
 }
 #endif
 
-long fib_value(int n) {
-  long a = 0, b = 1;
-  for (int i = 0; i < n; ++i) {
-    long c = a + b;
-    a = b;
-    b = c;
-  }
-  return a;
-}
-
 // Spawns made by the recursive fib(n): S(n) = S(n-1) + S(n-2) + 1, S(0) = S(1) = 0,
 // that is fib(n+1) - 1.
 double spawns(int n) { return static_cast<double>(fib_value(n + 1) - 1); }

@@ -126,6 +126,17 @@ class reporter {
 std::string json_string(const std::string& s);
 std::string format_ms(double ms);
 
+// fib(n) by iteration: what every fib benchmark checks its result against.
+inline long fib_value(int n) {
+  long a = 0, b = 1;
+  for (int i = 0; i < n; ++i) {
+    long c = a + b;
+    a = b;
+    b = c;
+  }
+  return a;
+}
+
 // Prints a progress note on stderr (kept off stdout so JSON stays clean).
 void progress(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 

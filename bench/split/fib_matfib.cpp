@@ -18,16 +18,6 @@ long fib(int n) {
 
 [[gnu::noinline]] long seq_fib(int n) { return n < 2 ? n : seq_fib(n - 1) + seq_fib(n - 2); }
 
-long fib_value(int n) {
-  long a = 0, b = 1;
-  for (int i = 0; i < n; ++i) {
-    long c = a + b;
-    a = b;
-    b = c;
-  }
-  return a;
-}
-
 constexpr int dim = 64;
 using matrix = double[dim][dim];
 
