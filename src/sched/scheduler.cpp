@@ -77,7 +77,7 @@ extern "C" void* ito_ult_exit_hook(void* p) noexcept {
   worker* w = current_worker();
   auto tagged = reinterpret_cast<std::uintptr_t>(p);
   auto* self = reinterpret_cast<ult*>(tagged & ~quick_resume_tag);
-  if (self->split) [[unlikely]] split::on_exit(w, self);  // before a joiner may recycle it
+  if (self->on_segments()) [[unlikely]] split::on_exit(w, self);  // before a joiner may recycle it
   if (tagged & quick_resume_tag) {
     // Nobody but the parent, which we resume now, can know this ULT: no joiner
     // or detacher can race us, and a plain store replaces the exchange.
@@ -152,7 +152,7 @@ ito_exit_switch ult_main(void* data) noexcept {
   auto* self = static_cast<ult*>(data);
   arch::sanitizer_after_switch(self->fiber);
   // A context starts with its creator's limit word; a split-stack ULT has its own.
-  if (self->split) [[unlikely]] arch::set_split_limit(self->start_limit);
+  if (self->on_segments()) [[unlikely]] arch::set_split_limit(self->start_limit);
   try {
     self->body(self->frame);
   } catch (const exit_unwind& e) {
@@ -162,7 +162,7 @@ ito_exit_switch ult_main(void* data) noexcept {
     fatal("an exception escaped a ULT started with the low-level fork() API");
   }
   if (self->locals && g_destroy_locals) g_destroy_locals(self);
-  if (self->split) [[unlikely]] split::on_finish(self);
+  if (self->on_segments()) [[unlikely]] split::on_finish(self);
   ito_exit_switch exit = finish(self);
   worker* w = current_worker();
   arch::sanitizer_before_switch(self->fiber, w->current ? w->current->fiber : w->scheduler_fiber,
@@ -290,7 +290,7 @@ void fork(ult* child, void (*body)(void*), bool id_was_public) noexcept {
     // The parent keeps running with the future, so it may detach or hand it
     // on before the child ends: the child must publish its end atomically.
     child->id_was_public = true;
-    child->sp = arch::make_context(child->split ? child->sp : child->frame, &ult_main, child);
+    child->sp = arch::make_context(child->on_segments() ? child->sp : child->frame, &ult_main, child);
     push_ready(w, child);
     return;
   }
@@ -299,7 +299,7 @@ void fork(ult* child, void (*body)(void*), bool id_was_public) noexcept {
   w->current = child;
   ++child->resumes;
   arch::sanitizer_before_switch(parent->fiber, child->fiber, false);
-  if (child->split) [[unlikely]] {
+  if (child->on_segments()) [[unlikely]] {
     // Its stack lies apart from its frame: allocate left the top in sp, and
     // the child's limit word in the word there.
     ito_context_start_split(&parent->sp, child->sp, child, &hook_push_ready, parent, &ult_main);
@@ -317,13 +317,26 @@ void wait_finished(ult* child) {
   switch_to(w, self, next_local(w, ++w->picks_since_poll), &hook_register_joiner, self);
 }
 
+namespace {
+
+// release() for a ULT whose stack is not the pool's: split-stack segments, a
+// dedicated mapping or the caller's memory. None is put on the free list.
+[[gnu::noinline]] void release_elsewhere(ult* u) {
+  u->join_state.store(join_released, std::memory_order_relaxed);
+  if (u->on_segments()) return split::release(current_worker(), u);
+#if ITO_ASAN
+  // The caller may reuse its memory: clear the redzones our frames left.
+  __asan_unpoison_memory_region(u->stack.lo, u->stack.size() - sizeof(std::uint64_t));
+#endif
+  arch::sanitizer_destroy_fiber(u->fiber);
+  release_custom_stack(u->stack, u->stack_from);
+}
+
+}  // namespace
+
 void release(ult* u) {
   if (u->frame_cleanup) u->frame_cleanup(u->frame);
-  if (u->split) [[unlikely]] {
-    u->join_state.store(join_released, std::memory_order_relaxed);
-    split::release(current_worker(), u);
-    return;
-  }
+  if (u->stack_from != stack_origin::pool) [[unlikely]] return release_elsewhere(u);
 #if ITO_ASAN
   // Frames of a finished ULT never returned; clear their redzones for reuse.
   __asan_unpoison_memory_region(u->stack.lo, u->stack.size() - sizeof(std::uint64_t));
@@ -333,10 +346,6 @@ void release(ult* u) {
   u->frame_cleanup = nullptr;
   u->exited = false;
   u->locals = nullptr;
-  if (u->stack_from != stack_origin::pool) [[unlikely]] {
-    arch::sanitizer_destroy_fiber(u->fiber);
-    return release_custom_stack(u->stack, u->stack_from);
-  }
   worker* w = current_worker();
   runtime_state* rt = g_runtime.load(std::memory_order_relaxed);
   if (w && w->rt == rt && w->free_count < worker::max_free_ults) [[likely]] {

@@ -177,7 +177,7 @@ ult* new_descriptor(worker* w, std::size_t frame_bytes) {
   void* p = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
   if (!p) throw std::bad_alloc();
   u = new (p) ult;
-  u->split = true;
+  u->stack_from = stack_origin::segments;
   u->big_chunk = frame_bytes > inline_frame_bytes;
   return u;
 }
@@ -317,7 +317,7 @@ void drain(worker* w) noexcept {
 ult* current_split_ult(const char* what) noexcept {
   worker* w = current_worker();
   ult* u = w ? w->current : nullptr;
-  if (!u || !u->split) fatal(what);  // a thread that is no lazy/fair_use ULT has a limit set
+  if (!u || !u->on_segments()) fatal(what);  // a thread that is no lazy/fair_use ULT has a limit set
   return u;
 }
 

@@ -43,6 +43,8 @@ enum class stack_origin : unsigned char {
   pool,       // the runtime's stack pool (every ULT unless asked otherwise)
   dedicated,  // mapped for one ULT that asked for more than the pool's size
   caller,     // the caller's own memory (pthread_attr_setstack): left alone
+  segments,   // lazy / fair_use: linked split-stack segments, the descriptor a
+              // heap chunk recycled per worker (see the fields at the end)
 };
 
 struct ult {
@@ -58,7 +60,6 @@ struct ult {
   bool exited = false;            // ended by exit() rather than by returning
   bool id_was_public = false;     // others could know the id before fork returned
   stack_origin stack_from = stack_origin::pool;
-  bool split = false;             // lazy / fair_use: see the fields at the end
   std::uint32_t resumes = 0;      // bumped whenever this ULT is switched to
   std::uint32_t parent_resumes = 0;  // parent->resumes when this ULT was forked
   void* exit_value = nullptr;     // exit()'s value, for the C API
@@ -67,6 +68,8 @@ struct ult {
   ult* parent = nullptr;          // the ULT that forked this one (compared, never followed)
   void* locals = nullptr;         // ULT-local key values, allocated on first set
   arch::sanitizer_fiber fiber;
+
+  bool on_segments() const noexcept { return stack_from == stack_origin::segments; }
 
   // lazy / fair_use only (docs/SPLIT_STACKS.md). The descriptor is a small
   // heap chunk recycled per worker; the stack is a region of some block.
