@@ -127,12 +127,7 @@ int ito_pthread_mutex_trylock(pthread_mutex_t* mutex) {
   }
   pmutex* m = as_mutex(mutex);
   const void* self = ito::posix::identity();
-  std::uint32_t s = 0;
-  if (m->state.compare_exchange_strong(s, 1, std::memory_order_acquire,
-                                       std::memory_order_relaxed)) {
-    m->owner.store(self, std::memory_order_relaxed);
-    return 0;
-  }
+  if (ito::posix::try_acquire(m, self)) return 0;
   if (m->owner.load(std::memory_order_relaxed) == self &&
       ito::posix::kind_of(m) == PTHREAD_MUTEX_RECURSIVE) {
     if (m->count == UINT32_MAX) return EAGAIN;
@@ -149,13 +144,8 @@ int ito_pthread_mutex_timedlock(pthread_mutex_t* mutex, const struct timespec* a
   }
   pmutex* m = as_mutex(mutex);
   const void* self = ito::posix::identity();
-  std::uint32_t s = 0;
   // POSIX: a mutex free now is taken whatever the time-out says.
-  if (m->state.compare_exchange_strong(s, 1, std::memory_order_acquire,
-                                       std::memory_order_relaxed)) {
-    m->owner.store(self, std::memory_order_relaxed);
-    return 0;
-  }
+  if (ito::posix::try_acquire(m, self)) return 0;
   std::int64_t deadline = 0;
   if (int e = ito::posix::to_deadline(abstime, CLOCK_REALTIME, &deadline)) return e;
   return ito::posix::mutex_lock_slow(m, self, deadline, true);

@@ -36,14 +36,19 @@ inline int kind_of(const pmutex* m) noexcept { return m->kind & kind_mask; }
 int mutex_lock_slow(pmutex* m, const void* self, std::int64_t deadline, bool check_owner);
 void mutex_wake(pmutex* m) noexcept;
 
+// Takes a free mutex with one CAS; false if it is held.
+inline bool try_acquire(pmutex* m, const void* self) noexcept {
+  std::uint32_t s = 0;
+  if (!m->state.compare_exchange_strong(s, 1, std::memory_order_acquire,
+                                        std::memory_order_relaxed))
+    return false;
+  m->owner.store(self, std::memory_order_relaxed);
+  return true;
+}
+
 inline int mutex_lock(pmutex* m, std::int64_t deadline) {
   const void* self = identity();
-  std::uint32_t s = 0;
-  if (m->state.compare_exchange_strong(s, 1, std::memory_order_acquire,
-                                       std::memory_order_relaxed)) [[likely]] {
-    m->owner.store(self, std::memory_order_relaxed);
-    return 0;
-  }
+  if (try_acquire(m, self)) [[likely]] return 0;
   return mutex_lock_slow(m, self, deadline, true);
 }
 
