@@ -15,19 +15,12 @@
 #include <vector>
 
 #include "benchmarks.hpp"
-#include "ito/thread.hpp"
-
-#if __has_include("ito/sync.hpp")
 #include "ito/sync.hpp"
-#define ITO_BENCH_HAVE_SYNC 1
-#else
-#define ITO_BENCH_HAVE_SYNC 0
-#endif
+#include "ito/thread.hpp"
 
 namespace bench {
 namespace {
 
-#if ITO_BENCH_HAVE_SYNC
 // Blocked for real: suspended on a condition variable, off every run queue.
 struct gate {
   ito::mutex m;
@@ -46,18 +39,6 @@ struct gate {
   }
   static constexpr const char* how = "ito::condition_variable wait";
 };
-#else
-// Without ito/sync.hpp: each ULT yields until the flag is set. While the
-// creator runs, the waiting ULTs sit in the worker's deque (not re-run).
-struct gate {
-  std::atomic<bool> open{false};
-  void wait() {
-    while (!open.load(std::memory_order_acquire)) ito::yield();
-  }
-  void release() { open.store(true, std::memory_order_release); }
-  static constexpr const char* how = "ito::yield loop on a flag (no ito/sync.hpp)";
-};
-#endif
 
 result row(const char* group, const char* impl, unsigned w, long long n) {
   result r;

@@ -12,14 +12,8 @@
 #include <vector>
 
 #include "benchmarks.hpp"
-#include "ito/thread.hpp"
-
-#if __has_include("ito/sync.hpp")
 #include "ito/sync.hpp"
-#define ITO_BENCH_HAVE_SYNC 1
-#else
-#define ITO_BENCH_HAVE_SYNC 0
-#endif
+#include "ito/thread.hpp"
 
 namespace bench {
 namespace {
@@ -59,7 +53,6 @@ void pairs(long long n, long long& counter, Lock&& lock, Unlock&& unlock) {
 void run_mutex(const mutex_params& p, reporter& out) {
   const char* unc = "uncontended, 1 thread";
   progress("mutex, uncontended...");
-#if ITO_BENCH_HAVE_SYNC
   {
     result r = row(unc, "ito::mutex", 1, p.uncontended, 1);
     r.reference = true;
@@ -78,9 +71,6 @@ void run_mutex(const mutex_params& p, reporter& out) {
     });
     out.add(std::move(r));
   }
-#else
-  out.add(not_available("mutex", unc, "ito::mutex", 1, "ito/sync.hpp not in this tree"));
-#endif
   {
     // On a thread of its own: glibc skips the atomic instructions while a
     // process has only ever had one thread (__libc_single_threaded), which
@@ -106,7 +96,6 @@ void run_mutex(const mutex_params& p, reporter& out) {
   for (unsigned w : p.workers) {
     progress("mutex, contended, %u thread(s)...", w);
     const std::string group = "contended, " + std::to_string(w) + " thread(s)";
-#if ITO_BENCH_HAVE_SYNC
     {
       // One ULT per worker. The main ULT spawns them help-first and joins
       // (parking itself), so worker 0 is free too; each ULT spins without
@@ -142,9 +131,6 @@ void run_mutex(const mutex_params& p, reporter& out) {
       r.extra.push_back({"workers_used_median", median(spread)});
       out.add(std::move(r));
     }
-#else
-    out.add(not_available("mutex", group, "ito::mutex", w, "ito/sync.hpp not in this tree"));
-#endif
     {
       result r = row(group.c_str(), "pthread_mutex", w, p.contended, w);
       r.note = "W OS threads, one counter, not pinned";

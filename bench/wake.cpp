@@ -31,14 +31,8 @@
 
 #include "harness.hpp"
 #include "ito/flow.hpp"
-#include "ito/thread.hpp"
-
-#if __has_include("ito/sync.hpp")
 #include "ito/sync.hpp"
-#define ITO_WAKE_HAVE_SYNC 1
-#else
-#define ITO_WAKE_HAVE_SYNC 0
-#endif
+#include "ito/thread.hpp"
 
 namespace bench {
 namespace {
@@ -109,7 +103,6 @@ sample ito_flow_once(unsigned n, bool ult_waiters) {
 
 // --- ito::condition_variable, one shared wait queue ------------------------
 
-#if ITO_WAKE_HAVE_SYNC
 sample ito_shared_once(unsigned n) {
   struct shared {
     ito::mutex m;
@@ -148,7 +141,6 @@ sample ito_shared_once(unsigned n) {
   for (auto& w : waiters) ito::join(w);
   return {t1 - t0, s.wakeups, s.wakeups + s.rewaits};
 }
-#endif
 
 // --- pthreads ----------------------------------------------------------------
 
@@ -384,18 +376,11 @@ void wake_subcommand(args& a, const common_flags& c, reporter& out) {
         for (int r = 0; r < runs; ++r) {
           flow_runs.push_back(ito_flow_once(n, false));
           ult_runs.push_back(ito_flow_once(n, true));
-#if ITO_WAKE_HAVE_SYNC
           cv_runs.push_back(ito_shared_once(n));
-#endif
         }
         add_row(out, impl_flow, w, n, flow_runs, "zero-wait: 2 node activations per completion");
         add_row(out, impl_flow_ult, w, n, ult_runs, "");
-#if ITO_WAKE_HAVE_SYNC
         add_row(out, impl_cv, w, n, cv_runs, "notify_all per completion");
-#else
-        out.add(not_available("wake", "n=" + std::to_string(n), impl_cv, w,
-                              "built without ito/sync.hpp"));
-#endif
       }
     });
   }

@@ -18,11 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#if defined(__has_include)
-#if __has_include("ito/sync.h")
 #include "ito/sync.h" /* mutexes, condition variables, barriers, semaphores, once, keys */
-#endif
-#endif
 
 #ifdef __cplusplus
 extern "C" {

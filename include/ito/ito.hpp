@@ -6,6 +6,4 @@
 #include "ito/runtime.hpp"
 #include "ito/thread.hpp"
 #include "ito/ult.hpp"
-#if __has_include("ito/sync.hpp")
 #include "ito/sync.hpp"
-#endif
