@@ -93,7 +93,7 @@ class completion {
   friend struct completion_access;
   // 0 pending, 1 done, 2 an OS thread waits on os_word_, else the waiting ULT.
   std::atomic<std::uintptr_t> state_{0};
-  // Set to 1 once the waker has finished waking (see src/io/waker_release.hpp).
+  // The futex word of an OS-thread waiter: 1 once signalled.
   std::atomic<std::uint32_t> os_word_{0};
 };
 

@@ -3,7 +3,6 @@
 #include <cstdint>
 
 #include "io/futex.hpp"
-#include "io/waker_release.hpp"
 #include "ito/os_pool.hpp"
 #include "sched/scheduler.hpp"
 
@@ -23,7 +22,7 @@ struct completion_access {
     std::uintptr_t expected = pending;
     if (!c->state_.compare_exchange_strong(expected, reinterpret_cast<std::uintptr_t>(self),
                                            std::memory_order_acq_rel, std::memory_order_acquire))
-      make_ready_then_release(self, c->os_word_);  // signalled first: run again at once
+      sched::make_ready(self);  // signalled first: run again at once
   }
 };
 
@@ -33,7 +32,6 @@ void completion::wait(bool block_thread) noexcept {
     sched::suspend(&completion_access::publish_waiter, this);
     // Resumed only by signal() or by the hook having seen it; the result's
     // writes are visible through the acquire in here.
-    wait_for_waker(os_word_);
     return;
   }
   // A short job is often done before a futex sleep would even start.
@@ -55,7 +53,7 @@ void completion::signal() noexcept {
     // wake on a dead address finds no sleeper (see futex.hpp).
     futex_wake_one(&os_word_);
   } else if (old > os_waiter) {
-    make_ready_then_release(reinterpret_cast<sched::ult*>(old), os_word_);
+    sched::make_ready(reinterpret_cast<sched::ult*>(old));  // its last touch of *this
   }
 }
 

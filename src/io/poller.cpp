@@ -12,7 +12,6 @@
 #include "io/errno_now.hpp"
 #include "io/futex.hpp"
 #include "io/os_thread.hpp"
-#include "io/waker_release.hpp"
 #include "sched/idle.hpp"
 #include "sched/scheduler.hpp"
 
@@ -27,7 +26,6 @@ struct fd_waiter {
   std::uint32_t interest = 0;
   std::int64_t in_edges_seen = -1;  // see park_until_ready
   phase state = phase::idle;  // guarded by fd->lock
-  std::atomic<std::uint32_t> released{0};  // see waker_release.hpp
   fd_waiter* next = nullptr;
   fd_waiter* prev = nullptr;
 };
@@ -58,7 +56,7 @@ void unlink(fd_state& st, fd_waiter* w) {  // with st.lock held
 void wake_list(fd_waiter* w) noexcept {
   while (w) {
     fd_waiter* next = w->next;
-    make_ready_then_release(w->self, w->released);
+    sched::make_ready(w->self);
     w = next;
   }
 }
@@ -192,7 +190,7 @@ void park_hook(sched::ult* self, void* arg) {
   st.lock.lock();
   if (w->state == fd_waiter::phase::timed_out) {
     st.lock.unlock();
-    make_ready_then_release(self, w->released);
+    sched::make_ready(self);
     return;
   }
   const bool edge_since_read =
@@ -202,7 +200,7 @@ void park_hook(sched::ult* self, void* arg) {
     st.ready &= ~w->interest;
     w->state = fd_waiter::phase::woken;
     st.lock.unlock();
-    make_ready_then_release(self, w->released);
+    sched::make_ready(self);
     return;
   }
   link(st, w);
@@ -228,7 +226,7 @@ void on_timeout(sched::timer_entry* t) {
   }
   if (w->state != fd_waiter::phase::woken) w->state = fd_waiter::phase::timed_out;
   st.lock.unlock();
-  if (wake) make_ready_then_release(w->self, w->released);
+  if (wake) sched::make_ready(w->self);
 }
 
 }  // namespace
@@ -253,7 +251,6 @@ int park_until_ready(int fd, fd_state& st, std::uint32_t interest, std::int64_t 
     sched::notify_work(rt);  // a parked worker must recompute how long it may sleep
   }
   sched::suspend(&park_hook, &w);
-  wait_for_waker(w.released);
   // cancel() returns only once on_timeout is not running: w may die after it.
   if (rt) rt->timers.cancel(&timer);
   st.lock.lock();
