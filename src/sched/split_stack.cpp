@@ -87,18 +87,25 @@ void give_rest(worker* w, region seg, bool lent_below, void* limit) noexcept {
   give_segment(w, seg);
 }
 
-region take_segment(worker* w, std::size_t need) {
+// A region some ULT used before and freed: the hot-split slot's, then
+// (fair_use) the pool's.
+region take_freed(worker* w, std::size_t need) {
   if (region r = w->hot_segment; r && r.size() >= need) {
     w->hot_segment = {};
     worker_stats::bump(w->stats.segments_hot_reused);
     return r;
   }
-  if (fair_use(w)) {
+  if (fair_use(w) && w->rt->segments.maybe_has_regions()) {
     if (region r = w->rt->segments.take(need)) {
       worker_stats::bump(w->stats.segments_pool_reused);
       return r;
     }
   }
+  return {};
+}
+
+region take_segment(worker* w, std::size_t need) {
+  if (region r = take_freed(w, need)) return r;
   segment_pool& pool = w->rt->segments;
   if (stack::segment_block* b = cached_block(w, need)) {
     b->refs.store(1, std::memory_order_relaxed);
@@ -189,6 +196,18 @@ void start_stack_at(ult* u, char* top, void* limit) noexcept {
   u->sp = top;
 }
 
+// A child on a segment of its own (not on its parent's tail).
+ult* start_on_segment(ult* u, region r) noexcept {
+  u->region = nullptr;
+  u->root = r;
+  u->start_limit = r.lo + backoff;
+  u->lent = nullptr;
+  u->cur_block = r.block;
+  start_stack_at(u, reinterpret_cast<char*>(reinterpret_cast<std::uintptr_t>(r.hi) & ~std::uintptr_t{63}) - 64,
+                 u->start_limit);
+  return u;
+}
+
 }  // namespace
 
 ult* allocate(worker* w, std::size_t frame_bytes, void** frame) {
@@ -201,6 +220,15 @@ ult* allocate(worker* w, std::size_t frame_bytes, void** frame) {
   u->frames = nullptr;
   u->allocas = nullptr;
 
+  // fair_use: a child takes a freed region before its parent's tail. On the
+  // tail it would pin the parent's margin (12 KiB) and the segment below it for
+  // as long as it lives, and a parent that grows meanwhile leaves that segment
+  // for a new one; a region already freed costs nothing new (chain, listing
+  // 4.2). With none free (fib), the tail it is.
+  constexpr std::size_t own_segment_need = min_child_room + backoff + 64;
+  if (fair_use(w)) [[unlikely]] {
+    if (region r = take_freed(w, own_segment_need)) return start_on_segment(u, r);
+  }
   ult* parent = w->current;
   char* limit = limit_now();
   if (parent && limit) {  // the parent runs on a segment (not the main ULT's OS stack)
@@ -224,15 +252,7 @@ ult* allocate(worker* w, std::size_t frame_bytes, void** frame) {
       return u;
     }
   }
-  region r = take_segment(w, min_child_room + backoff + 64);
-  u->region = nullptr;
-  u->root = r;
-  u->start_limit = r.lo + backoff;
-  u->lent = nullptr;
-  u->cur_block = r.block;
-  start_stack_at(u, reinterpret_cast<char*>(reinterpret_cast<std::uintptr_t>(r.hi) & ~std::uintptr_t{63}) - 64,
-                 u->start_limit);
-  return u;
+  return start_on_segment(u, take_segment(w, own_segment_need));
 }
 
 void on_finish(ult* self) noexcept {

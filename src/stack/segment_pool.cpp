@@ -95,6 +95,7 @@ void segment_pool::destroy(segment_block* b) noexcept {
 void segment_pool::put(region r) {
   std::lock_guard lock(mutex_);
   free_.push_back(r);
+  pooled_.store(free_.size(), std::memory_order_relaxed);
 }
 
 region segment_pool::take(std::size_t min_bytes) {
@@ -104,6 +105,7 @@ region segment_pool::take(std::size_t min_bytes) {
     if (it->size() >= min_bytes) {
       region r = *it;
       free_.erase(std::next(it).base());
+      pooled_.store(free_.size(), std::memory_order_relaxed);
       return r;
     }
   }
@@ -115,6 +117,7 @@ void segment_pool::drain() {
   {
     std::lock_guard lock(mutex_);
     all.swap(free_);
+    pooled_.store(0, std::memory_order_relaxed);
   }
   for (region& r : all) unref(r.block);
 }

@@ -66,6 +66,9 @@ class segment_pool {
   // fair_use's pool: put takes the region's reference, take hands one back.
   void put(region r);
   region take(std::size_t min_bytes);
+  // A lock-free hint for callers on a fast path: false means take() would
+  // almost surely find nothing.
+  bool maybe_has_regions() const noexcept { return pooled_.load(std::memory_order_relaxed) != 0; }
   void drain();  // unrefs every pooled region
 
   // Bytes in blocks in use (the worker caches count, the pool's spares do not).
@@ -83,6 +86,7 @@ class segment_pool {
   std::atomic<std::size_t> peak_{0};
   mutable std::mutex mutex_;
   std::vector<region> free_;  // guarded by mutex_
+  std::atomic<std::size_t> pooled_{0};  // free_.size(), for maybe_has_regions
   std::vector<segment_block*> spare_;  // unreferenced blocks, guarded by mutex_
 };
 
