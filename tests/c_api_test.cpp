@@ -323,9 +323,14 @@ TEST_F(c_api, bad_options_return_einval_with_a_message_and_do_not_exit) {
     const char* message;
   };
   const bad_option cases[] = {
-      {{5000, 0, 0, 0}, "workers=5000"},
-      {{0, 100, 0, 0}, "stack_size=100"},
-      {{0, std::size_t{4} << 30, 0, 0}, "stack_size=4294967296"},
+      {{5000, 0, 0, 0, ITO_STACKS_FIXED, 0, 0}, "workers=5000"},
+      {{0, 100, 0, 0, ITO_STACKS_FIXED, 0, 0}, "stack_size=100"},
+      {{0, std::size_t{4} << 30, 0, 0, ITO_STACKS_FIXED, 0, 0}, "stack_size=4294967296"},
+      {{0, 0, 0, 0, 7, 0, 0}, "options.stacks=7"},
+      {{0, 0, 0, 0, ITO_STACKS_FIXED, 100, 0}, "stack_block_size=100"},
+      {{0, 0, 0, 0, ITO_STACKS_FIXED, 0, 9}, "options.stack_alloc=9"},
+      // This test program is not linked with ito::split_stack.
+      {{0, 0, 0, 0, ITO_STACKS_LAZY, 0, 0}, "split-stack"},
   };
   for (const auto& c : cases) {
     ::testing::internal::CaptureStderr();

@@ -40,13 +40,27 @@ typedef uint64_t ito_ult_t;
 #define ITO_ULT_NULL ((ito_ult_t)0)
 
 /* Runtime settings; a zero field takes its ITO_* variable, else the default. */
+/* ito_options_t.stacks: where ULT stacks come from (docs/SPLIT_STACKS.md).
+ * LAZY and FAIR_USE need a program built with -fsplit-stack and linked with
+ * ito's split-stack runtime (CMake: ito::split_stack); else ito_init is EINVAL. */
+enum {
+  ITO_STACKS_FIXED = 0,   /* one mapped stack per ULT; ITO_STACK may choose another */
+  ITO_STACKS_LAZY = 1,    /* linked segments, children on their parent's tail */
+  ITO_STACKS_FAIR_USE = 2 /* lazy, plus a pool of freed regions any ULT may take */
+};
+/* ito_options_t.stack_alloc: how lazy/fair_use get their blocks. */
+enum { ITO_STACK_ALLOC_DEFAULT = 0, ITO_STACK_ALLOC_MMAP = 1, ITO_STACK_ALLOC_MALLOC = 2 };
+
 typedef struct ito_options {
   unsigned workers;  /* worker OS threads; 0: ITO_WORKERS, else one per allowed CPU (max 1024) */
   size_t stack_size; /* bytes per ULT stack; 0: ITO_STACK_SIZE, else 64 KiB (16 KiB to 1 GiB) */
   int bind;          /* pin workers to CPUs: >0 yes, <0 no, 0: ITO_BIND (default no) */
   int stats;         /* print per-worker counters at ito_finalize: >0 yes, <0 no, 0: ITO_STATS */
+  int stacks;        /* ITO_STACKS_* */
+  size_t stack_block_size; /* lazy/fair_use block bytes; 0: ITO_STACK_BLOCK_SIZE, else 256 KiB (8 KiB to 64 MiB) */
+  int stack_alloc;   /* ITO_STACK_ALLOC_*; DEFAULT: ITO_STACK_ALLOC, else mmap */
 } ito_options_t;
-#define ITO_OPTIONS_INIT {0, 0, 0, 0}
+#define ITO_OPTIONS_INIT {0, 0, 0, 0, ITO_STACKS_FIXED, 0, ITO_STACK_ALLOC_DEFAULT}
 
 /* Starts the runtime; the calling OS thread becomes its main ULT. opts may be
  * NULL. Returns EINVAL (naming the bad field or ITO_* variable on stderr) or EBUSY. */

@@ -16,6 +16,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <new>
+#include <string>
 #include <system_error>
 
 #include "ito/error.hpp"
@@ -94,7 +95,25 @@ int code_of_current_exception() noexcept {
   }
 }
 
-// Allocates and forks a ULT running fn(arg); `detached` ULTs free themselves.
+ito::stack_policy c_stack_policy(int v) {
+  switch (v) {
+    case ITO_STACKS_FIXED: return ito::stack_policy::fixed;
+    case ITO_STACKS_LAZY: return ito::stack_policy::lazy;
+    case ITO_STACKS_FAIR_USE: return ito::stack_policy::fair_use;
+  }
+  throw ito::config_error("ito: options.stacks=" + std::to_string(v) +
+                              " is not ITO_STACKS_FIXED, ITO_STACKS_LAZY or ITO_STACKS_FAIR_USE",
+                          false);
+}
+
+ito::stack_alloc c_stack_alloc(int v) {
+  if (v == ITO_STACK_ALLOC_MMAP) return ito::stack_alloc::mmap;
+  if (v == ITO_STACK_ALLOC_MALLOC) return ito::stack_alloc::malloc;
+  throw ito::config_error("ito: options.stack_alloc=" + std::to_string(v) +
+                              " is not ITO_STACK_ALLOC_DEFAULT, _MMAP or _MALLOC",
+                          false);
+}
+
 }  // namespace
 
 int ito::compat::create_ult(ito_ult_t* out, void* (*fn)(void*), void* arg, bool detached,
@@ -150,6 +169,10 @@ int ito_init(const ito_options_t* opts) {
       requested.stack_size = opts->stack_size;
       if (opts->bind != 0) requested.bind = opts->bind > 0;
       if (opts->stats != 0) requested.stats = opts->stats > 0;
+      requested.stacks = c_stack_policy(opts->stacks);
+      requested.stack_block_size = opts->stack_block_size;
+      if (opts->stack_alloc != ITO_STACK_ALLOC_DEFAULT)
+        requested.stack_allocator = c_stack_alloc(opts->stack_alloc);
     }
     // config_error (options or environment) prints its message: EINVAL, no exit.
     ito::options resolved = ito::resolve_options(requested);
