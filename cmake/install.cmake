@@ -5,6 +5,14 @@ install(TARGETS ito_static ito_shared EXPORT itoTargets
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
   INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+if(ITO_HAVE_SPLIT_STACK)
+  # ito::split_stack: the lazy/fair_use build interface (flags, linker, and
+  # ito's split-stack runtime linked whole), as in the build tree.
+  set_target_properties(ito_split_stack PROPERTIES EXPORT_NAME split_stack)
+  set_target_properties(ito_split_runtime PROPERTIES EXPORT_NAME split_runtime)
+  install(TARGETS ito_split_runtime ito_split_static ito_split_stack EXPORT itoTargets
+    ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
+endif()
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/ito DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(EXPORT itoTargets NAMESPACE ito:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/ito)
 

@@ -61,14 +61,44 @@ if(ITO_HAVE_SPLIT_STACK)
   target_include_directories(ito_split_runtime PRIVATE ${PROJECT_SOURCE_DIR}/src)
   target_include_directories(ito_split_runtime PUBLIC $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/include>)
   target_compile_options(ito_split_runtime PRIVATE $<$<COMPILE_LANGUAGE:CXX>:${ito_warnings}>)
+  # Named as the installed package names it, so that the LINK_LIBRARY below
+  # reads the same in the build tree and in the exported targets.
+  add_library(ito::split_runtime ALIAS ito_split_runtime)
+
+  # libito again, as split-stack code, for split programs. Split code that
+  # calls non-split code pays on every call: the linker enlarges the caller's
+  # check by the adjust size, or, for a small frame, sends every call of it
+  # through __morestack_non_split (~8 ns: a mispredicted return). Compiled
+  # split, libito's spawn/join path costs its split callers nothing. The
+  # overflow signal handler runs on a sigaltstack the limit word knows nothing
+  # of: it stays non-split (so does ult_main, marked no_split_stack).
+  add_library(ito_split_objects OBJECT ${ito_sources})
+  target_include_directories(ito_split_objects
+    PUBLIC $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/include> $<INSTALL_INTERFACE:include>
+    PRIVATE ${PROJECT_SOURCE_DIR}/src)
+  target_compile_options(ito_split_objects PRIVATE $<$<COMPILE_LANGUAGE:CXX>:${ito_warnings}>
+    -fsplit-stack -fcf-protection=none)
+  target_link_libraries(ito_split_objects PUBLIC Threads::Threads)
+  set_source_files_properties(${PROJECT_SOURCE_DIR}/src/sched/overflow.cpp
+    TARGET_DIRECTORY ito_split_objects PROPERTIES COMPILE_OPTIONS -fno-split-stack)
+  add_library(ito_split_static STATIC $<TARGET_OBJECTS:ito_split_objects>)
+  set_target_properties(ito_split_static PROPERTIES OUTPUT_NAME ito_split)
+  target_include_directories(ito_split_static PUBLIC
+    $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/include> $<INSTALL_INTERFACE:include>)
+  target_link_libraries(ito_split_static PUBLIC Threads::Threads)
+  target_compile_features(ito_split_static PUBLIC cxx_std_20)
 
   add_library(ito_split_stack INTERFACE)
   target_compile_options(ito_split_stack INTERFACE -fsplit-stack -fcf-protection=none)
+  # --wrap=_Unwind_Resume: every cleanup pad (any function with a destructor)
+  # calls it; ito's wrapper is split-stack code that checks for room itself, so
+  # its callers keep the plain check (src/split/morestack_x86_64.S).
   target_link_options(ito_split_stack INTERFACE -fsplit-stack -fuse-ld=${ito_split_linker}
-    -Wl,--split-stack-adjust-size=${ito_split_adjust_size} -Wl,-z,now)
+    -Wl,--split-stack-adjust-size=${ito_split_adjust_size} -Wl,-z,now
+    -Wl,--wrap=_Unwind_Resume)
   # Whole: libstdc++ and libito reference pthread_create, which the driver wraps.
   target_link_libraries(ito_split_stack INTERFACE
-    "$<LINK_LIBRARY:WHOLE_ARCHIVE,ito_split_runtime>" ito_static)
+    "$<LINK_LIBRARY:WHOLE_ARCHIVE,ito::split_runtime>" ito_split_static)
   add_library(ito::split_stack ALIAS ito_split_stack)
 endif()
 # Included from src/: tests/ and bench/ look at it too.

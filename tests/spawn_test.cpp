@@ -277,6 +277,34 @@ TEST(spawn, future_dropped_by_the_main_ult_before_its_ult_ran_frees_it) {
   EXPECT_LT(stacks, 512u) << "stacks of detached ULTs were never given back";
 }
 
+// A ULT whose frame needs no cleanup (trivial callable and result) gets one
+// when it stores an exception: dropping its future must still free it.
+TEST(spawn, exception_of_a_ult_whose_future_was_dropped_is_freed) {
+  static std::atomic<int> destroyed{0};
+  struct boom {
+    bool live = true;
+    boom() = default;
+    boom(boom&& o) noexcept : live(std::exchange(o.live, false)) {}
+    ~boom() {
+      if (live) destroyed.fetch_add(1);
+    }
+  };
+  destroyed = 0;
+  const int n = static_cast<int>(scaled(1'000));
+  ito::start_main_thread_with_worker_size(2, [&] {
+    for (int i = 0; i < n; ++i) {
+      (void)ito::create_thread([i]() -> int {
+        if (i >= 0) throw boom{};
+        return i;
+      });
+    }
+    // Joined ones rethrow, and the exception dies with the last copy.
+    auto kept = ito::create_thread([]() -> int { throw boom{}; });
+    EXPECT_THROW(ito::join(kept), boom);
+  });
+  EXPECT_EQ(destroyed.load(), n + 1);
+}
+
 TEST(spawn, futures_cross_ults) {
   ito::start_main_thread_with_worker_size(4, [] {
     // ULT A creates a ULT and hands its future to B, which joins it.

@@ -49,18 +49,31 @@ struct result_box<void> {
   void reset() noexcept { has = false; }
 };
 
-// True for the exception ito::exit() unwinds with (it must reach the ULT's entry).
-bool is_exit_unwind(const std::exception_ptr& e) noexcept;
+// The cold ends of future's calls, out of line: in split-stack programs (the
+// lazy and fair_use policies) a function that calls into libstdc++ (throw,
+// rethrow, catch) pays ~8 ns on every call, whichever path it takes.
+[[noreturn]] void rethrow_stored(result_box<std::exception_ptr>* error);
+[[noreturn]] void throw_invalid_future(const char* what);
+[[noreturn]] void throw_no_result();
+void detach_quietly(ult_id id) noexcept;  // a usage_error (runtime gone) is dropped
 
 template <class F, class... Args>
 struct task_frame {
   using result_type = std::invoke_result_t<std::decay_t<F>, std::decay_t<Args>...>;
   using call_type = std::tuple<std::decay_t<F>, std::decay_t<Args>...>;
+  // Nothing to destroy at release unless an exception is stored (the boxes
+  // below are raw storage: what they hold decides).
+  static constexpr bool trivial =
+      std::is_trivially_destructible_v<call_type> &&
+      (std::is_void_v<result_type> || std::is_reference_v<result_type> ||
+       std::is_trivially_destructible_v<result_type>);
 
   alignas(call_type) unsigned char call_bytes[sizeof(call_type)];
   bool call_alive = false;
   result_box<result_type> result;
-  std::exception_ptr error;
+  // Boxed, so that a frame of trivial types needs no cleanup call at release
+  // (the fib path); storing an exception adds one.
+  result_box<std::exception_ptr> error;
 
   call_type& call() { return *std::launder(reinterpret_cast<call_type*>(call_bytes)); }
   void destroy_call() noexcept {
@@ -68,32 +81,36 @@ struct task_frame {
     call_alive = false;
   }
 
+  // No try/catch here: the ULT's entry catches and calls on_exception.
   static void run(void* p) {
     auto* self = static_cast<task_frame*>(p);
-    try {
-      if constexpr (std::is_void_v<result_type>) {
-        std::apply([](auto&& f, auto&&... a) { std::invoke(std::move(f), std::move(a)...); },
-                   self->call());
-        self->result.has = true;
-      } else {
-        self->result.emplace(std::apply(
-            [](auto&& f, auto&&... a) -> result_type {
-              return std::invoke(std::move(f), std::move(a)...);
-            },
-            self->call()));
-      }
-    } catch (...) {
-      self->destroy_call();
-      if (detail::is_exit_unwind(std::current_exception())) throw;
-      self->error = std::current_exception();
-      return;
+    if constexpr (std::is_void_v<result_type>) {
+      std::apply([](auto&& f, auto&&... a) { std::invoke(std::move(f), std::move(a)...); },
+                 self->call());
+      self->result.has = true;
+    } else {
+      self->result.emplace(std::apply(
+          [](auto&& f, auto&&... a) -> result_type {
+            return std::invoke(std::move(f), std::move(a)...);
+          },
+          self->call()));
     }
     self->destroy_call();
+  }
+  // Inside the handler at the ULT's entry, when run threw; `exiting`: it was
+  // ito::exit(), which leaves no result and no exception.
+  static void on_exception(void* p, bool exiting) noexcept {
+    auto* self = static_cast<task_frame*>(p);
+    self->destroy_call();
+    if (exiting) return;
+    self->error.emplace(std::current_exception());
+    if constexpr (trivial) detail::set_own_cleanup(&cleanup);
   }
   static void cleanup(void* p) noexcept {
     auto* self = static_cast<task_frame*>(p);
     self->destroy_call();
     self->result.reset();
+    self->error.reset();
     self->~task_frame();
   }
 };
@@ -140,10 +157,10 @@ class future {
       ult_id id;
       ~releaser() { detail::ult_release(id); }
     } release_at_exit{id};
-    if (*error_) std::rethrow_exception(*error_);
-    if (!result_->has) {
+    if (error_->has) [[unlikely]] detail::rethrow_stored(error_);
+    if (!result_->has) [[unlikely]] {
       if constexpr (std::is_void_v<R>) return;
-      else throw usage_error(EINVAL, "ito: the ULT ended by ito::exit() and has no result");
+      else detail::throw_no_result();
     }
     return result_->take();
   }
@@ -154,21 +171,15 @@ class future {
       -> future<std::invoke_result_t<std::decay_t<F>, std::decay_t<A>...>>;
 
   void check_valid(const char* what) const {
-    if (!valid()) throw usage_error(EINVAL, std::string("ito::future::") + what +
-                                                ": no ULT (already joined, moved from, or empty)");
+    if (!valid()) [[unlikely]] detail::throw_invalid_future(what);
   }
   void drop() noexcept {
-    if (!valid()) return;
-    try {
-      detach(std::exchange(id_, {}));
-    } catch (const usage_error&) {
-      // The runtime is gone, and the ULT with it: nothing is left to free.
-    }
+    if (valid()) detail::detach_quietly(std::exchange(id_, {}));
   }
 
   ult_id id_{};
   detail::result_box<R>* result_ = nullptr;
-  std::exception_ptr* error_ = nullptr;
+  detail::result_box<std::exception_ptr>* error_ = nullptr;
 };
 
 // Creates a ULT running fn(args...) (decay-copied, as std::thread does) and
@@ -178,8 +189,8 @@ auto create_thread(F&& fn, A&&... args)
     -> future<std::invoke_result_t<std::decay_t<F>, std::decay_t<A>...>> {
   using frame = detail::task_frame<F, A...>;
   using R = typename frame::result_type;
-  constexpr bool trivial = std::is_trivially_destructible_v<frame>;
-  allocated_ult th = detail::spawn_prepare(sizeof(frame), trivial ? nullptr : &frame::cleanup);
+  allocated_ult th = detail::spawn_prepare(sizeof(frame), frame::trivial ? nullptr : &frame::cleanup,
+                                           &frame::on_exception);
   auto* f = ::new (th.ptr) frame;
   ::new (f->call_bytes) typename frame::call_type(std::forward<F>(fn), std::forward<A>(args)...);
   f->call_alive = true;

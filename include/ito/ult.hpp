@@ -44,12 +44,16 @@ bool ult_finished(ult_id id) noexcept;
 void ult_wait(ult_id id);       // waits, does not free
 void ult_release(ult_id id);    // frees a finished, waited-for ULT
 bool ult_exited(ult_id id) noexcept;  // ended by exit()
-void ult_set_cleanup(ult_id id, void (*cleanup)(void*)) noexcept;
+// Sets the running ULT's frame cleanup (a frame trivial to destroy has none
+// until its ULT stores an exception there).
+void set_own_cleanup(void (*cleanup)(void*)) noexcept;
 // create_thread's two halves: allocate (throws usage_error outside a ULT; the
-// cleanup destroys what the frame holds when the ULT is freed), then start.
+// cleanup destroys what the frame holds when the ULT is freed; on_exception
+// runs inside the ULT entry's handler when the body throws), then start.
 // Its id is only handed out after the start, which lets a child that ends
 // before anyone else could see it skip an atomic exchange.
-allocated_ult spawn_prepare(std::size_t size, void (*cleanup)(void*));
+allocated_ult spawn_prepare(std::size_t size, void (*cleanup)(void*),
+                            void (*on_exception)(void* frame, bool exiting));
 void spawn_start(allocated_ult th, void (*func)(void*)) noexcept;
 }  // namespace detail
 

@@ -151,3 +151,8 @@ ito_context_trampoline:
     .size   ito_context_trampoline, .-ito_context_trampoline
 
     .section .note.GNU-stack,"",@progbits
+    /* For gold/lld in split-stack programs: calls into these switches are
+     * split-stack calls (they push a few words on the caller's stack, well
+     * within the room below every limit), not calls that need the adjust size. */
+    .section .note.GNU-split-stack,"",@progbits
+    .section .note.GNU-no-split-stack,"",@progbits

@@ -16,8 +16,8 @@ void require_ult(const char* function) {
   if (!sched::current_ult()) detail::throw_outside_ult(function);
 }
 
-// Validates a handle before join/detach.
-void require_joinable(ult_id id, const char* function) {
+// Throws the error that makes `id` not joinable (if any; cold).
+[[gnu::noinline, gnu::cold]] void throw_if_not_joinable(ult_id id, const char* function) {
   if (!id.p) throw usage_error(EINVAL, std::string(function) + ": null ULT id");
   auto s = as_ult(id)->join_state.load(std::memory_order_acquire);
   if (s == sched::join_detached)
@@ -28,6 +28,15 @@ void require_joinable(ult_id id, const char* function) {
     throw usage_error(EINVAL, std::string(function) + ": another ULT is already joining it");
   if (as_ult(id) == sched::current_ult())
     throw usage_error(EDEADLK, std::string(function) + ": a ULT cannot join itself");
+}
+
+// Validates a handle before join/detach. The common case calls no libstdc++
+// (see rethrow_stored in thread.hpp).
+inline void require_joinable(ult_id id, const char* function) {
+  if (!id.p) [[unlikely]] return throw_if_not_joinable(id, function);
+  auto s = as_ult(id)->join_state.load(std::memory_order_acquire);
+  if ((s != sched::join_running && s != sched::join_finished) || as_ult(id) == sched::current_ult())
+    [[unlikely]] throw_if_not_joinable(id, function);
 }
 
 }  // namespace
@@ -46,7 +55,7 @@ bool ult_finished(ult_id id) noexcept {
 
 void ult_wait(ult_id id) {
   require_ult("ito::join");
-  if (ult_finished(id)) return;
+  if (id.p && ult_finished(id)) return;
   require_joinable(id, "ito::join");
   sched::wait_finished(as_ult(id));
 }
@@ -55,11 +64,12 @@ void ult_release(ult_id id) { sched::release(as_ult(id)); }
 
 bool ult_exited(ult_id id) noexcept { return as_ult(id)->exited; }
 
-void ult_set_cleanup(ult_id id, void (*cleanup)(void*)) noexcept {
-  as_ult(id)->frame_cleanup = cleanup;
+void set_own_cleanup(void (*cleanup)(void*)) noexcept {
+  sched::current_ult()->frame_cleanup = cleanup;
 }
 
-allocated_ult spawn_prepare(std::size_t size, void (*cleanup)(void*)) {
+allocated_ult spawn_prepare(std::size_t size, void (*cleanup)(void*),
+                            void (*on_exception)(void*, bool)) {
   // A worker's scheduler stack (a flow node's body) may spawn too: fork then
   // queues the child instead of switching to it.
   if (!sched::current_worker()) [[unlikely]]
@@ -67,6 +77,7 @@ allocated_ult spawn_prepare(std::size_t size, void (*cleanup)(void*)) {
   void* frame = nullptr;
   sched::ult* u = sched::allocate(size, &frame);
   u->frame_cleanup = cleanup;
+  u->frame_catch = on_exception;
   return {ult_id{u}, frame};
 }
 
@@ -74,13 +85,22 @@ void spawn_start(allocated_ult th, void (*func)(void*)) noexcept {
   sched::fork(as_ult(th.id), func, /*id_was_public=*/false);
 }
 
-bool is_exit_unwind(const std::exception_ptr& e) noexcept {
+void rethrow_stored(result_box<std::exception_ptr>* error) { std::rethrow_exception(error->take()); }
+
+void throw_invalid_future(const char* what) {
+  throw usage_error(EINVAL, std::string("ito::future::") + what +
+                                ": no ULT (already joined, moved from, or empty)");
+}
+
+void throw_no_result() {
+  throw usage_error(EINVAL, "ito: the ULT ended by ito::exit() and has no result");
+}
+
+void detach_quietly(ult_id id) noexcept {
   try {
-    std::rethrow_exception(e);
-  } catch (const sched::exit_unwind&) {
-    return true;
-  } catch (...) {
-    return false;
+    detach(id);
+  } catch (const usage_error&) {
+    // The runtime is gone, and the ULT with it: nothing is left to free.
   }
 }
 

@@ -148,6 +148,10 @@ ito_exit_switch finish(ult* self) noexcept {
           reinterpret_cast<void*>(reinterpret_cast<std::uintptr_t>(self) | tag)};
 }
 
+// Non-split even in libito's split-stack build: its handlers call libstdc++,
+// which would send every split-stack call of it through __morestack_non_split.
+// It runs at the top of a fresh stack or region, where there is room.
+__attribute__((no_split_stack)) ito_exit_switch ult_main(void* data) noexcept;
 ito_exit_switch ult_main(void* data) noexcept {
   auto* self = static_cast<ult*>(data);
   arch::sanitizer_after_switch(self->fiber);
@@ -158,8 +162,10 @@ ito_exit_switch ult_main(void* data) noexcept {
   } catch (const exit_unwind& e) {
     self->exited = true;
     self->exit_value = e.value;
+    if (self->frame_catch) self->frame_catch(self->frame, true);
   } catch (...) {
-    fatal("an exception escaped a ULT started with the low-level fork() API");
+    if (!self->frame_catch) fatal("an exception escaped a ULT started with the low-level fork() API");
+    self->frame_catch(self->frame, false);
   }
   if (self->locals && g_destroy_locals) g_destroy_locals(self);
   if (self->on_segments()) [[unlikely]] split::on_finish(self);
@@ -344,6 +350,7 @@ void release(ult* u) {
   // Reset what allocate() does not set, so that reuse is cheap.
   u->join_state.store(join_released, std::memory_order_relaxed);
   u->frame_cleanup = nullptr;
+  u->frame_catch = nullptr;
   u->exited = false;
   u->locals = nullptr;
   worker* w = current_worker();

@@ -71,30 +71,28 @@ stack::segment_block* cached_block(worker* w, std::size_t need) noexcept {
 
 // Gives a segment this worker no longer runs on to the hot-split cache; the
 // one cached before goes to the pool (fair_use) or is dropped.
+// A region nobody uses now: fair_use pools it for any ULT, unless it is a whole
+// block (the worker's block cache serves any size); lazy drops it.
+void give_away(worker* w, region r) noexcept {
+  bool whole = r.lo == r.block->usable_lo() && r.hi == r.block->end();
+  if (fair_use(w) && !whole) w->rt->segments.put(r);
+  else unref(w, r.block);
+}
+
 void give_segment(worker* w, region r) noexcept {
-  if (region old = w->hot_segment) {
-    bool whole = old.lo == old.block->usable_lo() && old.hi == old.block->end();
-    if (fair_use(w) && !whole) w->rt->segments.put(old);
-    else unref(w, old.block);
-  }
+  if (region old = w->hot_segment) give_away(w, old);
   w->hot_segment = r;
 }
 
 // A segment its user leaves. While children still hold regions below its
 // limit, only the part above that limit can be used again.
-void give_rest(worker* w, region seg, bool lent_below, void* limit) noexcept {
+region rest_of(region seg, bool lent_below, void* limit) noexcept {
   if (lent_below) seg.lo = static_cast<char*>(limit) - backoff;
-  give_segment(w, seg);
+  return seg;
 }
 
-// A region some ULT used before and freed: the hot-split slot's, then
-// (fair_use) the pool's.
-region take_freed(worker* w, std::size_t need) {
-  if (region r = w->hot_segment; r && r.size() >= need) {
-    w->hot_segment = {};
-    worker_stats::bump(w->stats.segments_hot_reused);
-    return r;
-  }
+// fair_use: a region from the pool of freed ones.
+region take_pooled(worker* w, std::size_t need) {
   if (fair_use(w) && w->rt->segments.maybe_has_regions()) {
     if (region r = w->rt->segments.take(need)) {
       worker_stats::bump(w->stats.segments_pool_reused);
@@ -105,7 +103,12 @@ region take_freed(worker* w, std::size_t need) {
 }
 
 region take_segment(worker* w, std::size_t need) {
-  if (region r = take_freed(w, need)) return r;
+  if (region r = w->hot_segment; r && r.size() >= need) {
+    w->hot_segment = {};
+    worker_stats::bump(w->stats.segments_hot_reused);
+    return r;
+  }
+  if (region r = take_pooled(w, need)) return r;
   segment_pool& pool = w->rt->segments;
   if (stack::segment_block* b = cached_block(w, need)) {
     b->refs.store(1, std::memory_order_relaxed);
@@ -116,14 +119,21 @@ region take_segment(worker* w, std::size_t need) {
   return pool.new_block(need);
 }
 
-void flush_deferred(worker* w) noexcept {
-  if (region r = w->deferred_segment) {
-    w->deferred_segment = {};
-    give_segment(w, r);
-  }
+[[gnu::noinline]] void give_deferred(worker* w) noexcept {
+  region r = w->deferred_segment;
+  w->deferred_segment = {};
+  give_segment(w, r);
 }
 
-void free_allocas(void* list) noexcept {
+// A segment an exception left (ito_split_unwind) is given back at the next
+// split-stack call of its worker.
+inline void flush_deferred(worker* w) noexcept {
+  if (w->deferred_segment) [[unlikely]] give_deferred(w);
+}
+
+// libc calls stay out of the hot functions: in libito's split-stack build a
+// small-frame function that calls non-split code pays ~8 ns on every call.
+[[gnu::noinline]] void free_allocas(void* list) noexcept {
   while (list) {
     void* next = *static_cast<void**>(list);
     std::free(list);
@@ -170,6 +180,22 @@ void leave_segment(worker* w, ult* u, ito::sched::split_frame* rec) noexcept {
   free_allocas(rec->allocas);
 }
 
+[[gnu::noinline]] ult* new_chunk(std::size_t frame_bytes) {
+  std::size_t bytes = frame_bytes <= inline_frame_bytes ? chunk_bytes
+                                                        : chunk_bytes - inline_frame_bytes + frame_bytes;
+  void* p = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
+  if (!p) throw std::bad_alloc();
+  ult* u = new (p) ult;
+  u->stack_from = stack_origin::segments;
+  u->big_chunk = frame_bytes > inline_frame_bytes;
+  return u;
+}
+
+[[gnu::noinline]] void free_chunk(ult* u) noexcept {
+  u->~ult();
+  std::free(u);
+}
+
 ult* new_descriptor(worker* w, std::size_t frame_bytes) {
   ult* u = w->free_ults;
   if (frame_bytes <= inline_frame_bytes && u) [[likely]] {
@@ -179,14 +205,7 @@ ult* new_descriptor(worker* w, std::size_t frame_bytes) {
     worker_stats::bump(w->stats.stacks_reused);
     return u;
   }
-  std::size_t bytes = frame_bytes <= inline_frame_bytes ? chunk_bytes
-                                                        : chunk_bytes - inline_frame_bytes + frame_bytes;
-  void* p = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
-  if (!p) throw std::bad_alloc();
-  u = new (p) ult;
-  u->stack_from = stack_origin::segments;
-  u->big_chunk = frame_bytes > inline_frame_bytes;
-  return u;
+  return new_chunk(frame_bytes);
 }
 
 // fork starts the child at `top` with ito_context_start_split, which loads
@@ -220,15 +239,14 @@ ult* allocate(worker* w, std::size_t frame_bytes, void** frame) {
   u->frames = nullptr;
   u->allocas = nullptr;
 
-  // fair_use: a child takes a freed region before its parent's tail. On the
+  // fair_use: a child takes a pooled region before its parent's tail. On the
   // tail it would pin the parent's margin (12 KiB) and the segment below it for
   // as long as it lives, and a parent that grows meanwhile leaves that segment
   // for a new one; a region already freed costs nothing new (chain, listing
-  // 4.2). With none free (fib), the tail it is.
+  // 4.2). With none pooled (fib: children merge back at quick resume), the
+  // tail it is, exactly as under lazy.
   constexpr std::size_t own_segment_need = min_child_room + backoff + 64;
-  if (fair_use(w)) [[unlikely]] {
-    if (region r = take_freed(w, own_segment_need)) return start_on_segment(u, r);
-  }
+  if (region r = take_pooled(w, own_segment_need)) [[unlikely]] return start_on_segment(u, r);
   ult* parent = w->current;
   char* limit = limit_now();
   if (parent && limit) {  // the parent runs on a segment (not the main ULT's OS stack)
@@ -258,8 +276,10 @@ ult* allocate(worker* w, std::size_t frame_bytes, void** frame) {
 void on_finish(ult* self) noexcept {
   self->final_limit = limit_now();
   self->final_lent = self->lent;
-  free_allocas(self->allocas);
-  self->allocas = nullptr;
+  if (self->allocas) [[unlikely]] {
+    free_allocas(self->allocas);
+    self->allocas = nullptr;
+  }
 }
 
 void on_exit(worker* w, ult* self) noexcept {
@@ -267,7 +287,11 @@ void on_exit(worker* w, ult* self) noexcept {
   lent_region* r = self->region;
   if (!r) {
     orphan(w, self->final_lent);
-    give_rest(w, self->root, self->final_lent != nullptr, self->final_limit);
+    // fair_use pools a ULT's own segment at once, for the next child to find
+    // (the hot slot is for __morestack's segments: the hot-split case).
+    region rest = rest_of(self->root, self->final_lent != nullptr, self->final_limit);
+    if (fair_use(w)) give_away(w, rest);
+    else give_segment(w, rest);
     return;
   }
   ult* running = w->current;
@@ -306,6 +330,7 @@ void on_exit(worker* w, ult* self) noexcept {
 void release(worker* w, ult* u) noexcept {
   u->locals = nullptr;
   u->frame_cleanup = nullptr;
+  u->frame_catch = nullptr;
   u->exited = false;
   if (!u->big_chunk && w && w->free_count < worker::max_free_ults) [[likely]] {
     u->next = w->free_ults;
@@ -313,8 +338,7 @@ void release(worker* w, ult* u) noexcept {
     ++w->free_count;
     return;
   }
-  u->~ult();
-  std::free(u);
+  free_chunk(u);
 }
 
 void drain(worker* w) noexcept {
@@ -328,8 +352,7 @@ void drain(worker* w) noexcept {
   w->free_block_bytes = 0;
   while (ult* u = w->free_ults) {
     w->free_ults = u->next;
-    u->~ult();
-    std::free(u);
+    free_chunk(u);
   }
   w->free_count = 0;
 }
@@ -389,7 +412,7 @@ extern "C" void ito_split_shrink(split_frame* rec, void* seg_limit) noexcept {
   void* limit = rec->prev_limit;
   bool lent_below = w->current->lent != nullptr;
   split::leave_segment(w, w->current, rec);
-  split::give_rest(w, rec->segment, lent_below, seg_limit);
+  split::give_segment(w, split::rest_of(rec->segment, lent_below, seg_limit));
   ito::arch::set_split_limit(limit);
 }
 
@@ -402,9 +425,7 @@ extern "C" void ito_split_unwind(split_frame* rec, void* seg_limit) noexcept {
   bool lent_below = w->current->lent != nullptr;
   split::leave_segment(w, w->current, rec);
   split::flush_deferred(w);
-  ito::stack::region seg = rec->segment;
-  if (lent_below) seg.lo = static_cast<char*>(seg_limit) - split::backoff;  // children keep the rest
-  w->deferred_segment = seg;
+  w->deferred_segment = split::rest_of(rec->segment, lent_below, seg_limit);
   ito::arch::set_split_limit(limit);
 }
 

@@ -53,6 +53,7 @@ struct ult {
   void (*body)(void*) = nullptr;  // what fork runs
   void* frame = nullptr;          // fork's argument: the bytes reserved at the top of the stack
   void (*frame_cleanup)(void*) = nullptr;  // destroys what the frame still holds, at release
+  void (*frame_catch)(void*, bool) = nullptr;  // takes what the body threw (else: fatal)
   stack::stack_block stack;       // empty for a ULT adopted from an OS thread
   worker* bound = nullptr;        // runs only on this worker (the main ULT), or null
   std::uint64_t id = 0;

@@ -129,7 +129,7 @@ __morestack:
     leaq    -FRAME(%rbp), %rdi
     call    ito_split_unwind@PLT
     movq    -56(%rbp), %rdi
-    call    _Unwind_Resume@PLT
+    call    __real__Unwind_Resume@PLT   /* ito::split_stack links --wrap=_Unwind_Resume */
     ud2
     .cfi_endproc
 .Lmorestack_end:
@@ -174,6 +174,32 @@ __morestack_non_split:
     jmp     __morestack
     .cfi_endproc
     .size   __morestack_non_split, .-__morestack_non_split
+
+/* Every cleanup pad calls _Unwind_Resume, and libgcc's is non-split code: a
+ * small-frame function with a destructor would go through
+ * __morestack_non_split on every call. ito::split_stack links with
+ * --wrap=_Unwind_Resume, so those calls land here, in split-stack code, and
+ * the room the unwinder needs (the adjust size) is checked only when it runs.
+ * Without it, the segment switch below is a split prologue's: __morestack
+ * calls what follows the `ret` on a new segment; the unwinder then leaves
+ * that segment through __morestack's cleanup pad, as any exception does. */
+    .globl  __wrap__Unwind_Resume
+    .type   __wrap__Unwind_Resume, @function
+
+    .p2align 4
+__wrap__Unwind_Resume:
+    .cfi_startproc
+    leaq    -ADJUST_SIZE(%rsp), %r11
+    cmpq    %fs:0x70, %r11
+    jb      1f
+    jmp     __real__Unwind_Resume@PLT
+1:  movq    $ADJUST_SIZE, %r10
+    xorl    %r11d, %r11d
+    call    __morestack
+    ret
+    jmp     __real__Unwind_Resume@PLT
+    .cfi_endproc
+    .size   __wrap__Unwind_Resume, .-__wrap__Unwind_Resume
 
 /* -mcmodel=large passes both sizes in %r10: argument bytes in the high half. */
     .globl  __morestack_large_model

@@ -62,7 +62,11 @@ elseif(STEP STREQUAL "find_package")
       "-DCMAKE_C_FLAGS=${SAN_FLAGS}" "-DCMAKE_CXX_FLAGS=${SAN_FLAGS}"
       "-DCMAKE_EXE_LINKER_FLAGS=${SAN_FLAGS}")
   run("build the consumer" ${CMAKE_COMMAND} --build ${build} --config ${build_type} --parallel 2)
-  foreach(exe consumer_cxx_shared consumer_cxx_static consumer_c_shared consumer_c_static)
+  set(exes consumer_cxx_shared consumer_cxx_static consumer_c_shared consumer_c_static)
+  if(HAVE_SPLIT_STACK)
+    list(APPEND exes consumer_split)  # ito::split_stack, lazy policy
+  endif()
+  foreach(exe ${exes})
     file(GLOB_RECURSE path LIST_DIRECTORIES false ${build}/${exe} ${build}/*/${exe})
     if(NOT path)
       message(FATAL_ERROR "install test: ${exe} was not built")

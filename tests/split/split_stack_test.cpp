@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "ito/ito.h"
+#include "ito/sync.hpp"
 #include "ito/thread.hpp"
 #include "split_support.hpp"
 #include "stack/segment_pool.hpp"
@@ -187,6 +189,42 @@ TEST(split_pool, region_freed_by_one_ult_is_reused_by_an_unrelated_one) {
   EXPECT_GT(split_test::total(&stats::segments_pool_reused), reused);
 }
 
+// Seed 000's listing 4.2 in small: every frame holds 8 KiB; it spawns a child
+// that waits on its flag, lets the previous child go, joins it, and recurses.
+void chain_child(ito::counting_semaphore* flag) { flag->acquire(); }
+
+[[gnu::noinline]] void chain_parent(int count, ito::future<void>* prev, ito::counting_semaphore* prev_flag) {
+  volatile char array[8192];
+  std::memset(const_cast<char*>(array), 0, sizeof array);
+  ito::counting_semaphore flag(0);
+  ito::future<void> child;
+  if (count > 0) child = ito::create_thread(chain_child, &flag);
+  prev_flag->release();
+  ito::join(*prev);
+  if (count > 0) chain_parent(count - 1, &child, &flag);
+  EXPECT_EQ(array[count % 8192], 0);
+}
+
+std::size_t chain_peak_bytes(stack_policy p, std::size_t block, int depth) {
+  ito::runtime rt(policy(p, 2, block));
+  ito::join(ito::create_thread([depth] {
+    ito::counting_semaphore flag(0);
+    ito::future<void> first = ito::create_thread(chain_child, &flag);
+    chain_parent(depth, &first, &flag);
+  }));
+  return ito::sched::g_runtime.load()->segments.peak_bytes();
+}
+
+// The thesis' claim for fair_use: peak memory stays flat as blocks grow,
+// where lazy's grows with the block size (table 4.9).
+TEST(split_pool, fair_use_peak_stays_flat_as_blocks_grow_and_lazy_does_not) {
+  constexpr int depth = 2000;
+  const std::size_t small = chain_peak_bytes(stack_policy::fair_use, 8 << 10, depth);
+  const std::size_t big = chain_peak_bytes(stack_policy::fair_use, 1 << 20, depth);
+  EXPECT_LE(big, small * 105 / 100) << "8K blocks: " << small << " bytes, 1M blocks: " << big;
+  EXPECT_GT(chain_peak_bytes(stack_policy::lazy, 1 << 20, depth), 4 * big);
+}
+
 std::atomic<int> g_destroyed{0};
 struct counted {
   ~counted() { g_destroyed.fetch_add(1); }
@@ -226,6 +264,42 @@ TEST_P(split_exceptions, cross_segments_running_every_destructor) {
   // An exception leaving the ULT reaches the joiner across segments too.
   auto thrower = ito::create_thread([] { return throw_from(800); });
   EXPECT_THROW(ito::join(thrower), std::runtime_error);
+}
+
+// Cleanup pads call _Unwind_Resume through ito's split-stack wrapper, which
+// checks for the room the unwinder needs instead of the caller's prologue; a
+// pad near a segment's bottom gets a fresh segment for it.
+std::uint64_t g_segments_at_first_cleanup = 0;
+struct first_cleanup {
+  ~first_cleanup() { g_segments_at_first_cleanup = segments_used(); }
+};
+
+[[gnu::noinline]] int throw_through_small_frames(int depth) {
+  counted guard;
+  volatile char pad[48];
+  pad[depth % 48] = 1;
+  if (depth == 0) {
+    first_cleanup mark;
+    throw std::runtime_error("bottom");
+  }
+  return throw_through_small_frames(depth - 1) + pad[3];
+}
+
+TEST_P(split_exceptions, cleanup_pads_near_a_segment_bottom_get_room_to_unwind) {
+  ito::runtime rt(policy(GetParam(), 1, 8 << 10));
+  auto u = ito::create_thread([] {
+    int before = g_destroyed.load();
+    std::uint64_t segments_before = segments_used();
+    try {
+      throw_through_small_frames(3000);
+    } catch (const std::runtime_error& e) {
+      EXPECT_STREQ(e.what(), "bottom");
+    }
+    EXPECT_GT(g_segments_at_first_cleanup, segments_before + 10);  // 3000 frames over 8K blocks
+    EXPECT_GT(segments_used(), g_segments_at_first_cleanup);  // the wrapper's new segments
+    return g_destroyed.load() - before;
+  });
+  EXPECT_EQ(ito::join(u), 3001);
 }
 
 INSTANTIATE_TEST_SUITE_P(policies, split_exceptions,
@@ -290,6 +364,30 @@ TEST(split_fixed, a_split_stack_program_still_runs_the_fixed_policy) {
   ito::runtime rt(policy(stack_policy::fixed, 2));
   EXPECT_EQ(ito::join(ito::create_thread(fib, 15)), 610);
   EXPECT_EQ(ito::join(ito::create_thread(deep_sum, 20, 0)), 21L * 128);
+}
+
+void* c_deep_sum(void* depth) {
+  return reinterpret_cast<void*>(deep_sum(static_cast<int>(reinterpret_cast<std::intptr_t>(depth)), 1));
+}
+
+TEST(split_c_api, ito_init_selects_fair_use_with_its_block_size_and_allocator) {
+  ito_options_t o = ITO_OPTIONS_INIT;
+  o.workers = 2;
+  o.stacks = ITO_STACKS_FAIR_USE;
+  o.stack_block_size = 16 << 10;
+  o.stack_alloc = ITO_STACK_ALLOC_MALLOC;
+  ASSERT_EQ(ito_init(&o), 0);
+  const ito::options& opts = ito::sched::g_runtime.load()->opts;
+  EXPECT_EQ(opts.stacks, stack_policy::fair_use);
+  EXPECT_EQ(opts.stack_block_size, std::size_t{16} << 10);
+  EXPECT_EQ(opts.stack_allocator, ito::stack_alloc::malloc);
+  ito_ult_t u;
+  ASSERT_EQ(ito_create(&u, c_deep_sum, reinterpret_cast<void*>(std::intptr_t{2000})), 0);
+  void* sum = nullptr;
+  ASSERT_EQ(ito_join(u, &sum), 0);
+  EXPECT_EQ(reinterpret_cast<std::intptr_t>(sum), 2001L * 128);
+  EXPECT_GT(split_test::segments_used(), 10u);  // 2000 frames of 128+ bytes in 16K blocks
+  EXPECT_EQ(ito_finalize(), 0);
 }
 
 TEST(split_fixed, this_program_is_linked_with_the_split_stack_runtime) {
