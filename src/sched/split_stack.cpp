@@ -33,6 +33,18 @@ bool fair_use(const worker* w) noexcept { return w->rt->opts.stacks == stack_pol
 
 constexpr std::size_t chunk_bytes = (sizeof(ult) + 63) / 64 * 64 + inline_frame_bytes;
 
+// Takes entry i out of the worker's block cache, keeping the order (oldest
+// first). A plain loop, kept one by the barrier: gcc would make a memmove call
+// of it, a call into non-split code that __morestack's path must not make
+// (docs/SPLIT_STACKS.md, "What a call into non-split code costs").
+void remove_cached(worker* w, unsigned i) noexcept {
+  for (unsigned j = i + 1; j < w->free_block_count; ++j) {
+    w->free_blocks[j - 1] = w->free_blocks[j];
+    asm volatile("" ::: "memory");
+  }
+  --w->free_block_count;
+}
+
 // Drops a reference; a block nobody uses any more goes to this worker's cache
 // (unmapping costs a TLB shootdown on every CPU of the process, remapping
 // costs page faults), the oldest cached block out if the cache is full.
@@ -44,7 +56,7 @@ void unref(worker* w, stack::segment_block* b) noexcept {
          (w->free_block_count == worker::max_free_blocks || w->free_block_bytes + b->bytes > budget)) {
     stack::segment_block* oldest = w->free_blocks[0];
     w->free_block_bytes -= oldest->bytes;
-    std::memmove(w->free_blocks, w->free_blocks + 1, --w->free_block_count * sizeof(void*));
+    remove_cached(w, 0);
     pool.destroy(oldest);
   }
   if (b->bytes > budget) {
@@ -60,8 +72,7 @@ stack::segment_block* cached_block(worker* w, std::size_t need) noexcept {
   for (unsigned i = w->free_block_count; i-- > 0;) {
     stack::segment_block* b = w->free_blocks[i];
     if (b->bytes >= need + stack::segment_block::header_bytes) {
-      std::memmove(w->free_blocks + i, w->free_blocks + i + 1,
-                   (--w->free_block_count - i) * sizeof(void*));
+      remove_cached(w, i);
       w->free_block_bytes -= b->bytes;
       return b;
     }
@@ -69,8 +80,6 @@ stack::segment_block* cached_block(worker* w, std::size_t need) noexcept {
   return nullptr;
 }
 
-// Gives a segment this worker no longer runs on to the hot-split cache; the
-// one cached before goes to the pool (fair_use) or is dropped.
 // A region nobody uses now: fair_use pools it for any ULT, unless it is a whole
 // block (the worker's block cache serves any size); lazy drops it.
 void give_away(worker* w, region r) noexcept {
@@ -79,6 +88,8 @@ void give_away(worker* w, region r) noexcept {
   else unref(w, r.block);
 }
 
+// Gives a segment this worker no longer runs on to the hot-split cache; the
+// one cached before is given away.
 void give_segment(worker* w, region r) noexcept {
   if (region old = w->hot_segment) give_away(w, old);
   w->hot_segment = r;
@@ -177,7 +188,7 @@ void leave_segment(worker* w, ult* u, ito::sched::split_frame* rec) noexcept {
   u->lent = rec->prev_lent;
   u->cur_block = rec->prev_block;
   u->frames = rec->prev_frame;
-  free_allocas(rec->allocas);
+  if (rec->allocas) [[unlikely]] free_allocas(rec->allocas);
 }
 
 [[gnu::noinline]] ult* new_chunk(std::size_t frame_bytes) {
@@ -401,7 +412,11 @@ extern "C" void* ito_split_grow(split_frame* rec, std::size_t frame_bytes, const
   u->frames = rec;
   char* new_sp = reinterpret_cast<char*>(
       (reinterpret_cast<std::uintptr_t>(r.hi) - arg_bytes) & ~std::uintptr_t{15});
-  if (arg_bytes) std::memcpy(new_sp, args, arg_bytes);
+  // Stack arguments: whole words. A loop, not memcpy (see remove_cached).
+  for (std::size_t i = 0; i < arg_bytes / 8; ++i) {
+    reinterpret_cast<std::uint64_t*>(new_sp)[i] = reinterpret_cast<const std::uint64_t*>(args)[i];
+    asm volatile("" ::: "memory");
+  }
   ito::arch::set_split_limit(r.lo + split::backoff);
   return new_sp;
 }
