@@ -18,10 +18,11 @@ constexpr std::size_t pool_search_depth = 16;
 void free_block(segment_block* b) noexcept {
   std::size_t bytes = b->bytes;
   bool from_malloc = b->from_malloc;
+  char* base = b->base();
   b->magic = 0;
   b->~segment_block();
-  if (from_malloc) std::free(b);
-  else munmap(b, bytes);
+  if (from_malloc) std::free(base);
+  else munmap(base, bytes);
   g_live_all.fetch_sub(bytes, std::memory_order_relaxed);
 }
 
@@ -71,7 +72,7 @@ region segment_pool::new_block(std::size_t min_usable) {
     std::fprintf(stderr, "ito: out of memory allocating a %zu-byte split-stack block\n", bytes);
     std::abort();
   }
-  auto* b = new (p) segment_block;
+  auto* b = new (static_cast<char*>(p) + bytes - segment_block::header_bytes) segment_block;
   b->bytes = bytes;
   b->magic = segment_block::live_magic;
   b->from_malloc = alloc_ == stack_alloc::malloc;
@@ -82,7 +83,8 @@ region segment_pool::new_block(std::size_t min_usable) {
 
 void segment_pool::destroy(segment_block* b) noexcept {
   if (b->magic != segment_block::live_magic) {
-    // Non-split code ran below the block's bottom: the adjust size is too small.
+    // Non-split code ran below the bottom of the segment mapped above this
+    // one (mmap places new mappings downwards): the adjust size is too small.
     std::fprintf(stderr, "ito: split-stack block header overwritten (stack overflow below a segment)\n");
     std::abort();
   }

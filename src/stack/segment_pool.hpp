@@ -12,8 +12,11 @@
 
 namespace ito::stack {
 
-// Header at the low end of every block. Several ULTs' segments may lie in one
-// block (a lazy child on its parent's tail, pooled regions): each holder of a
+// Header at the high end of every block, where a segment's first frames are:
+// it shares their page, so a fresh block costs no page fault for the header
+// alone (page faults cost ~16 us in the VMs measured; chain with 8 KiB blocks
+// takes one block per level). Several ULTs' segments may lie in one block (a
+// lazy child on its parent's tail, pooled regions): each holder of a
 // separately freed piece holds one reference.
 struct segment_block {
   std::atomic<std::int64_t> refs{1};
@@ -21,8 +24,11 @@ struct segment_block {
   std::uint64_t magic = 0;
   bool from_malloc = false;
 
-  char* usable_lo() noexcept { return reinterpret_cast<char*>(this) + header_bytes; }
-  char* end() noexcept { return reinterpret_cast<char*>(this) + bytes; }
+  // The allocation's start, and the usable range [usable_lo, end): all of the
+  // block below this header.
+  char* base() noexcept { return reinterpret_cast<char*>(this) + header_bytes - bytes; }
+  char* usable_lo() noexcept { return base(); }
+  char* end() noexcept { return reinterpret_cast<char*>(this); }
   static constexpr std::size_t header_bytes = 64;
   static constexpr std::uint64_t live_magic = 0x17051A5B10C4ull;
 };
