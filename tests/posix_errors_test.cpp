@@ -47,20 +47,25 @@ TEST(PosixErrors, JoinCodes) {
 }
 
 TEST(PosixErrors, DetachedThreadIsNotJoinable) {
-  std::atomic<bool> go{false};
+  // Static, and waited for: the detached thread may run after this test
+  // returned, when its stack frame holds the next test's locals (TSan saw it).
+  static std::atomic<bool> go, done;
+  go = false;
+  done = false;
   pthread_t t;
   ASSERT_EQ(ito_pthread_create(&t, nullptr,
-                               [](void* p) -> void* {
-                                 while (!static_cast<std::atomic<bool>*>(p)->load())
-                                   ito_sched_yield();
+                               [](void*) -> void* {
+                                 while (!go.load()) ito_sched_yield();
+                                 done = true;
                                  return nullptr;
                                },
-                               &go),
+                               nullptr),
             0);
   EXPECT_EQ(ito_pthread_detach(t), 0);
   EXPECT_EQ(ito_pthread_join(t, nullptr), EINVAL);  // POSIX: not a joinable thread
   EXPECT_EQ(ito_pthread_detach(t), EINVAL);
   go = true;
+  while (!done.load()) ito_sched_yield();
 }
 
 TEST(PosixErrors, Attributes) {

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <ctime>
 
+#include "io/errno_now.hpp"
 #include "ito/sync.hpp"
 #include "sched/scheduler.hpp"
 #include "sync/waiter.hpp"
@@ -16,15 +17,19 @@ namespace ito::posix {
 // another worker, or after other ULTs changed it on this one. Every POSIX call
 // that can switch keeps the caller's value and writes it back into the errno
 // of whichever worker it returns on.
+// Both ends ask glibc for errno's address afresh (errno_now): with plain
+// `errno`, gcc may keep the address taken before the switch (__errno_location
+// is declared const) and restore into the worker the ULT left. ASan's build
+// did, about one run in six of PosixErrors.ErrnoSurvivesSwitchesAndMigration.
 // TSan models each ULT as a thread of its own and ito's switches do not
 // synchronise them, so it would report two ULTs touching their worker's errno
 // one after the other as a race: these two accesses are exempt.
 struct errno_guard {
   int saved;
-  __attribute__((no_sanitize("thread"))) errno_guard() : saved(errno) {}
+  __attribute__((no_sanitize("thread"))) errno_guard() : saved(detail::errno_now()) {}
   errno_guard(const errno_guard&) = delete;
   errno_guard& operator=(const errno_guard&) = delete;
-  __attribute__((no_sanitize("thread"))) ~errno_guard() { errno = saved; }
+  __attribute__((no_sanitize("thread"))) ~errno_guard() { detail::errno_now() = saved; }
 };
 
 // Starts the runtime if none runs and the caller is a plain OS thread; the
