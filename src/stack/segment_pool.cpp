@@ -7,10 +7,37 @@
 #include <cstdlib>
 #include <new>
 
+#include "arch/context.hpp"
+
 namespace ito::stack {
 namespace {
 
 std::atomic<std::size_t> g_live_all{0};
+
+// Holds the pool's lock with the split-stack limit word cleared. In a split
+// program the code under the lock is split-stack code too (libito_split, the
+// operator new behind a vector's growth): were it to reach __morestack, that
+// would ask this pool for a segment and wait for the lock its own thread
+// holds. Cleared, nothing under the lock grows: the little it needs (list
+// updates, malloc behind a vector's growth) fits in the backoff that lies
+// below every limit (docs/SPLIT_STACKS.md, knobs).
+class pool_lock {
+ public:
+  explicit pool_lock(std::mutex& m) : limit_(arch::split_limit()), m_(m) {
+    arch::set_split_limit(nullptr);
+    m_.lock();
+  }
+  ~pool_lock() {
+    m_.unlock();
+    arch::set_split_limit(limit_);
+  }
+  pool_lock(const pool_lock&) = delete;
+  pool_lock& operator=(const pool_lock&) = delete;
+
+ private:
+  void* limit_;
+  std::mutex& m_;
+};
 
 // The pool is searched from its newest entries: recently freed memory is warm.
 constexpr std::size_t pool_search_depth = 16;
@@ -48,7 +75,7 @@ region segment_pool::new_block(std::size_t min_usable) {
   bytes = (bytes + 4095) & ~std::size_t{4095};
   {
     // A spare of about that size (not one many times larger).
-    std::lock_guard lock(mutex_);
+    pool_lock lock(mutex_);
     std::size_t searched = 0;
     for (auto it = spare_.rbegin(); it != spare_.rend() && searched < pool_search_depth; ++it, ++searched) {
       segment_block* b = *it;
@@ -89,19 +116,19 @@ void segment_pool::destroy(segment_block* b) noexcept {
     std::abort();
   }
   count(-static_cast<std::ptrdiff_t>(b->bytes));
-  std::lock_guard lock(mutex_);
+  pool_lock lock(mutex_);
   spare_.push_back(b);
 }
 
 
 void segment_pool::put(region r) {
-  std::lock_guard lock(mutex_);
+  pool_lock lock(mutex_);
   free_.push_back(r);
   pooled_.store(free_.size(), std::memory_order_relaxed);
 }
 
 region segment_pool::take(std::size_t min_bytes) {
-  std::lock_guard lock(mutex_);
+  pool_lock lock(mutex_);
   std::size_t searched = 0;
   for (auto it = free_.rbegin(); it != free_.rend() && searched < pool_search_depth; ++it, ++searched) {
     if (it->size() >= min_bytes) {
@@ -117,7 +144,7 @@ region segment_pool::take(std::size_t min_bytes) {
 void segment_pool::drain() {
   std::vector<region> all;
   {
-    std::lock_guard lock(mutex_);
+    pool_lock lock(mutex_);
     all.swap(free_);
     pooled_.store(0, std::memory_order_relaxed);
   }
@@ -125,7 +152,7 @@ void segment_pool::drain() {
 }
 
 std::size_t segment_pool::pooled_regions() const {
-  std::lock_guard lock(mutex_);
+  pool_lock lock(mutex_);
   return free_.size();
 }
 
