@@ -90,12 +90,17 @@ if(ITO_HAVE_SPLIT_STACK)
 
   add_library(ito_split_stack INTERFACE)
   target_compile_options(ito_split_stack INTERFACE -fsplit-stack -fcf-protection=none)
-  # --wrap=_Unwind_Resume: every cleanup pad (any function with a destructor)
-  # calls it; ito's wrapper is split-stack code that checks for room itself, so
-  # its callers keep the plain check (src/split/morestack_x86_64.S).
+  # Non-split functions C++ code calls all the time (every cleanup pad calls
+  # _Unwind_Resume, every `new` operator new): ito's shims are split-stack code
+  # that checks for room itself, so their callers keep the plain check. The
+  # same list as the split_shim lines in src/split/morestack_x86_64.S (a
+  # mismatch fails the link).
+  set(ito_split_wrapped _Unwind_Resume __cxa_allocate_exception __cxa_free_exception
+    __cxa_throw __cxa_rethrow __cxa_begin_catch __cxa_end_catch
+    _Znwm _Znam _ZdlPv _ZdlPvm _ZdaPv _ZdaPvm malloc free)
+  list(TRANSFORM ito_split_wrapped PREPEND "-Wl,--wrap=")
   target_link_options(ito_split_stack INTERFACE -fsplit-stack -fuse-ld=${ito_split_linker}
-    -Wl,--split-stack-adjust-size=${ito_split_adjust_size} -Wl,-z,now
-    -Wl,--wrap=_Unwind_Resume)
+    -Wl,--split-stack-adjust-size=${ito_split_adjust_size} -Wl,-z,now ${ito_split_wrapped})
   # Whole: libstdc++ and libito reference pthread_create, which the driver wraps.
   target_link_libraries(ito_split_stack INTERFACE
     "$<LINK_LIBRARY:WHOLE_ARCHIVE,ito::split_runtime>" ito_split_static)

@@ -1,6 +1,7 @@
 // The cost of a call that crosses a segment boundary: __morestack, a segment
 // from the worker's hot-split cache, the call, and the way back. Compared with
 // the same call where the segment has room.
+#include <cstdlib>
 #include <cstring>
 
 #include "ito/thread.hpp"
@@ -21,6 +22,69 @@ namespace {
   volatile char frame[64];
   frame[0] = static_cast<char>(x);
   return frame[0];
+}
+
+// What a call into non-split code costs its (small-frame) split caller. The
+// linker sends every call of a caller of strlen through
+// __morestack_non_split; malloc and free are wrapped by ito's split-stack
+// shims (src/split/morestack_x86_64.S). The same calls through function
+// pointers, which the linker cannot see, are the floor: no check at all.
+std::size_t (*volatile g_strlen)(const char*) = &std::strlen;
+void* (*volatile g_malloc)(std::size_t) = &std::malloc;
+void (*volatile g_free)(void*) = &std::free;
+const char* volatile g_text = "ito";
+
+[[gnu::noinline]] std::size_t calls_strlen(const char* s) { return std::strlen(s); }
+[[gnu::noinline]] std::size_t calls_strlen_by_pointer(const char* s) { return g_strlen(s); }
+[[gnu::noinline]] int calls_malloc_free(int x) {
+  void* p = std::malloc(32);
+  do_not_optimize(p);
+  std::free(p);
+  return x;
+}
+[[gnu::noinline]] int calls_malloc_free_by_pointer(int x) {
+  void* p = g_malloc(32);
+  do_not_optimize(p);
+  g_free(p);
+  return x;
+}
+
+void time_calls(const common_flags& c, reporter& out, long long iters) {
+  struct one {
+    const char* name;
+    const char* note;
+    long long (*loop)(long long);
+  };
+  const one cases[] = {
+      {"strlen, caller goes through __morestack_non_split", "a non-split callee ito does not wrap",
+       [](long long n) { long long s = 0; for (long long i = 0; i < n; ++i) s += static_cast<long long>(calls_strlen(g_text)); return s; }},
+      {"strlen through a pointer (no check: the floor)", "invisible to the linker",
+       [](long long n) { long long s = 0; for (long long i = 0; i < n; ++i) s += static_cast<long long>(calls_strlen_by_pointer(g_text)); return s; }},
+      {"malloc+free through ito's split-stack shims", "--wrap=malloc,free",
+       [](long long n) { long long s = 0; for (long long i = 0; i < n; ++i) s += calls_malloc_free(static_cast<int>(i)); return s; }},
+      {"malloc+free through pointers (no check: the floor)", "invisible to the linker",
+       [](long long n) { long long s = 0; for (long long i = 0; i < n; ++i) s += calls_malloc_free_by_pointer(static_cast<int>(i)); return s; }},
+  };
+  for (const one& k : cases) {
+    result r;
+    r.bench = "non-split call";
+    r.group = "call";
+    r.impl = std::string("ito lazy, ") + k.name;
+    r.workers = 1;
+    r.ops = static_cast<double>(iters);
+    r.note = k.note;
+    measure(r, c.runs, [&] {
+      std::int64_t ns = 0;
+      run_under(ito::stack_policy::lazy, 1, 256 << 10, 0, [&] {
+        std::int64_t t0 = now_ns();
+        long long sum = k.loop(iters);
+        ns = now_ns() - t0;
+        do_not_optimize(sum);
+      });
+      return ns;
+    });
+    out.add(std::move(r));
+  }
 }
 
 }  // namespace
@@ -52,7 +116,8 @@ int crossing_command(args& a, const common_flags& c, reporter& out) {
       out.add(std::move(r));
     }
   }
-  out.print_table("segment-crossing call");
+  time_calls(c, out, iters);
+  out.print_table("segment-crossing calls, and calls from split code into non-split code");
   return 0;
 }
 

@@ -175,31 +175,54 @@ __morestack_non_split:
     .cfi_endproc
     .size   __morestack_non_split, .-__morestack_non_split
 
-/* Every cleanup pad calls _Unwind_Resume, and libgcc's is non-split code: a
- * small-frame function with a destructor would go through
- * __morestack_non_split on every call. ito::split_stack links with
- * --wrap=_Unwind_Resume, so those calls land here, in split-stack code, and
- * the room the unwinder needs (the adjust size) is checked only when it runs.
- * Without it, the segment switch below is a split prologue's: __morestack
- * calls what follows the `ret` on a new segment; the unwinder then leaves
- * that segment through __morestack's cleanup pad, as any exception does. */
-    .globl  __wrap__Unwind_Resume
-    .type   __wrap__Unwind_Resume, @function
-
+/* Split-stack shims for non-split functions that C++ code calls all the time.
+ * gold/lld send every call of a small-frame split function that calls
+ * non-split code through __morestack_non_split (a mispredicted return,
+ * ~8 ns), even when the call sits on a path that never runs: every cleanup
+ * pad calls _Unwind_Resume, every `new` calls operator new. ito::split_stack
+ * links with --wrap for each symbol below (cmake/split_stack.cmake, the same
+ * list), so those calls land here, in split-stack code, and the room the
+ * callee may need (the adjust size) is checked here, when it runs.
+ * Short of room, the shim is a split prologue: __morestack calls what follows
+ * the `ret` (the jump to the real function) on a new segment, and returns
+ * through that `ret`; an exception leaves through __morestack's cleanup pad.
+ * Only functions with register arguments (no stack arguments to copy), and
+ * none a signal handler may call (a handler on a sigaltstack must never
+ * reach __morestack): memcpy and friends stay unwrapped. */
+    .macro split_shim name
+    .globl  __wrap_\name
+    .type   __wrap_\name, @function
     .p2align 4
-__wrap__Unwind_Resume:
+__wrap_\name:
     .cfi_startproc
     leaq    -ADJUST_SIZE(%rsp), %r11
     cmpq    %fs:0x70, %r11
     jb      1f
-    jmp     __real__Unwind_Resume@PLT
+    jmp     __real_\name@PLT
 1:  movq    $ADJUST_SIZE, %r10
     xorl    %r11d, %r11d
     call    __morestack
     ret
-    jmp     __real__Unwind_Resume@PLT
+    jmp     __real_\name@PLT
     .cfi_endproc
-    .size   __wrap__Unwind_Resume, .-__wrap__Unwind_Resume
+    .size   __wrap_\name, .-__wrap_\name
+    .endm
+
+    split_shim _Unwind_Resume
+    split_shim __cxa_allocate_exception
+    split_shim __cxa_free_exception
+    split_shim __cxa_throw
+    split_shim __cxa_rethrow
+    split_shim __cxa_begin_catch
+    split_shim __cxa_end_catch
+    split_shim _Znwm                  /* operator new(size_t) */
+    split_shim _Znam                  /* operator new[](size_t) */
+    split_shim _ZdlPv                 /* operator delete(void*) */
+    split_shim _ZdlPvm                /* operator delete(void*, size_t) */
+    split_shim _ZdaPv                 /* operator delete[](void*) */
+    split_shim _ZdaPvm                /* operator delete[](void*, size_t) */
+    split_shim malloc
+    split_shim free
 
 /* -mcmodel=large passes both sizes in %r10: argument bytes in the high half. */
     .globl  __morestack_large_model

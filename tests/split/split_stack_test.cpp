@@ -302,6 +302,39 @@ TEST_P(split_exceptions, cleanup_pads_near_a_segment_bottom_get_room_to_unwind) 
   EXPECT_EQ(ito::join(u), 3001);
 }
 
+// malloc and operator new reach ito's split-stack shims, which check for the
+// callee's room when called: recursing to within 6 KiB of the limit (small
+// frames pass their prologue checks), the call itself gets a new segment.
+// Without the shim the caller's prologue would have taken it, before `before`.
+template <class Allocate>
+[[gnu::noinline]] void* allocate_near_the_bottom(std::uint64_t* taken, Allocate allocate) {
+  volatile char pad[64];
+  pad[0] = 1;
+  auto* sp = static_cast<char*>(__builtin_frame_address(0));
+  if (sp - limit_word() > 6 * 1024 + pad[0]) return allocate_near_the_bottom(taken, allocate);
+  std::uint64_t before = segments_used();
+  void* p = allocate();
+  *taken = segments_used() - before;
+  return p;
+}
+
+TEST_P(split_exceptions, malloc_and_new_near_a_segment_bottom_get_room_when_called) {
+  ito::runtime rt(policy(GetParam(), 1, 64 << 10));
+  auto u = ito::create_thread([] {
+    std::uint64_t taken = 0;
+    void* m = allocate_near_the_bottom(&taken, [] { return std::malloc(100); });
+    EXPECT_EQ(taken, 1u);
+    std::memset(m, 1, 100);
+    std::free(m);
+    char* n = static_cast<char*>(allocate_near_the_bottom(&taken, [] { return static_cast<void*>(new char[100]); }));
+    EXPECT_EQ(taken, 1u);
+    n[99] = 1;
+    delete[] n;
+    return 0;
+  });
+  EXPECT_EQ(ito::join(u), 0);
+}
+
 INSTANTIATE_TEST_SUITE_P(policies, split_exceptions,
                          ::testing::Values(stack_policy::lazy, stack_policy::fair_use),
                          [](const auto& info) {
