@@ -244,10 +244,8 @@ ult* place_descriptor(stack::stack_block s, stack_origin origin) {
 // Readies a descriptor for a new ULT: fresh id and generation, the frame
 // reserved below it.
 inline ult* prepare(worker* w, ult* u, std::size_t frame_bytes, void** frame) {
-  u->join_state.store(join_running, std::memory_order_relaxed);
-  ++u->generation;
+  renew(w, u);
   *reinterpret_cast<std::uint32_t*>(u->stack.hi - sizeof(std::uint64_t)) = u->generation;
-  u->id = (w->next_id++ << 10) | w->index;
   auto frame_top = reinterpret_cast<std::uintptr_t>(u);
   *frame = reinterpret_cast<void*>((frame_top - frame_bytes) & ~std::uintptr_t{15});
   u->frame = *frame;
@@ -325,10 +323,10 @@ void wait_finished(ult* child) {
 
 namespace {
 
-// release() for a ULT whose stack is not the pool's: split-stack segments, a
-// dedicated mapping or the caller's memory. None is put on the free list.
+// release() for a ULT whose stack is not the pool's: split-stack segments (the
+// descriptor goes to its own free list), a dedicated mapping or the caller's
+// memory.
 [[gnu::noinline]] void release_elsewhere(ult* u) {
-  u->join_state.store(join_released, std::memory_order_relaxed);
   if (u->on_segments()) return split::release(current_worker(), u);
 #if ITO_ASAN
   // The caller may reuse its memory: clear the redzones our frames left.
@@ -342,17 +340,17 @@ namespace {
 
 void release(ult* u) {
   if (u->frame_cleanup) u->frame_cleanup(u->frame);
-  if (u->stack_from != stack_origin::pool) [[unlikely]] return release_elsewhere(u);
-#if ITO_ASAN
-  // Frames of a finished ULT never returned; clear their redzones for reuse.
-  __asan_unpoison_memory_region(u->stack.lo, u->stack.size() - sizeof(std::uint64_t));
-#endif
   // Reset what allocate() does not set, so that reuse is cheap.
   u->join_state.store(join_released, std::memory_order_relaxed);
   u->frame_cleanup = nullptr;
   u->frame_catch = nullptr;
   u->exited = false;
   u->locals = nullptr;
+  if (u->stack_from != stack_origin::pool) [[unlikely]] return release_elsewhere(u);
+#if ITO_ASAN
+  // Frames of a finished ULT never returned; clear their redzones for reuse.
+  __asan_unpoison_memory_region(u->stack.lo, u->stack.size() - sizeof(std::uint64_t));
+#endif
   worker* w = current_worker();
   runtime_state* rt = g_runtime.load(std::memory_order_relaxed);
   if (w && w->rt == rt && w->free_count < worker::max_free_ults) [[likely]] {

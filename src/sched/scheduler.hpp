@@ -65,7 +65,14 @@ struct exit_unwind {
   void* value;
 };
 
-// --- Used by the worker loop and the runtime (internal) ---
+// --- Used by the worker loop, the runtime and the stack policies (internal) ---
+// Readies a descriptor for a new ULT: running, a new generation (C handles to
+// its previous life go stale) and a fresh id.
+inline void renew(worker* w, ult* u) noexcept {
+  u->join_state.store(join_running, std::memory_order_relaxed);
+  ++u->generation;
+  u->id = (w->next_id++ << 10) | w->index;
+}
 void set_current_worker(worker* w) noexcept;
 ult* pop_local_slow(worker* w) noexcept;
 void push_ready_slow(worker* w, ult* u, bool deque_was_empty) noexcept;

@@ -183,12 +183,15 @@ void orphan(worker* w, lent_region* c) noexcept {
 }
 
 // The caller stores rec->prev_limit in the live word when it is done.
-void leave_segment(worker* w, ult* u, ito::sched::split_frame* rec) noexcept {
+// Returns the part of the segment that can be used again (see rest_of).
+region leave_segment(worker* w, ult* u, ito::sched::split_frame* rec, void* seg_limit) noexcept {
+  bool lent_below = u->lent != nullptr;
   orphan(w, u->lent);
   u->lent = rec->prev_lent;
   u->cur_block = rec->prev_block;
   u->frames = rec->prev_frame;
   if (rec->allocas) [[unlikely]] free_allocas(rec->allocas);
+  return rest_of(rec->segment, lent_below, seg_limit);
 }
 
 [[gnu::noinline]] ult* new_chunk(std::size_t frame_bytes) {
@@ -243,9 +246,7 @@ ult* start_on_segment(ult* u, region r) noexcept {
 ult* allocate(worker* w, std::size_t frame_bytes, void** frame) {
   flush_deferred(w);
   ult* u = new_descriptor(w, frame_bytes);
-  u->join_state.store(join_running, std::memory_order_relaxed);
-  ++u->generation;
-  u->id = (w->next_id++ << 10) | w->index;
+  renew(w, u);
   u->frame = *frame = reinterpret_cast<char*>(u) + (sizeof(ult) + 63) / 64 * 64;
   u->frames = nullptr;
   u->allocas = nullptr;
@@ -339,10 +340,6 @@ void on_exit(worker* w, ult* self) noexcept {
 }
 
 void release(worker* w, ult* u) noexcept {
-  u->locals = nullptr;
-  u->frame_cleanup = nullptr;
-  u->frame_catch = nullptr;
-  u->exited = false;
   if (!u->big_chunk && w && w->free_count < worker::max_free_ults) [[likely]] {
     u->next = w->free_ults;
     w->free_ults = u;
@@ -425,9 +422,7 @@ extern "C" void ito_split_shrink(split_frame* rec, void* seg_limit) noexcept {
   using namespace ito::sched;
   worker* w = current_worker();
   void* limit = rec->prev_limit;
-  bool lent_below = w->current->lent != nullptr;
-  split::leave_segment(w, w->current, rec);
-  split::give_segment(w, split::rest_of(rec->segment, lent_below, seg_limit));
+  split::give_segment(w, split::leave_segment(w, w->current, rec, seg_limit));
   ito::arch::set_split_limit(limit);
 }
 
@@ -437,10 +432,9 @@ extern "C" void ito_split_unwind(split_frame* rec, void* seg_limit) noexcept {
   using namespace ito::sched;
   worker* w = current_worker();
   void* limit = rec->prev_limit;
-  bool lent_below = w->current->lent != nullptr;
-  split::leave_segment(w, w->current, rec);
+  ito::stack::region rest = split::leave_segment(w, w->current, rec, seg_limit);
   split::flush_deferred(w);
-  w->deferred_segment = split::rest_of(rec->segment, lent_below, seg_limit);
+  w->deferred_segment = rest;
   ito::arch::set_split_limit(limit);
 }
 
