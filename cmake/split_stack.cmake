@@ -72,21 +72,10 @@ if(ITO_HAVE_SPLIT_STACK)
   # split, libito's spawn/join path costs its split callers nothing. The
   # overflow signal handler runs on a sigaltstack the limit word knows nothing
   # of: it stays non-split (so does ult_main, marked no_split_stack).
-  add_library(ito_split_objects OBJECT ${ito_sources})
-  target_include_directories(ito_split_objects
-    PUBLIC $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/include> $<INSTALL_INTERFACE:include>
-    PRIVATE ${PROJECT_SOURCE_DIR}/src)
-  target_compile_options(ito_split_objects PRIVATE $<$<COMPILE_LANGUAGE:CXX>:${ito_warnings}>
-    -fsplit-stack -fcf-protection=none)
-  target_link_libraries(ito_split_objects PUBLIC Threads::Threads)
+  ito_add_objects(ito_split_objects -fsplit-stack -fcf-protection=none)
   set_source_files_properties(${PROJECT_SOURCE_DIR}/src/sched/overflow.cpp
     TARGET_DIRECTORY ito_split_objects PROPERTIES COMPILE_OPTIONS -fno-split-stack)
-  add_library(ito_split_static STATIC $<TARGET_OBJECTS:ito_split_objects>)
-  set_target_properties(ito_split_static PROPERTIES OUTPUT_NAME ito_split)
-  target_include_directories(ito_split_static PUBLIC
-    $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/include> $<INSTALL_INTERFACE:include>)
-  target_link_libraries(ito_split_static PUBLIC Threads::Threads)
-  target_compile_features(ito_split_static PUBLIC cxx_std_20)
+  ito_add_library(ito_split_static STATIC ito_split_objects ito_split)
 
   add_library(ito_split_stack INTERFACE)
   target_compile_options(ito_split_stack INTERFACE -fsplit-stack -fcf-protection=none)
