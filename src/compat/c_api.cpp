@@ -116,6 +116,8 @@ ito::stack_alloc c_stack_alloc(int v) {
 
 }  // namespace
 
+int ito::compat::find_ult(ito_ult_t handle, ult** out) noexcept { return decode(handle, out); }
+
 int ito::compat::create_ult(ito_ult_t* out, void* (*fn)(void*), void* arg, bool detached,
                             const stack_request& stack) {
   using ito::sched::stack_origin;

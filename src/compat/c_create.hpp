@@ -5,6 +5,10 @@
 
 #include "ito/ito.h"
 
+namespace ito::sched {
+struct ult;
+}
+
 namespace ito::compat {
 
 struct stack_request {
@@ -17,5 +21,9 @@ struct stack_request {
 // memory too small), EAGAIN (no memory for a dedicated stack).
 int create_ult(ito_ult_t* out, void* (*fn)(void*), void* arg, bool detached,
                const stack_request& stack);
+
+// The live ULT a handle names: 0, or ESRCH when there is none (null, joined,
+// reaped, or its stack reused since). Never dereferences freed memory.
+int find_ult(ito_ult_t handle, sched::ult** out) noexcept;
 
 }  // namespace ito::compat
