@@ -56,6 +56,10 @@ struct result_box<void> {
 [[noreturn]] void throw_invalid_future(const char* what);
 [[noreturn]] void throw_no_result();
 void detach_quietly(ult_id id) noexcept;  // a usage_error (runtime gone) is dropped
+// An exception that no join will ever see (its future was dropped): said on
+// stderr with its type and what(), then destroyed.
+void report_orphaned_exception(result_box<std::exception_ptr>* error,
+                               unsigned long long ult_id) noexcept;
 
 template <class F, class... Args>
 struct task_frame {
@@ -106,8 +110,11 @@ struct task_frame {
     self->error.emplace(std::current_exception());
     if constexpr (trivial) detail::set_own_cleanup(&cleanup);
   }
-  static void cleanup(void* p) noexcept {
+  // orphaned_id: the ULT's id when nobody joined it, else 0.
+  static void cleanup(void* p, unsigned long long orphaned_id) noexcept {
     auto* self = static_cast<task_frame*>(p);
+    if (orphaned_id && self->error.has) [[unlikely]]
+      detail::report_orphaned_exception(&self->error, orphaned_id);
     self->destroy_call();
     self->result.reset();
     self->error.reset();

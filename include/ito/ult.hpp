@@ -22,8 +22,11 @@ allocated_ult allocate(std::size_t size);
 // gets to it. An exception escaping func aborts the process.
 void fork(allocated_ult th, void (*func)(void*));
 // Waits for the ULT to end and frees it; the bytes at ptr are gone afterwards.
+// Of two racing join/detach calls on one id exactly one succeeds; the other
+// throws usage_error: EINVAL (detached, or being joined), ESRCH (joined),
+// EDEADLK (itself). A ULT made by create_thread belongs to its future: EINVAL.
 void join(ult_id id);
-// The ULT will free itself when it ends; it must not be joined.
+// The ULT will free itself when it ends; it must not be joined. Errors as join.
 void detach(ult_id id);
 // Lets other ULTs run. push_to_head: run after everything else on this worker,
 // and be the first to be stolen.
@@ -44,15 +47,18 @@ bool ult_finished(ult_id id) noexcept;
 void ult_wait(ult_id id);       // waits, does not free
 void ult_release(ult_id id);    // frees a finished, waited-for ULT
 bool ult_exited(ult_id id) noexcept;  // ended by exit()
+// Destroys what a ULT's frame holds when the ULT is freed; orphaned_id is the
+// ULT's id when nobody joined it (a stored exception is reported), else 0.
+using frame_cleanup_fn = void (*)(void* frame, unsigned long long orphaned_id);
 // Sets the running ULT's frame cleanup (a frame trivial to destroy has none
 // until its ULT stores an exception there).
-void set_own_cleanup(void (*cleanup)(void*)) noexcept;
+void set_own_cleanup(frame_cleanup_fn cleanup) noexcept;
 // create_thread's two halves: allocate (throws usage_error outside a ULT; the
 // cleanup destroys what the frame holds when the ULT is freed; on_exception
 // runs inside the ULT entry's handler when the body throws), then start.
 // Its id is only handed out after the start, which lets a child that ends
 // before anyone else could see it skip an atomic exchange.
-allocated_ult spawn_prepare(std::size_t size, void (*cleanup)(void*),
+allocated_ult spawn_prepare(std::size_t size, frame_cleanup_fn cleanup,
                             void (*on_exception)(void* frame, bool exiting));
 void spawn_start(allocated_ult th, void (*func)(void*)) noexcept;
 }  // namespace detail

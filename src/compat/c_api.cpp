@@ -1,14 +1,10 @@
 // The C API (include/ito/ito.h) on the internal scheduler. Every entry point
 // catches everything and returns a POSIX code; only ito_exit unwinds, on purpose.
 //
-// A handle packs the ULT descriptor's address (below 2^48; descriptors made by
-// sched::allocate are 64-byte aligned) with the low 16 bits of the descriptor's
-// generation in bits 48-63. A descriptor lives at a fixed place at the top of
-// its stack and pool stacks are never unmapped while the runtime lives, so
-// reading through a stale handle is safe; the generation tells whether the
-// stack has been reused by another ULT since, and join_state whether it was
-// joined. (A ULT on a caller's stack, pthread_attr_setstack, is the exception,
-// as in NPTL: its handle dies with the caller's memory.)
+// A handle is a slot of sched's handle table (sched/handles.hpp) and its reuse
+// count: a stale one is recognised in the table, without reading the memory
+// of the ULT it named. Joining or detaching first claims the handle in the
+// table, so of two racing calls only one ever touches the ULT.
 #include "ito/ito.h"
 
 #include <cerrno>
@@ -22,15 +18,13 @@
 #include "ito/error.hpp"
 #include "ito/options.hpp"
 #include "compat/c_create.hpp"
+#include "sched/handles.hpp"
 #include "sched/runtime_control.hpp"
 #include "sched/scheduler.hpp"
 
 namespace {
 
 using ito::sched::ult;
-
-constexpr int handle_shift = 48;
-constexpr std::uint64_t address_mask = (std::uint64_t{1} << handle_shift) - 1;
 
 // The runtime ito_init started (null when the C API started none).
 std::atomic<ito::sched::runtime_state*> g_c_runtime{nullptr};
@@ -53,27 +47,21 @@ void c_body(void* p) {
   }
 }
 
-ito_ult_t encode(const ult* u) noexcept {
-  auto address = reinterpret_cast<std::uintptr_t>(u);
-  return static_cast<std::uint64_t>(address) |
-         (static_cast<std::uint64_t>(u->generation & 0xFFFFu) << handle_shift);
-}
-
-bool is_main_ult(const ult* u) noexcept {
-  ito::sched::runtime_state* rt = ito::sched::g_runtime.load(std::memory_order_acquire);
-  return rt && u == &rt->main_ult;
-}
+namespace handles = ito::sched::handles;
 
 // Finds the live ULT a handle names; ESRCH when there is none (any more).
 int decode(ito_ult_t h, ult** out) noexcept {
-  std::uintptr_t address = static_cast<std::uintptr_t>(h & address_mask);
-  if (address == 0) return ESRCH;
-  auto* u = reinterpret_cast<ult*>(address);
-  // Descriptors from sched::allocate are 64-byte aligned; the main ULT's is not.
-  if ((address & 63) != 0 && !is_main_ult(u)) return ESRCH;
-  if ((u->generation & 0xFFFFu) != (h >> handle_shift)) return ESRCH;  // stack reused since
-  if (u->join_state.load(std::memory_order_acquire) == ito::sched::join_released) return ESRCH;
+  ult* u = handles::find(h);
+  if (!u) return ESRCH;
   *out = u;
+  return 0;
+}
+
+// Why a claimed ULT cannot be joined or detached through its handle (0 if it can).
+int not_claimable(const ult* u, const ult* self) noexcept {
+  if (u == self) return EDEADLK;
+  // The main ULT never ends as a ULT does; a future owns create_thread's ULTs.
+  if (u->bound || u->has_future) return EINVAL;
   return 0;
 }
 
@@ -142,14 +130,13 @@ int ito::compat::create_ult(ito_ult_t* out, void* (*fn)(void*), void* arg, bool 
   } else {
     u = ito::sched::allocate(sizeof(c_frame), &frame_bytes);
   }
-  if ((reinterpret_cast<std::uintptr_t>(u) >> (handle_shift - 1)) != 0) {
-    // Never on x86-64 Linux unless a program maps memory above 128 TiB itself.
+  ito_ult_t handle = handles::of(u);
+  if (handle == 0) {  // 16M handles live
     ito::sched::release(u);
     return EAGAIN;
   }
-  auto* f = ::new (frame_bytes) c_frame{fn, arg, nullptr};
-  (void)f;
-  if (out) *out = encode(u);       // an identifier only, if detached
+  ::new (frame_bytes) c_frame{fn, arg, nullptr};
+  if (out) *out = handle;          // an identifier only, if detached
   if (detached) ito::sched::detach(u);  // not started yet: only marks it
   ito::sched::fork(u, &c_body);
   return 0;
@@ -221,13 +208,14 @@ int ito_join(ito_ult_t handle, void** retval) {
   try {
     ult* self = ito::sched::current_ult();
     if (!self) return EPERM;
-    ult* u = nullptr;
-    if (int e = decode(handle, &u)) return e;
-    if (u == self) return EDEADLK;
-    if (u->bound) return EINVAL;  // the main ULT: it never ends as a ULT does
-    std::uintptr_t s = u->join_state.load(std::memory_order_acquire);
-    if (s == ito::sched::join_detached || ito::sched::is_joiner(s)) return EINVAL;
-    if (s != ito::sched::join_finished) ito::sched::wait_finished(u);
+    if (handles::find(handle) == self) return EDEADLK;  // compared, not read
+    int e = 0;
+    ult* u = handles::claim(handle, &e);
+    if (!u) return e;
+    if ((e = not_claimable(u, self)) || (e = ito::sched::join_claim(u))) {
+      handles::unclaim(handle);
+      return e;
+    }
     void* value = nullptr;
     if (u->exited) value = u->exit_value;
     else if (u->body == &c_body) value = static_cast<c_frame*>(u->frame)->result;
@@ -242,10 +230,11 @@ int ito_join(ito_ult_t handle, void** retval) {
 int ito_detach(ito_ult_t handle) {
   try {
     if (!ito::sched::g_runtime.load(std::memory_order_acquire)) return EPERM;
-    ult* u = nullptr;
-    if (int e = decode(handle, &u)) return e;
-    if (u->bound) return EINVAL;
-    return ito::sched::detach(u);  // EINVAL: already detached or being joined
+    int e = 0;
+    ult* u = handles::claim(handle, &e);
+    if (!u) return e;  // ESRCH: gone; EINVAL: detached or being joined
+    if ((e = not_claimable(u, nullptr)) || (e = ito::sched::detach(u))) handles::unclaim(handle);
+    return e;
   } catch (...) {
     return code_of_current_exception();
   }
@@ -281,7 +270,7 @@ ito_ult_t ito_self(void) {
   // out; this handle may reach a joiner or detacher first, so its end must be
   // published with the full atomic exchange.
   u->id_was_public = true;
-  return encode(u);
+  return handles::of(u);
 }
 
 void ito_exit(void* retval) {

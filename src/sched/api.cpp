@@ -1,5 +1,11 @@
 // The C++ API's non-template parts: seed 003's low-level calls, checked.
+#include <cxxabi.h>
+
+#include <atomic>
 #include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
 #include <string>
 
 #include "ito/error.hpp"
@@ -16,28 +22,36 @@ void require_ult(const char* function) {
   if (!sched::current_ult()) detail::throw_outside_ult(function);
 }
 
-// Throws the error that makes `id` not joinable (if any; cold).
-[[gnu::noinline, gnu::cold]] void throw_if_not_joinable(ult_id id, const char* function) {
-  if (!id.p) throw usage_error(EINVAL, std::string(function) + ": null ULT id");
-  auto s = as_ult(id)->join_state.load(std::memory_order_acquire);
-  if (s == sched::join_detached)
-    throw usage_error(EINVAL, std::string(function) + ": the ULT is detached");
-  if (s == sched::join_released)
-    throw usage_error(ESRCH, std::string(function) + ": the ULT was already joined");
-  if (sched::is_joiner(s))
-    throw usage_error(EINVAL, std::string(function) + ": another ULT is already joining it");
-  if (as_ult(id) == sched::current_ult())
-    throw usage_error(EDEADLK, std::string(function) + ": a ULT cannot join itself");
+// What a join/detach error code means, for a usage_error.
+[[gnu::noinline, gnu::cold]] void throw_join_error(int code, const char* function) {
+  const char* why = code == ESRCH     ? "the ULT was already joined (or reaped after detach)"
+                    : code == EDEADLK ? "a ULT cannot join itself"
+                                      : "the ULT is detached or another ULT is joining it";
+  throw usage_error(code, std::string(function) + ": " + why);
 }
 
-// Validates a handle before join/detach. The common case calls no libstdc++
-// (see rethrow_stored in thread.hpp).
+// A future's ULT, whose owner (the future) is its only possible joiner. A
+// second owner can only come from a moved-from or shared future: a usage
+// error caught here instead of a corrupted join.
 inline void require_joinable(ult_id id, const char* function) {
-  if (!id.p) [[unlikely]] return throw_if_not_joinable(id, function);
+  if (!id.p) [[unlikely]] throw usage_error(EINVAL, std::string(function) + ": null ULT id");
   auto s = as_ult(id)->join_state.load(std::memory_order_acquire);
-  if ((s != sched::join_running && s != sched::join_finished) || as_ult(id) == sched::current_ult())
-    [[unlikely]] throw_if_not_joinable(id, function);
+  if (s == sched::join_released || sched::is_joiner(s) || s == sched::join_detached) [[unlikely]]
+    throw_join_error(s == sched::join_released ? ESRCH : EINVAL, function);
+  if (as_ult(id) == sched::current_ult()) [[unlikely]] throw_join_error(EDEADLK, function);
 }
+
+// For the id-based calls: a ULT that a future owns cannot be joined or
+// detached behind the future's back.
+void require_no_future(ult_id id, const char* function) {
+  if (!id.p) throw usage_error(EINVAL, std::string(function) + ": null ULT id");
+  if (as_ult(id)->has_future)
+    throw usage_error(EINVAL, std::string(function) +
+                                  ": the ULT was made by create_thread; join its future instead");
+}
+
+constexpr unsigned long shown_orphaned_exceptions = 16;
+std::atomic<unsigned long> g_orphaned_exceptions{0};
 
 }  // namespace
 
@@ -50,7 +64,7 @@ void throw_outside_ult(const char* function) {
 }
 
 bool ult_finished(ult_id id) noexcept {
-  return as_ult(id)->join_state.load(std::memory_order_acquire) == sched::join_finished;
+  return sched::has_ended(as_ult(id)->join_state.load(std::memory_order_acquire));
 }
 
 void ult_wait(ult_id id) {
@@ -64,11 +78,11 @@ void ult_release(ult_id id) { sched::release(as_ult(id)); }
 
 bool ult_exited(ult_id id) noexcept { return as_ult(id)->exited; }
 
-void set_own_cleanup(void (*cleanup)(void*)) noexcept {
+void set_own_cleanup(frame_cleanup_fn cleanup) noexcept {
   sched::current_ult()->frame_cleanup = cleanup;
 }
 
-allocated_ult spawn_prepare(std::size_t size, void (*cleanup)(void*),
+allocated_ult spawn_prepare(std::size_t size, frame_cleanup_fn cleanup,
                             void (*on_exception)(void*, bool)) {
   // A worker's scheduler stack (a flow node's body) may spawn too: fork then
   // queues the child instead of switching to it.
@@ -78,6 +92,7 @@ allocated_ult spawn_prepare(std::size_t size, void (*cleanup)(void*),
   sched::ult* u = sched::allocate(size, &frame);
   u->frame_cleanup = cleanup;
   u->frame_catch = on_exception;
+  u->has_future = true;
   return {ult_id{u}, frame};
 }
 
@@ -97,11 +112,31 @@ void throw_no_result() {
 }
 
 void detach_quietly(ult_id id) noexcept {
+  // The runtime gone means the ULT is gone with it: nothing is left to free.
+  if (sched::g_runtime.load(std::memory_order_acquire)) sched::detach(as_ult(id));
+}
+
+void report_orphaned_exception(result_box<std::exception_ptr>* error,
+                               unsigned long long ult_id) noexcept {
+  unsigned long n = g_orphaned_exceptions.fetch_add(1, std::memory_order_relaxed) + 1;
+  if (n > shown_orphaned_exceptions) return;
+  std::string what;
+  const char* type = "unknown type";
   try {
-    detach(id);
-  } catch (const usage_error&) {
-    // The runtime is gone, and the ULT with it: nothing is left to free.
+    std::rethrow_exception(error->take());
+  } catch (const std::exception& e) {
+    what = std::string(": ") + e.what();
+    type = abi::__cxa_current_exception_type()->name();
+  } catch (...) {
+    if (std::type_info* t = abi::__cxa_current_exception_type()) type = t->name();
   }
+  int status = -1;
+  char* demangled = abi::__cxa_demangle(type, nullptr, nullptr, &status);
+  std::fprintf(stderr, "ito: an exception escaped ULT %llu, whose future was dropped: %s%s\n",
+               ult_id, status == 0 ? demangled : type, what.c_str());
+  std::free(demangled);
+  if (n == shown_orphaned_exceptions)
+    std::fprintf(stderr, "ito: more such exceptions are counted, and the count is said at exit\n");
 }
 
 }  // namespace detail
@@ -120,16 +155,17 @@ void fork(allocated_ult th, void (*func)(void*)) {
 }
 
 void join(ult_id id) {
-  detail::ult_wait(id);
+  require_ult("ito::join");
+  require_no_future(id, "ito::join");
+  if (int e = sched::join_claim(as_ult(id))) throw_join_error(e, "ito::join");
   sched::release(as_ult(id));
 }
 
 void detach(ult_id id) {
   if (!sched::g_runtime.load(std::memory_order_acquire))
     throw usage_error(EPERM, "ito::detach: the runtime is not running");
-  if (!id.p) throw usage_error(EINVAL, "ito::detach: null ULT id");
-  if (sched::detach(as_ult(id)) != 0)
-    throw usage_error(EINVAL, "ito::detach: the ULT is already detached or being joined");
+  require_no_future(id, "ito::detach");
+  if (int e = sched::detach(as_ult(id))) throw_join_error(e, "ito::detach");
 }
 
 void yield(bool push_to_head) {
@@ -155,3 +191,13 @@ void sleep_for_ns(long long nanoseconds) {
 }
 
 }  // namespace ito
+
+namespace ito::sched {
+
+void report_orphaned_exception_count() noexcept {
+  unsigned long n = g_orphaned_exceptions.exchange(0, std::memory_order_relaxed);
+  if (n > shown_orphaned_exceptions)
+    std::fprintf(stderr, "ito: %lu exceptions escaped detached ULTs (futures dropped unjoined)\n", n);
+}
+
+}  // namespace ito::sched

@@ -6,6 +6,8 @@
 #include <signal.h>
 #include <sys/mman.h>
 
+#include <cxxabi.h>
+
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -13,6 +15,7 @@
 
 #include "arch/context.hpp"
 #include "ito/error.hpp"
+#include "sched/handles.hpp"
 #include "sched/idle.hpp"
 #include "sched/overflow.hpp"
 #include "sched/runtime_control.hpp"
@@ -43,6 +46,7 @@ void pin_to_allowed_cpu(unsigned index) {
 
 void enter_worker_thread(worker* w) {
   set_current_worker(w);
+  w->eh = reinterpret_cast<eh_state*>(abi::__cxa_get_globals());
   // glibc leaves the split-stack limit word of a reused thread block as it was:
   // start with none (split-stack code on the scheduler stack never grows).
   arch::set_split_limit(nullptr);
@@ -182,6 +186,8 @@ void stop_runtime(runtime_state* rt) {
     split::drain(w.get());
   }
   rt->segments.drain();
+  handles::drop_all();  // handles to ULTs never joined die with the runtime
+  report_orphaned_exception_count();
   g_runtime.store(nullptr, std::memory_order_release);
   delete rt;
 }

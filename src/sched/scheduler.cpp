@@ -10,6 +10,7 @@
 #include <new>
 
 #include "arch/context.hpp"
+#include "sched/handles.hpp"
 #include "sched/idle.hpp"
 #include "sched/split_stack.hpp"
 
@@ -41,6 +42,7 @@ inline void switch_to(worker* w, ult* prev, ult* next, arch::on_top_fn hook, voi
   void* load = next ? next->sp : w->scheduler_sp;
   arch::sanitizer_fiber& from = prev ? prev->fiber : w->scheduler_fiber;
   arch::sanitizer_fiber& to = next ? next->fiber : w->scheduler_fiber;
+  switch_eh(w, prev ? prev->eh : w->scheduler_eh, next ? next->eh : w->scheduler_eh);
   w->current = next;
   if (next) ++next->resumes;
   arch::sanitizer_before_switch(from, to, prev_dies);
@@ -70,6 +72,32 @@ void* hook_suspend(void* self) noexcept {
   return nullptr;
 }
 
+// Non-split even in libito's split-stack build (see its definition).
+__attribute__((no_split_stack)) ito_exit_switch ult_main(void* data) noexcept;
+
+// A detached ULT's frame holds a result or an exception whose destructor may
+// block (lock an ito::mutex): it runs as a ULT, never in a switch hook.
+void clean_orphaned_frame(void*) {
+  ult* self = current_ult();
+  auto cleanup = self->frame_cleanup;
+  self->frame_cleanup = nullptr;
+  cleanup(self->frame, self->id);
+}
+
+// The exit hook found its ULT detached with its frame still to clean (it was
+// detached between ult_main's check and its end): run the cleanup as a new
+// ULT on the same stack, which the finished one has just left.
+void clean_frame_on_own_stack(worker* w, ult* self) noexcept {
+  if (self->on_segments()) return release(self, true);  // its stack is given away already
+  self->join_state.store(join_detached, std::memory_order_relaxed);
+  self->body = &clean_orphaned_frame;
+  self->parent = nullptr;  // never a quick resume: its end must be published
+  self->id_was_public = true;
+  self->sp = arch::make_context(self->frame, &ult_main, self);
+  worker_stats::bump(w->stats.spawns);  // it will finish once more
+  push_ready(w, self);
+}
+
 }  // namespace
 
 // The finished ULT is off its stack now: only from here on may anyone free it.
@@ -84,9 +112,12 @@ extern "C" void* ito_ult_exit_hook(void* p) noexcept {
     self->join_state.store(join_finished, std::memory_order_release);
     return nullptr;
   }
-  std::uintptr_t old = self->join_state.exchange(join_finished, std::memory_order_acq_rel);
+  // One fetch_or publishes the end whatever the state: a joiner sees its own
+  // address with the ended bit and knows it owns the ULT.
+  std::uintptr_t old = self->join_state.fetch_or(join_ended_bit, std::memory_order_acq_rel);
   if (old == join_detached) {
-    release(self);
+    if (self->frame_cleanup) [[unlikely]] clean_frame_on_own_stack(w, self);
+    else release(self, true);
   } else if (is_joiner(old)) {
     auto* joiner = reinterpret_cast<ult*>(old);
     if (joiner != w->current) push_ready(w, joiner);
@@ -96,13 +127,16 @@ extern "C" void* ito_ult_exit_hook(void* p) noexcept {
 
 namespace {
 
+// Registers the joiner once its context is saved. If the target is no longer
+// running (it ended, or another joiner or a detacher came first) the joiner
+// resumes at once and looks again.
 void* hook_register_joiner(void* p) noexcept {
   auto* self = static_cast<ult*>(p);
   std::uintptr_t expected = join_running;
   if (!self->join_target->join_state.compare_exchange_strong(
           expected, reinterpret_cast<std::uintptr_t>(self), std::memory_order_acq_rel,
           std::memory_order_acquire)) {
-    push_ready(current_worker(), self);  // it finished meanwhile
+    push_ready(current_worker(), self);
   }
   return nullptr;
 }
@@ -142,6 +176,8 @@ ito_exit_switch finish(ult* self) noexcept {
         tag = quick_resume_tag;
     }
   }
+  // self has no exception state left (its handlers are over): nothing to save.
+  *w->eh = next ? next->eh : w->scheduler_eh;
   w->current = next;
   if (next) ++next->resumes;
   return {next ? next->sp : w->scheduler_sp,
@@ -151,7 +187,7 @@ ito_exit_switch finish(ult* self) noexcept {
 // Non-split even in libito's split-stack build: its handlers call libstdc++,
 // which would send every split-stack call of it through __morestack_non_split.
 // It runs at the top of a fresh stack or region, where there is room.
-__attribute__((no_split_stack)) ito_exit_switch ult_main(void* data) noexcept;
+// (Declared no_split_stack above.)
 ito_exit_switch ult_main(void* data) noexcept {
   auto* self = static_cast<ult*>(data);
   arch::sanitizer_after_switch(self->fiber);
@@ -168,6 +204,11 @@ ito_exit_switch ult_main(void* data) noexcept {
     self->frame_catch(self->frame, false);
   }
   if (self->locals && g_destroy_locals) g_destroy_locals(self);
+  // Already detached: destroy the result (or report the exception) here, on
+  // our own stack, where its destructors may block.
+  if (self->frame_cleanup &&
+      self->join_state.load(std::memory_order_acquire) == join_detached) [[unlikely]]
+    clean_orphaned_frame(self->frame);
   if (self->on_segments()) [[unlikely]] split::on_finish(self);
   ito_exit_switch exit = finish(self);
   worker* w = current_worker();
@@ -220,13 +261,10 @@ void push_ready_slow(worker* w, ult* u, bool deque_was_empty) noexcept {
 
 namespace {
 
-// A descriptor at the top of stack `s`. The top word of every stack counts its
-// reuses (for stale C handles); it outlives the descriptor below it.
+// A descriptor at the top of stack `s`.
 ult* place_descriptor(stack::stack_block s, stack_origin origin) {
-  auto* generation = reinterpret_cast<std::uint32_t*>(s.hi - sizeof(std::uint64_t));
-  auto top = reinterpret_cast<std::uintptr_t>(generation);
+  auto top = reinterpret_cast<std::uintptr_t>(s.hi - sizeof(std::uint64_t));
   auto* u = new (reinterpret_cast<void*>((top - sizeof(ult)) & ~std::uintptr_t{63})) ult;
-  u->generation = *generation;
   u->stack = s;
   u->stack_from = origin;
   // The sanitizer fiber stays with the descriptor while it is reused (TSan's
@@ -241,11 +279,9 @@ ult* place_descriptor(stack::stack_block s, stack_origin origin) {
   return place_descriptor(s, stack_origin::pool);
 }
 
-// Readies a descriptor for a new ULT: fresh id and generation, the frame
-// reserved below it.
+// Readies a descriptor for a new ULT: a fresh id, the frame reserved below it.
 inline ult* prepare(worker* w, ult* u, std::size_t frame_bytes, void** frame) {
   renew(w, u);
-  *reinterpret_cast<std::uint32_t*>(u->stack.hi - sizeof(std::uint64_t)) = u->generation;
   auto frame_top = reinterpret_cast<std::uintptr_t>(u);
   *frame = reinterpret_cast<void*>((frame_top - frame_bytes) & ~std::uintptr_t{15});
   u->frame = *frame;
@@ -275,8 +311,6 @@ ult* allocate(std::size_t frame_bytes, void** frame) {
 ult* allocate_on(stack::stack_block s, stack_origin origin, std::size_t frame_bytes,
                  void** frame) {
   worker* w = current_worker();
-  // A caller's memory holds no generation word of ours yet.
-  if (origin == stack_origin::caller) *reinterpret_cast<std::uint64_t*>(s.hi - 8) = 0;
   return prepare(w, place_descriptor(s, origin), frame_bytes, frame);
 }
 
@@ -300,6 +334,7 @@ void fork(ult* child, void (*body)(void*), bool id_was_public) noexcept {
   }
   // Child first: the parent is pushed (by the hook, once its context is saved)
   // and the child starts at once on its own stack.
+  switch_eh(w, parent->eh, child->eh);  // the child starts with none
   w->current = child;
   ++child->resumes;
   arch::sanitizer_before_switch(parent->fiber, child->fiber, false);
@@ -313,12 +348,42 @@ void fork(ult* child, void (*body)(void*), bool id_was_public) noexcept {
   arch::sanitizer_after_switch(parent->fiber);
 }
 
-void wait_finished(ult* child) {
-  if (child->join_state.load(std::memory_order_acquire) == join_finished) return;
-  worker* w = current_worker();
-  ult* self = w->current;
+namespace {
+
+// Switches away and registers as child's joiner; resumes when child has ended,
+// or at once if the registration failed (the caller looks again).
+void wait_as_joiner(worker* w, ult* self, ult* child) {
   self->join_target = child;
   switch_to(w, self, next_local(w, ++w->picks_since_poll), &hook_register_joiner, self);
+}
+
+}  // namespace
+
+void wait_finished(ult* child) {
+  if (has_ended(child->join_state.load(std::memory_order_acquire))) return;
+  worker* w = current_worker();
+  wait_as_joiner(w, w->current, child);
+}
+
+int join_claim(ult* child) {
+  worker* w = current_worker();
+  ult* self = w->current;
+  if (child == self) return EDEADLK;
+  const std::uintptr_t mine = reinterpret_cast<std::uintptr_t>(self) | join_ended_bit;
+  std::uintptr_t s = child->join_state.load(std::memory_order_acquire);
+  for (;;) {
+    if (s == mine) return 0;  // it ended while we were its joiner
+    if (s == join_finished) {
+      if (child->join_state.compare_exchange_weak(s, join_released, std::memory_order_acq_rel,
+                                                  std::memory_order_acquire))
+        return 0;
+    } else if (s == join_running) {
+      wait_as_joiner(w, self, child);
+      s = child->join_state.load(std::memory_order_acquire);
+    } else {
+      return s == join_released ? ESRCH : EINVAL;
+    }
+  }
 }
 
 namespace {
@@ -338,13 +403,15 @@ namespace {
 
 }  // namespace
 
-void release(ult* u) {
-  if (u->frame_cleanup) u->frame_cleanup(u->frame);
+void release(ult* u, bool orphaned) {
+  if (u->frame_cleanup) u->frame_cleanup(u->frame, orphaned ? u->id : 0);
+  if (u->handle) [[unlikely]] handles::drop(u);
   // Reset what allocate() does not set, so that reuse is cheap.
   u->join_state.store(join_released, std::memory_order_relaxed);
   u->frame_cleanup = nullptr;
   u->frame_catch = nullptr;
   u->exited = false;
+  u->has_future = false;
   u->locals = nullptr;
   if (u->stack_from != stack_origin::pool) [[unlikely]] return release_elsewhere(u);
 #if ITO_ASAN
@@ -367,16 +434,22 @@ void release(ult* u) {
 }
 
 int detach(ult* child) {
-  std::uintptr_t expected = join_running;
-  if (child->join_state.compare_exchange_strong(expected, join_detached,
-                                                std::memory_order_acq_rel)) {
-    return 0;
+  std::uintptr_t s = child->join_state.load(std::memory_order_acquire);
+  for (;;) {
+    if (s == join_running) {
+      if (child->join_state.compare_exchange_weak(s, join_detached, std::memory_order_acq_rel,
+                                                  std::memory_order_acquire))
+        return 0;
+    } else if (s == join_finished) {
+      if (child->join_state.compare_exchange_weak(s, join_released, std::memory_order_acq_rel,
+                                                  std::memory_order_acquire)) {
+        release(child, true);
+        return 0;
+      }
+    } else {
+      return s == join_released ? ESRCH : EINVAL;
+    }
   }
-  if (expected == join_finished) {
-    release(child);
-    return 0;
-  }
-  return EINVAL;
 }
 
 void yield(bool push_to_head) {

@@ -38,11 +38,18 @@ ult* allocate_on(stack::stack_block s, stack_origin origin, std::size_t frame_by
 // id_was_public: others may know the child's id before fork returns, so its
 // end must always be published with an atomic exchange.
 void fork(ult* child, void (*body)(void*), bool id_was_public = true) noexcept;
-// Waits until `child` has finished. Precondition: not detached, no other joiner.
+// Waits until `child` has finished, for its only possible joiner (the owner
+// of its future). Others use join_claim.
 void wait_finished(ult* child);
+// Claims `child` for joining and waits for its end. 0: the caller owns it
+// (read its results, then release it); EINVAL: detached or another joiner
+// has it; ESRCH: already joined or reaped; EDEADLK: the caller itself.
+int join_claim(ult* child);
 // Gives a finished ULT's stack back; the descriptor is dead afterwards.
-void release(ult* child);
-// Returns 0, or EINVAL if it is already detached or being joined.
+// `orphaned`: nobody joined it (a stored exception is reported).
+void release(ult* child, bool orphaned = false);
+// 0 (it frees itself when it ends, or now if it has), EINVAL if it is already
+// detached or being joined, ESRCH if it was joined or reaped.
 int detach(ult* child);
 void yield(bool push_to_head);
 
@@ -66,12 +73,17 @@ struct exit_unwind {
 };
 
 // --- Used by the worker loop, the runtime and the stack policies (internal) ---
-// Readies a descriptor for a new ULT: running, a new generation (C handles to
-// its previous life go stale) and a fresh id.
+// Readies a descriptor for a new ULT: running, no exception state, a fresh id.
 inline void renew(worker* w, ult* u) noexcept {
   u->join_state.store(join_running, std::memory_order_relaxed);
-  ++u->generation;
+  u->eh = {};
   u->id = (w->next_id++ << 10) | w->index;
+}
+// Hands the OS thread's C++ exception globals from the context leaving
+// (saved into `out`) to the one arriving (`in`).
+inline void switch_eh(worker* w, eh_state& out, const eh_state& in) noexcept {
+  out = *w->eh;
+  *w->eh = in;
 }
 void set_current_worker(worker* w) noexcept;
 ult* pop_local_slow(worker* w) noexcept;
@@ -111,6 +123,10 @@ void scheduler_loop(worker* w);
 // Set by the ULT-local keys module: runs key destructors of a ULT that set any
 // (u->locals != null), on its own stack, just before it finishes.
 extern void (*g_destroy_locals)(ult* u);
+
+// Says how many exceptions escaped detached ULTs, if more than were shown
+// one by one (at runtime stop); resets the count.
+void report_orphaned_exception_count() noexcept;
 
 // Called when a running ULT is seen outside a ULT or with a dead handle.
 [[noreturn]] void fatal(const char* message);

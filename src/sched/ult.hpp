@@ -31,12 +31,31 @@ struct alignas(64) lent_region {
   stack::segment_block* block = nullptr;
 };
 
-// join_state holds one of these, or the address of the ULT waiting to join.
+// join_state: who may free a ULT, and whether it has ended. Bit 0 is the
+// "ended" bit, set by one fetch_or when the ULT leaves its stack; the rest says
+// who owns it. Every transition out of running or finished is a CAS, so of two
+// racing joiners or detachers exactly one wins.
+//   running           0      nobody has claimed it
+//   finished          1      ended, unclaimed: the first CAS to released owns it
+//   detached          2      it frees itself when it ends (state 3 meanwhile)
+//   released          4      joined, reaped or claimed: the handle is dead
+//   joiner address    J      J waits for it (J is 8-aligned, > released)
+//   J | finished      J+1    ended while J waited: J owns it
 inline constexpr std::uintptr_t join_running = 0;
 inline constexpr std::uintptr_t join_finished = 1;
 inline constexpr std::uintptr_t join_detached = 2;
-inline constexpr std::uintptr_t join_released = 3;  // joined (or reaped): the handle is dead
-inline bool is_joiner(std::uintptr_t s) noexcept { return s > join_released; }
+inline constexpr std::uintptr_t join_released = 4;
+inline constexpr std::uintptr_t join_ended_bit = 1;
+inline bool is_joiner(std::uintptr_t s) noexcept { return s > join_released && !(s & join_ended_bit); }
+inline bool has_ended(std::uintptr_t s) noexcept { return (s & join_ended_bit) != 0; }
+
+// The C++ exception globals of libstdc++ (__cxa_eh_globals: the caught-
+// exception stack and the uncaught count), kept per ULT and swapped into the
+// worker's OS thread at every switch.
+struct eh_state {
+  void* caught = nullptr;
+  std::uint64_t uncaught = 0;  // an unsigned int, and the struct's padding
+};
 
 // Where a ULT's stack came from, hence where it goes back at release.
 enum class stack_origin : unsigned char {
@@ -52,14 +71,16 @@ struct ult {
   std::atomic<std::uintptr_t> join_state{join_running};
   void (*body)(void*) = nullptr;  // what fork runs
   void* frame = nullptr;          // fork's argument: the bytes reserved at the top of the stack
-  void (*frame_cleanup)(void*) = nullptr;  // destroys what the frame still holds, at release
+  // Destroys what the frame still holds, at release. orphaned_id: the ULT's
+  // id when nobody joined it (a stored exception is reported), else 0.
+  void (*frame_cleanup)(void* frame, unsigned long long orphaned_id) = nullptr;
   void (*frame_catch)(void*, bool) = nullptr;  // takes what the body threw (else: fatal)
   stack::stack_block stack;       // empty for a ULT adopted from an OS thread
   worker* bound = nullptr;        // runs only on this worker (the main ULT), or null
   std::uint64_t id = 0;
-  std::uint32_t generation = 0;   // bumped each time the stack is reused; checks C handles
   bool exited = false;            // ended by exit() rather than by returning
   bool id_was_public = false;     // others could know the id before fork returned
+  bool has_future = false;        // owned by an ito::future: no handle may join or detach it
   stack_origin stack_from = stack_origin::pool;
   std::uint32_t resumes = 0;      // bumped whenever this ULT is switched to
   std::uint32_t parent_resumes = 0;  // parent->resumes when this ULT was forked
@@ -68,6 +89,8 @@ struct ult {
   ult* join_target = nullptr;     // the ULT this one is about to join
   ult* parent = nullptr;          // the ULT that forked this one (compared, never followed)
   void* locals = nullptr;         // ULT-local key values, allocated on first set
+  eh_state eh;                    // its C++ exception globals while switched out
+  std::uint32_t handle = 0;       // its slot in the handle table (handles.hpp), or 0
   arch::sanitizer_fiber fiber;
 
   bool on_segments() const noexcept { return stack_from == stack_origin::segments; }

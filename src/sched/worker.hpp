@@ -64,6 +64,10 @@ struct alignas(64) worker {
   ult_queue inbox;                // ULTs bound to this worker, made runnable elsewhere
 
   ult* current = nullptr;  // the running ULT; null while in the scheduler loop
+  // This OS thread's C++ exception globals (__cxa_get_globals()), which hold
+  // the running context's state; the scheduler context's while it is out.
+  eh_state* eh = nullptr;
+  eh_state scheduler_eh;
   bool alone = false;      // the only worker: nobody steals from its deques
   void* scheduler_sp = nullptr;
   arch::sanitizer_fiber scheduler_fiber;
@@ -75,6 +79,11 @@ struct alignas(64) worker {
   ult* free_ults = nullptr;
   unsigned free_count = 0;
   std::uint64_t next_id = 1;
+  // Free slots of the handle table (handles.cpp), so pthread_create and join
+  // take no lock in steady state.
+  static constexpr unsigned handle_cache_size = 64;
+  std::uint32_t handle_cache[handle_cache_size] = {};
+  unsigned handle_cache_count = 0;
   std::uint64_t rng = 0;
   std::uint32_t yields_since_scheduler = 0;
   std::uint64_t picks_since_poll = 0;  // blocks and joins; see next_local() in scheduler.hpp

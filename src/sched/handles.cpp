@@ -1,0 +1,179 @@
+#include "sched/handles.hpp"
+
+#include <cerrno>
+#include <cstdlib>
+#include <mutex>
+#include <new>
+
+#include "sched/scheduler.hpp"
+
+namespace ito::sched::handles {
+namespace {
+
+constexpr int index_bits = 24;
+constexpr value index_mask = (value{1} << index_bits) - 1;
+constexpr value claimed_bit = value{1} << 63;
+constexpr unsigned chunk_bits = 12;
+constexpr unsigned chunk_slots = 1u << chunk_bits;
+constexpr unsigned max_chunks = 1u << (index_bits - chunk_bits);
+
+struct slot {
+  // The live handle (| claimed_bit once claimed), or 0 while free. Readers
+  // check it before and after reading `owner`, as a sequence lock.
+  std::atomic<value> live{0};
+  std::atomic<ult*> owner{nullptr};
+  value reuses = 0;        // the reuse count its next handle gets (free slots only)
+  std::uint32_t next = 0;  // free-list link
+};
+
+std::atomic<slot*> g_chunks[max_chunks];
+
+// Free slots: a list under a lock (taken once per batch of spawns, never on a
+// join) and a small stack per worker in front of it.
+std::mutex g_lock;
+std::uint32_t g_free = 0;  // head of the free list, 0 = empty
+unsigned g_chunk_count = 0;
+
+slot& at(std::uint32_t index) noexcept {
+  return g_chunks[index >> chunk_bits].load(std::memory_order_acquire)[index & (chunk_slots - 1)];
+}
+
+// The slot an index names, or null if no such slot was ever made.
+slot* find_slot(value h) noexcept {
+  auto index = static_cast<std::uint32_t>(h & index_mask);
+  if (index == 0 || (index >> chunk_bits) >= max_chunks) return nullptr;
+  slot* chunk = g_chunks[index >> chunk_bits].load(std::memory_order_acquire);
+  return chunk ? &chunk[index & (chunk_slots - 1)] : nullptr;
+}
+
+// A new chunk's slots go on the free list (index 0 is never used). Locked.
+bool grow() noexcept {
+  if (g_chunk_count == max_chunks) return false;
+  auto* chunk = new (std::nothrow) slot[chunk_slots];
+  if (!chunk) return false;
+  std::uint32_t base = g_chunk_count << chunk_bits;
+  for (std::uint32_t i = chunk_slots; i-- > 0;) {
+    if (base + i == 0) continue;
+    chunk[i].reuses = 1;
+    chunk[i].next = g_free;
+    g_free = base + i;
+  }
+  g_chunks[g_chunk_count++].store(chunk, std::memory_order_release);
+  return true;
+}
+
+// Moves up to `want` free slots into the worker's stack.
+void refill(worker* w, unsigned want) noexcept {
+  std::lock_guard<std::mutex> hold(g_lock);
+  while (w->handle_cache_count < want) {
+    if (g_free == 0 && !grow()) return;
+    std::uint32_t index = g_free;
+    g_free = at(index).next;
+    w->handle_cache[w->handle_cache_count++] = index;
+  }
+}
+
+void give_back_locked(std::uint32_t index) noexcept {
+  at(index).next = g_free;
+  g_free = index;
+}
+
+std::uint32_t take_index() noexcept {
+  worker* w = current_worker();
+  if (!w) {
+    std::lock_guard<std::mutex> hold(g_lock);
+    if (g_free == 0 && !grow()) return 0;
+    std::uint32_t index = g_free;
+    g_free = at(index).next;
+    return index;
+  }
+  if (w->handle_cache_count == 0) refill(w, worker::handle_cache_size / 2);
+  return w->handle_cache_count ? w->handle_cache[--w->handle_cache_count] : 0;
+}
+
+void put_index(std::uint32_t index) noexcept {
+  worker* w = current_worker();
+  if (w && w->handle_cache_count < worker::handle_cache_size) {
+    w->handle_cache[w->handle_cache_count++] = index;
+    return;
+  }
+  std::lock_guard<std::mutex> hold(g_lock);
+  give_back_locked(index);
+  if (w) {  // spill half, so the next drops stay local
+    while (w->handle_cache_count > worker::handle_cache_size / 2)
+      give_back_locked(w->handle_cache[--w->handle_cache_count]);
+  }
+}
+
+}  // namespace
+
+value of(ult* u) noexcept {
+  if (u->handle) return at(u->handle).live.load(std::memory_order_relaxed) & ~claimed_bit;
+  std::uint32_t index = take_index();
+  if (index == 0) return 0;
+  slot& s = at(index);
+  value h = (s.reuses << index_bits) | index;
+  s.owner.store(u, std::memory_order_relaxed);
+  s.live.store(h, std::memory_order_release);
+  u->handle = index;
+  return h;
+}
+
+ult* find(value h) noexcept {
+  slot* s = find_slot(h);
+  if (!s) return nullptr;
+  if ((s->live.load(std::memory_order_acquire) & ~claimed_bit) != h) return nullptr;
+  ult* u = s->owner.load(std::memory_order_relaxed);
+  std::atomic_thread_fence(std::memory_order_acquire);
+  // Still h: the slot was not reused between the two reads, so u is h's ULT.
+  if ((s->live.load(std::memory_order_relaxed) & ~claimed_bit) != h) return nullptr;
+  return u;
+}
+
+ult* claim(value h, int* error) noexcept {
+  slot* s = find_slot(h);
+  value expected = h;
+  if (!s || (h & claimed_bit) ||
+      !s->live.compare_exchange_strong(expected, h | claimed_bit, std::memory_order_acq_rel)) {
+    *error = s && expected == (h | claimed_bit) ? EINVAL : ESRCH;
+    return nullptr;
+  }
+  // Claimed: only the claimer (through release) may free the slot now.
+  return s->owner.load(std::memory_order_relaxed);
+}
+
+void unclaim(value h) noexcept {
+  if (slot* s = find_slot(h)) {
+    value expected = h | claimed_bit;
+    s->live.compare_exchange_strong(expected, h, std::memory_order_acq_rel);
+  }
+}
+
+void drop(ult* u) noexcept {
+  slot& s = at(u->handle);
+  s.live.store(0, std::memory_order_relaxed);
+  std::atomic_thread_fence(std::memory_order_release);  // pairs with find's fence
+  s.owner.store(nullptr, std::memory_order_relaxed);
+  ++s.reuses;
+  put_index(u->handle);
+  u->handle = 0;
+}
+
+void drop_all() noexcept {
+  std::lock_guard<std::mutex> hold(g_lock);
+  g_free = 0;
+  for (unsigned c = g_chunk_count; c-- > 0;) {
+    slot* chunk = g_chunks[c].load(std::memory_order_relaxed);
+    for (std::uint32_t i = chunk_slots; i-- > 0;) {
+      slot& s = chunk[i];
+      if (s.live.load(std::memory_order_relaxed) != 0) {
+        s.live.store(0, std::memory_order_relaxed);
+        s.owner.store(nullptr, std::memory_order_relaxed);
+        ++s.reuses;
+      }
+      if ((c << chunk_bits) + i != 0) give_back_locked((c << chunk_bits) + i);
+    }
+  }
+}
+
+}  // namespace ito::sched::handles
