@@ -5,7 +5,8 @@
 // two always sees the other. A fence costs ~6 ns here, so a push onto a deque
 // that already held work skips it: the work there was visible before, and a
 // parked worker that still missed the new item cannot lose it (it sits in a
-// running worker's deque); at worst parallelism waits for the park timeout.
+// running worker's deque), and the worker that finds the first item wakes the
+// next sleeper (scheduler_loop's stop_spinning), so wake-ups chain.
 // Every other producer (timers, injector, inboxes) always fences.
 #pragma once
 
@@ -19,7 +20,7 @@ void wake_one(runtime_state* rt);
 void wake_worker(worker* w);
 void wake_all(runtime_state* rt);
 // Blocks until woken, work may be visible, or the next timer is due.
-// Returns true if it timed out rather than being woken.
+// Returns true if the park timeout ran out (no wake-up, no timer).
 bool park(worker* w);
 
 // The longest a parked worker sleeps without a wake-up before looking again.

@@ -97,20 +97,21 @@ void print_split_stats(runtime_state* rt) {
 void print_stats(runtime_state* rt) {
   std::fprintf(stderr,
                "ito: stats: %zu workers, %zu stacks mapped (%zu bytes each)\n"
-               "ito: %6s %12s %12s %12s %12s %8s %12s %12s %12s\n",
+               "ito: %6s %12s %12s %12s %12s %8s %8s %12s %12s %12s\n",
                rt->workers.size(), rt->stacks.stacks_mapped(), rt->stacks.stack_size(), "worker",
-               "spawns", "quick_res", "direct_wake", "steal_tries", "steals", "parks",
+               "spawns", "quick_res", "direct_wake", "steal_tries", "steals", "parks", "late_wk",
                "stack_reuse", "stack_take");
   if (rt->opts.stacks != stack_policy::fixed) print_split_stats(rt);
   for (auto& w : rt->workers) {
     auto& s = w->stats;
-    std::fprintf(stderr, "ito: %6u %12llu %12llu %12llu %12llu %8llu %12llu %12llu %12llu\n",
+    std::fprintf(stderr, "ito: %6u %12llu %12llu %12llu %12llu %8llu %8llu %12llu %12llu %12llu\n",
                  w->index, static_cast<unsigned long long>(s.spawns.load()),
                  static_cast<unsigned long long>(s.quick_resumes.load()),
                  static_cast<unsigned long long>(s.direct_join_wakeups.load()),
                  static_cast<unsigned long long>(s.steal_attempts.load()),
                  static_cast<unsigned long long>(s.steals.load()),
                  static_cast<unsigned long long>(s.parks.load()),
+                 static_cast<unsigned long long>(s.late_wakeups.load()),
                  static_cast<unsigned long long>(s.stacks_reused.load()),
                  static_cast<unsigned long long>(s.stacks_taken.load()));
   }

@@ -38,6 +38,8 @@ struct worker_stats {
   std::atomic<std::uint64_t> steal_attempts{0};
   std::atomic<std::uint64_t> steals{0};
   std::atomic<std::uint64_t> parks{0};
+  // A park that timed out and then found work: a wake-up that never came.
+  std::atomic<std::uint64_t> late_wakeups{0};
   std::atomic<std::uint64_t> quick_resumes{0};
   std::atomic<std::uint64_t> direct_join_wakeups{0};
   std::atomic<std::uint64_t> stacks_reused{0};  // a released descriptor+stack taken again
@@ -119,6 +121,7 @@ struct runtime_state {
   ult_queue injector;  // ULTs made runnable by threads that are not workers
 
   std::atomic<unsigned> parked{0};
+  std::atomic<unsigned> spinning{0};  // workers looking for work, not yet parked
   std::mutex idle_mutex;
   std::vector<worker*> idle;  // guarded by idle_mutex
 

@@ -121,7 +121,8 @@ bool park(worker* w) {
     if (wait <= 0) break;
     timespec ts{wait / 1'000'000'000, wait % 1'000'000'000};
     if (futex(&w->wake_word, FUTEX_WAIT, 0, &ts) != 0 && errno == ETIMEDOUT) {
-      timed_out = true;
+      // Only the park timeout counts: a timer's deadline is an expected wake-up.
+      timed_out = wait == park_timeout_ns;
       break;
     }
   }
@@ -129,31 +130,69 @@ bool park(worker* w) {
   return timed_out;
 }
 
+namespace {
+
+// A worker that was looking for work found some. If it was the last one
+// looking and others sleep, wake one: there may be more work behind this
+// (a run of pushes onto one deque wakes only for the first). So wake-ups
+// chain for as long as work is found, as Go's scheduler does on leaving the
+// spinning state, and the runtime never waits out a park timeout for it.
+void stop_spinning(runtime_state* rt) {
+  if (rt->spinning.fetch_sub(1, std::memory_order_seq_cst) == 1 &&
+      rt->parked.load(std::memory_order_relaxed) != 0)
+    wake_one(rt);
+}
+
+}  // namespace
+
 void scheduler_loop(worker* w) {
   runtime_state* rt = w->rt;
   int idle_rounds = 0;
+  bool spinning = false;  // counted in rt->spinning
+  bool after_timeout = false;
   for (;;) {
     if (rt->timers.next_deadline() != timer_queue::never) rt->timers.fire_expired(monotonic_ns());
     ult* u = pop_local(w);
-    if (!u && rt->tasks.run_some && rt->tasks.run_some(w)) {
+    bool ran_tasks = !u && rt->tasks.run_some && rt->tasks.run_some(w);
+    if (!u && !ran_tasks) u = try_steal(w);
+    if (u || ran_tasks) {
+      if (after_timeout) worker_stats::bump(w->stats.late_wakeups);
+      after_timeout = false;
+      if (spinning) {
+        spinning = false;
+        stop_spinning(rt);
+      }
       idle_rounds = 0;
-      continue;
-    }
-    if (!u) u = try_steal(w);
-    if (u) {
-      idle_rounds = 0;
+      if (!u) continue;
       w->yields_since_scheduler = 0;
       run_ult(w, u);
       continue;
     }
-    if (rt->stopping.load(std::memory_order_acquire)) return;
+    if (rt->stopping.load(std::memory_order_acquire)) {
+      if (spinning) rt->spinning.fetch_sub(1, std::memory_order_relaxed);
+      return;
+    }
     if (++idle_rounds < spin_rounds) {
+      if (!spinning) {
+        spinning = true;
+        rt->spinning.fetch_add(1, std::memory_order_relaxed);
+      }
       for (int i = 0; i < pauses_per_round; ++i) arch::cpu_relax();
       continue;
     }
-    // Woken by a producer: spin a while again. Timed out: look once, and
-    // park again at once if there is still nothing (an idle runtime stays idle).
-    idle_rounds = park(w) ? spin_rounds - 1 : 0;
+    if (spinning) {
+      spinning = false;
+      rt->spinning.fetch_sub(1, std::memory_order_seq_cst);
+    }
+    // Woken by a producer: spin a while again, counted as looking, so that
+    // finding work passes the wake-up on. Timed out: look once, and park
+    // again at once if there is still nothing (an idle runtime stays idle).
+    after_timeout = park(w);
+    idle_rounds = after_timeout ? spin_rounds - 1 : 0;
+    if (!after_timeout) {
+      spinning = true;
+      rt->spinning.fetch_add(1, std::memory_order_relaxed);
+    }
   }
 }
 
