@@ -96,6 +96,9 @@ struct alignas(64) worker {
   // Parking: the futex word, and whether this worker is on the idle list.
   std::atomic<std::uint32_t> wake_word{0};
   bool on_idle_list = false;  // guarded by runtime_state::idle_mutex
+  // In the futex wait (not still re-scanning before it): wake_one prefers
+  // such a worker, since one still scanning may leave with work by itself.
+  std::atomic<bool> asleep{false};
 
   // lazy / fair_use: the last segment this worker freed (hot-split cache), and
   // one abandoned by an exception, freed once the unwinder has left it.

@@ -84,7 +84,13 @@ void leave_idle(worker* w) {
 
 void wake_one(runtime_state* rt) {
   std::lock_guard lock(rt->idle_mutex);
-  if (!rt->idle.empty()) wake_locked(rt, rt->idle.back());
+  if (rt->idle.empty()) return;
+  // A wake-up spent on a worker that is leaving its park anyway (it saw work
+  // while re-scanning) would leave a sleeper asleep: pick a sleeper first.
+  for (auto it = rt->idle.rbegin(); it != rt->idle.rend(); ++it) {
+    if ((*it)->asleep.load(std::memory_order_relaxed)) return wake_locked(rt, *it);
+  }
+  wake_locked(rt, rt->idle.back());
 }
 
 void wake_worker(worker* w) {
@@ -113,6 +119,7 @@ bool park(worker* w) {
     return false;
   }
   worker_stats::bump(w->stats.parks);
+  w->asleep.store(true, std::memory_order_relaxed);
   bool timed_out = false;
   while (w->wake_word.load(std::memory_order_acquire) == 0) {
     std::int64_t wait = park_timeout_ns;
@@ -126,6 +133,7 @@ bool park(worker* w) {
       break;
     }
   }
+  w->asleep.store(false, std::memory_order_relaxed);
   leave_idle(w);
   return timed_out;
 }
