@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <cerrno>
 #include <thread>
 #include <vector>
@@ -94,6 +95,29 @@ TEST(flow_interplay, a_node_spawns_ults_that_continue_the_graph) {
       EXPECT_EQ(body_in_ult.load(), 0);
       EXPECT_EQ(ult_runs.load(), spawned);
       EXPECT_EQ(in_ult_seen.load(), spawned);
+    });
+  }
+}
+
+// ULTs that never block, only yield, leave room for nodes: a node made
+// runnable meanwhile runs while they loop, on one worker as on several.
+TEST(flow_interplay, ults_that_keep_yielding_do_not_starve_nodes) {
+  for (unsigned workers : {1u, 2u, 4u}) {
+    ito::start_main_thread_with_worker_size(workers, [workers] {
+      std::atomic<bool> node_ran{false};
+      std::vector<ito::future<bool>> yielders;
+      for (unsigned i = 0; i < workers + 1; ++i) {
+        yielders.push_back(ito::create_thread([&node_ran] {
+          auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+          while (!node_ran.load() && std::chrono::steady_clock::now() < give_up) ito::yield();
+          return node_ran.load();
+        }));
+      }
+      flow::graph g;
+      g.add("starved?", [&] { node_ran = true; });
+      g.run();
+      for (auto& y : yielders) EXPECT_TRUE(ito::join(y)) << workers << " workers";
+      g.wait();
     });
   }
 }

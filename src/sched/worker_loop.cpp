@@ -158,10 +158,16 @@ void scheduler_loop(worker* w) {
   int idle_rounds = 0;
   bool spinning = false;  // counted in rt->spinning
   bool after_timeout = false;
+  bool tasks_first = false;  // a ULT just gave the worker back
   for (;;) {
     if (rt->timers.next_deadline() != timer_queue::never) rt->timers.fire_expired(monotonic_ns());
-    ult* u = pop_local(w);
-    bool ran_tasks = !u && rt->tasks.run_some && rt->tasks.run_some(w);
+    // Tasks (flow nodes) get a batch each time a ULT hands the worker back,
+    // before the next ULT: ULTs that keep yielding (every 64th yield passes
+    // through here) can then not starve them, on any number of workers.
+    bool ran_tasks = tasks_first && rt->tasks.run_some && rt->tasks.run_some(w);
+    tasks_first = false;
+    ult* u = ran_tasks ? nullptr : pop_local(w);
+    if (!u && !ran_tasks) ran_tasks = rt->tasks.run_some && rt->tasks.run_some(w);
     if (!u && !ran_tasks) u = try_steal(w);
     if (u || ran_tasks) {
       if (after_timeout) worker_stats::bump(w->stats.late_wakeups);
@@ -174,6 +180,7 @@ void scheduler_loop(worker* w) {
       if (!u) continue;
       w->yields_since_scheduler = 0;
       run_ult(w, u);
+      tasks_first = true;
       continue;
     }
     if (rt->stopping.load(std::memory_order_acquire)) {
