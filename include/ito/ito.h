@@ -34,8 +34,11 @@ extern "C" {
 #define ITO_NORETURN
 #endif
 
-/* A ULT handle: the ULT's descriptor and a reuse count, so a stale handle (one
- * already joined) is reported as ESRCH. 0 is never a valid handle. */
+/* A ULT handle: a slot of the runtime's handle table and its reuse count, so
+ * a stale handle (already joined, or from a runtime that has stopped) is
+ * reported as ESRCH, whatever became of the ULT's memory. Of two racing
+ * ito_join/ito_detach calls on one handle exactly one succeeds; the other gets
+ * EINVAL (or ESRCH once the ULT is gone). 0 is never a valid handle. */
 typedef uint64_t ito_ult_t;
 #define ITO_ULT_NULL ((ito_ult_t)0)
 
