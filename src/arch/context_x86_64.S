@@ -15,24 +15,71 @@
  * resumed side gets `value`. on_top lets the scheduler publish the context it
  * just left (push it, free it) only once nobody runs on that stack any more.
  */
+/* The CFI below lets debuggers, profilers and the unwinder walk through a
+ * switch: both sides of a switch have the same layout (16 bytes of control
+ * words and limit, six registers, the return address), so one CFA rule holds
+ * before and after rsp moves. A context started on a new stack marks its
+ * return address undefined: a backtrace inside a ULT ends cleanly there. */
+    .macro  save_context
+    pushq   %rbp
+    .cfi_adjust_cfa_offset 8
+    .cfi_rel_offset rbp, 0
+    pushq   %rbx
+    .cfi_adjust_cfa_offset 8
+    .cfi_rel_offset rbx, 0
+    pushq   %r12
+    .cfi_adjust_cfa_offset 8
+    .cfi_rel_offset r12, 0
+    pushq   %r13
+    .cfi_adjust_cfa_offset 8
+    .cfi_rel_offset r13, 0
+    pushq   %r14
+    .cfi_adjust_cfa_offset 8
+    .cfi_rel_offset r14, 0
+    pushq   %r15
+    .cfi_adjust_cfa_offset 8
+    .cfi_rel_offset r15, 0
+    subq    $16, %rsp
+    .cfi_adjust_cfa_offset 16
+    stmxcsr (%rsp)
+    fnstcw  4(%rsp)
+    movq    %fs:0x70, %r10
+    movq    %r10, 8(%rsp)
+    movq    %rsp, (%rdi)
+    .endm
+
+    /* Pops what save_context pushed (the control words and limit are
+     * loaded first, by the caller). */
+    .macro  restore_registers
+    addq    $16, %rsp
+    .cfi_adjust_cfa_offset -16
+    popq    %r15
+    .cfi_adjust_cfa_offset -8
+    .cfi_restore r15
+    popq    %r14
+    .cfi_adjust_cfa_offset -8
+    .cfi_restore r14
+    popq    %r13
+    .cfi_adjust_cfa_offset -8
+    .cfi_restore r13
+    popq    %r12
+    .cfi_adjust_cfa_offset -8
+    .cfi_restore r12
+    popq    %rbx
+    .cfi_adjust_cfa_offset -8
+    .cfi_restore rbx
+    popq    %rbp
+    .cfi_adjust_cfa_offset -8
+    .cfi_restore rbp
+    .endm
+
     .text
     .globl  ito_context_switch
     .type   ito_context_switch, @function
     .p2align 4
 ito_context_switch:
     .cfi_startproc
-    pushq   %rbp
-    pushq   %rbx
-    pushq   %r12
-    pushq   %r13
-    pushq   %r14
-    pushq   %r15
-    subq    $16, %rsp
-    stmxcsr (%rsp)
-    fnstcw  4(%rsp)
-    movq    %fs:0x70, %r10
-    movq    %r10, 8(%rsp)
-    movq    %rsp, (%rdi)
+    save_context
 
     movq    %rsi, %rsp
     /* Reading MXCSR (stmxcsr) is the slow half, ~4 ns here; loading is cheap. */
@@ -40,21 +87,17 @@ ito_context_switch:
     fldcw   4(%rsp)
     movq    8(%rsp), %r10
     movq    %r10, %fs:0x70
-    addq    $16, %rsp
-    popq    %r15
-    popq    %r14
-    popq    %r13
-    popq    %r12
-    popq    %rbx
-    popq    %rbp
+    restore_registers
     movq    %rdx, %rax
     testq   %rcx, %rcx
     jnz     3f
     ret
 3:  movq    %rdx, %rdi
     subq    $8, %rsp            /* rsp points at the return address: realign */
+    .cfi_adjust_cfa_offset 8
     call    *%rcx
     addq    $8, %rsp
+    .cfi_adjust_cfa_offset -8
     ret
     .cfi_endproc
     .size   ito_context_switch, .-ito_context_switch
@@ -82,20 +125,12 @@ ito_context_switch:
     .p2align 4
 \name:
     .cfi_startproc
-    pushq   %rbp
-    pushq   %rbx
-    pushq   %r12
-    pushq   %r13
-    pushq   %r14
-    pushq   %r15
-    subq    $16, %rsp
-    stmxcsr (%rsp)
-    fnstcw  4(%rsp)
-    movq    %fs:0x70, %r10
-    movq    %r10, 8(%rsp)
-    movq    %rsp, (%rdi)
+    save_context
 
     movq    %rsi, %rsp          /* 16-byte aligned: calls below are aligned */
+    /* The new stack's outermost frame: nothing to unwind into below it. */
+    .cfi_def_cfa rsp, 8
+    .cfi_undefined rip
     .if \load_limit
     movq    (%rsp), %r10
     movq    %r10, %fs:0x70
@@ -131,21 +166,26 @@ ito_context_trampoline:
 .Lexit_to:
     /* rax: the context to resume; rdx: the exit hook's argument. */
     movq    %rax, %rsp
+    /* Now on the resumed context's saved frame (see save_context). */
+    .cfi_def_cfa rsp, 72
+    .cfi_offset rip, -8
+    .cfi_offset rbp, -16
+    .cfi_offset rbx, -24
+    .cfi_offset r12, -32
+    .cfi_offset r13, -40
+    .cfi_offset r14, -48
+    .cfi_offset r15, -56
     ldmxcsr (%rsp)
     fldcw   4(%rsp)
     movq    8(%rsp), %r10
     movq    %r10, %fs:0x70
-    addq    $16, %rsp
-    popq    %r15
-    popq    %r14
-    popq    %r13
-    popq    %r12
-    popq    %rbx
-    popq    %rbp
+    restore_registers
     movq    %rdx, %rdi
     subq    $8, %rsp
+    .cfi_adjust_cfa_offset 8
     call    ito_ult_exit_hook
     addq    $8, %rsp
+    .cfi_adjust_cfa_offset -8
     ret
     .cfi_endproc
     .size   ito_context_trampoline, .-ito_context_trampoline
