@@ -1,12 +1,15 @@
 // An idle runtime parks its workers: they use (almost) no CPU, and they wake
 // promptly when work or a timer needs them.
 #include <gtest/gtest.h>
+#include <pthread.h>
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <string>
+#include <vector>
 
 #include "ito/thread.hpp"
 #include "test_support.hpp"
@@ -67,6 +70,31 @@ TEST(idle, work_pushed_while_all_workers_park_is_picked_up) {
       ito::join(std::move(child));
       EXPECT_TRUE(done.load());
     }
+  });
+}
+
+}  // namespace
+
+namespace {
+
+// Workers other than worker 0 (the user's thread) are named for top -H, gdb, perf.
+TEST(worker_names, workers_are_named_ito_worker_n) {
+  ito::start_main_thread_with_worker_size(3, [] {
+    std::vector<std::string> names;
+    for (int i = 0; i < 2000 && names.size() < 2; ++i) {
+      auto f = ito::create_thread([] {
+        ito::sleep_for_ns(10'000);  // may resume on another worker
+        char name[16] = {};
+        pthread_getname_np(pthread_self(), name, sizeof name);
+        return std::string(name);
+      });
+      std::string n = ito::join(f);
+      if (n.rfind("ito-worker-", 0) == 0 &&
+          std::find(names.begin(), names.end(), n) == names.end())
+        names.push_back(n);
+    }
+    std::sort(names.begin(), names.end());
+    EXPECT_EQ(names, (std::vector<std::string>{"ito-worker-1", "ito-worker-2"}));
   });
 }
 

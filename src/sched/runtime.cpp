@@ -57,6 +57,11 @@ void enter_worker_thread(worker* w) {
 
 void* worker_thread_main(void* p) {
   auto* w = static_cast<worker*>(p);
+  // Named for top -H, gdb and perf (at most 15 characters). Worker 0 is the
+  // user's own main thread: its name is left alone.
+  char name[16];
+  std::snprintf(name, sizeof name, "ito-worker-%u", w->index);
+  pthread_setname_np(pthread_self(), name);
   enter_worker_thread(w);
   arch::sanitizer_adopt_current(w->scheduler_fiber);
   scheduler_loop(w);
