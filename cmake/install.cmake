@@ -14,6 +14,7 @@ if(ITO_HAVE_SPLIT_STACK)
     ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
 endif()
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/ito DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(FILES ${PROJECT_BINARY_DIR}/include/ito/version.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/ito)
 install(EXPORT itoTargets NAMESPACE ito:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/ito)
 
 configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/itoConfig.cmake.in

@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include "ito/sync.h" /* mutexes, condition variables, barriers, semaphores, once, keys */
+#include "ito/version.h" /* ITO_VERSION_MAJOR/MINOR/PATCH, ITO_VERSION, ITO_VERSION_STRING */
 
 #ifdef __cplusplus
 extern "C" {
@@ -100,6 +101,10 @@ ito_ult_t ito_self(void);
 ITO_NORETURN void ito_exit(void* retval);
 /* The number of workers of the running runtime, or 0 when none runs. */
 unsigned ito_workers(void);
+/* The version of the library linked at run time, as ITO_VERSION (compare it
+ * with the ITO_VERSION the program was compiled against), and as a string. */
+unsigned ito_version(void);
+const char* ito_version_string(void);
 
 #ifdef __cplusplus
 }

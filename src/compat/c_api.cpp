@@ -280,6 +280,10 @@ void ito_exit(void* retval) {
   ito::sched::exit_current(retval);
 }
 
+unsigned ito_version(void) { return ITO_VERSION; }
+
+const char* ito_version_string(void) { return ITO_VERSION_STRING; }
+
 unsigned ito_workers(void) {
   ito::sched::runtime_state* rt = ito::sched::g_runtime.load(std::memory_order_acquire);
   return rt ? static_cast<unsigned>(rt->workers.size()) : 0;

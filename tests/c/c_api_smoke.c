@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 #include <stdlib.h>
 #include <time.h>
 
@@ -61,6 +62,10 @@ static long long now_ns(void) {
 }
 
 int main(void) {
+  /* The library linked is the one compiled against. */
+  CHECK(ito_version() == ITO_VERSION);
+  CHECK(strcmp(ito_version_string(), ITO_VERSION_STRING) == 0);
+  CHECK(ITO_VERSION == ITO_VERSION_MAJOR * 10000 + ITO_VERSION_MINOR * 100 + ITO_VERSION_PATCH);
   /* Before ito_init: ULT-only calls say EPERM. */
   ito_ult_t t = ITO_ULT_NULL;
   CHECK(ito_create(&t, fib, NULL) == EPERM);
