@@ -351,8 +351,8 @@ TEST_F(c_api, bad_environment_returns_einval_naming_the_variable) {
       {"ITO_WORKERS", "0", "[1, 1024]"},       {"ITO_WORKERS", "abc", "[1, 1024]"},
       {"ITO_WORKERS", "-3", "[1, 1024]"},      {"ITO_WORKERS", "2000", "[1, 1024]"},
       {"ITO_STACK_SIZE", "12", "[16K, 1G]"},   {"ITO_STACK_SIZE", "64Q", "[16K, 1G]"},
-      {"ITO_STACK", "bogus", "fixed"},         {"ITO_BIND", "maybe", "0 or 1"},
-      {"ITO_STATS", "2", "0 or 1"},
+      {"ITO_STACK", "bogus", "fixed"},         {"ITO_BIND", "maybe", "1, true or yes; 0, false or no"},
+      {"ITO_STATS", "2", "1, true or yes; 0, false or no"},
   };
   for (const auto& c : cases) {
     scoped_env env(c.name, c.value);

@@ -45,8 +45,19 @@ TEST_F(misuse, bad_ito_stack_size_exits_with_status_2_naming_it) {
 
 TEST_F(misuse, bad_ito_stack_bind_and_stats_exit_with_status_2_naming_them) {
   expect_env_exit("ITO_STACK", "bogus", "ito: ITO_STACK=bogus is invalid: expected fixed, lazy or fair_use");
-  expect_env_exit("ITO_BIND", "maybe", "ito: ITO_BIND=maybe is invalid: expected 0 or 1");
-  expect_env_exit("ITO_STATS", "2", "ito: ITO_STATS=2 is invalid: expected 0 or 1");
+  expect_env_exit("ITO_BIND", "maybe", "ito: ITO_BIND=maybe is invalid: expected 1, true or yes; 0, false or no");
+  expect_env_exit("ITO_STATS", "2", "ito: ITO_STATS=2 is invalid: expected 1, true or yes; 0, false or no");
+}
+
+TEST_F(misuse, an_unknown_ito_variable_draws_a_warning_naming_the_closest_one) {
+  EXPECT_EXIT(
+      {
+        setenv("ITO_WORKRES", "2", 1);
+        ito::start_main_thread([] {});
+        std::exit(0);
+      },
+      ::testing::ExitedWithCode(0),
+      "ito: warning: unknown environment variable ITO_WORKRES \\(did you mean ITO_WORKERS\\?\\)");
 }
 
 TEST_F(misuse, good_environment_values_are_accepted) {

@@ -9,6 +9,10 @@
 #include "ito/options.hpp"
 
 namespace ito {
+
+// environment.cpp: warns (once) about ITO_* variables ito does not know.
+void warn_about_unknown_variables() noexcept;
+
 namespace {
 
 std::string range_message(const char* name, const char* value, const std::string& accepted) {
@@ -45,7 +49,7 @@ std::optional<bool> env_flag(const char* name) {
   if (!v || !*v) return std::nullopt;
   if (!std::strcmp(v, "1") || !std::strcmp(v, "true") || !std::strcmp(v, "yes")) return true;
   if (!std::strcmp(v, "0") || !std::strcmp(v, "false") || !std::strcmp(v, "no")) return false;
-  throw config_error(range_message(name, v, "0 or 1"), true);
+  throw config_error(range_message(name, v, "1, true or yes; 0, false or no"), true);
 }
 
 unsigned allowed_cpus() {
@@ -66,6 +70,7 @@ extern "C" [[gnu::weak]] const int ito_split_stack_runtime;
 bool split_stack_runtime_linked() noexcept { return &ito_split_stack_runtime != nullptr; }
 
 options resolve_options(options o) {
+  warn_about_unknown_variables();
   const std::string workers_range = "an integer in [1, " + std::to_string(options::max_workers) + "]";
   if (o.workers == 0) {
     if (const char* v = std::getenv("ITO_WORKERS"); v && *v) {
