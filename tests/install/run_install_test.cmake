@@ -118,7 +118,14 @@ elseif(STEP STREQUAL "pkg_config")
       ${san_flags} ${cflags} ${CONSUMER_DIR}/consumer.c -o ${build}/consumer_c ${libs})
   run("compile the C++ consumer with pkg-config flags" ${CXX_COMPILER} -std=c++20 -Wall -Werror
       ${san_flags} ${cflags} ${CONSUMER_DIR}/consumer.cpp -o ${build}/consumer_cxx ${libs})
-  foreach(exe consumer_c consumer_cxx)
+  # A C program linked with the static library: Libs.private brings libstdc++.
+  run("pkg-config --static --libs ito" ${pkg} --static --libs ito)
+  separate_arguments(static_libs UNIX_COMMAND "${last_output}")
+  list(TRANSFORM static_libs REPLACE "^-lito$" "${libdir}/libito.a")
+  run("link the C consumer statically with pkg-config --static flags" ${C_COMPILER} -std=c11
+      -Wall -Werror ${san_flags} ${cflags} ${CONSUMER_DIR}/consumer.c -o ${build}/consumer_c_static
+      ${static_libs})
+  foreach(exe consumer_c consumer_c_static consumer_cxx)
     run("run ${exe}" ${CMAKE_COMMAND} -E env LD_LIBRARY_PATH=${libdir} ${build}/${exe})
     if(NOT last_output MATCHES "consumer: ok")
       message(FATAL_ERROR "install test: ${exe} printed:\n${last_output}")
