@@ -5,12 +5,17 @@
 // POSIX code the C API returns for the same mistake.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <csignal>
 #include <cerrno>
+#include <mutex>
 #include <cstdlib>
 #include <string>
 #include <thread>
 
 #include "ito/ito.h"
+#include "ito/sync.hpp"
 #include "ito/thread.hpp"
 #include "death_support.hpp"
 #include "test_support.hpp"
@@ -277,6 +282,28 @@ TEST_F(misuse, a_second_runtime_while_one_runs_is_ebusy) {
   ASSERT_EQ(ito_init(nullptr), 0);
   expect_usage_error([] { ito::runtime second; }, EBUSY, "C++ runtime under the C one");
   EXPECT_EQ(ito_finalize(), 0);
+}
+
+}  // namespace
+
+namespace {
+
+// A ULT blocked forever makes the runtime's end wait forever; after a grace
+// period it says so, naming the ULTs and what they wait on (then waits on).
+TEST(hang_report, the_end_of_a_runtime_names_the_ults_it_still_waits_for) {
+  EXPECT_EXIT(
+      {
+        alarm(9);  // the runtime waits on after its report: end the child
+        static ito::mutex m;
+        ito::start_main_thread_with_worker_size(2, [] {
+          m.lock();  // never unlocked: the ULT below waits for it forever
+          (void)ito::create_thread([] { std::lock_guard<ito::mutex> g(m); });
+          (void)ito::create_thread([] { ito::sleep_for_ns(1'000'000'000'000'000LL); });
+        });
+      },
+      ::testing::KilledBySignal(SIGALRM),
+      "ito: the runtime is ending but 2 ULT\\(s\\) have not finished after 5 s(.|\n)*"
+      "ULT [0-9]+ \\(detached\\): blocked in");
 }
 
 }  // namespace

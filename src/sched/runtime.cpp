@@ -8,6 +8,7 @@
 
 #include <cxxabi.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -21,6 +22,7 @@
 #include "sched/runtime_control.hpp"
 #include "sched/scheduler.hpp"
 #include "sched/split_stack.hpp"
+#include "sched/ult_report.hpp"
 
 namespace ito::sched {
 
@@ -122,6 +124,21 @@ void print_stats(runtime_state* rt) {
   }
 }
 
+// How long the runtime's end waits for the last ULTs before saying which.
+constexpr std::int64_t stop_report_after_ns = 5'000'000'000;
+
+void report_unfinished(runtime_state* rt) {
+  std::uint64_t finished = 0, spawned = 0;
+  for (auto& w : rt->workers) finished += w->stats.finished.load(std::memory_order_relaxed);
+  for (auto& w : rt->workers) spawned += w->stats.spawns.load(std::memory_order_relaxed);
+  std::fprintf(stderr,
+               "ito: the runtime is ending but %llu ULT(s) have not finished after %lld s; "
+               "it waits for them. Still there:\n",
+               static_cast<unsigned long long>(spawned - finished),
+               static_cast<long long>(stop_report_after_ns / 1'000'000'000));
+  report_live_ults(rt, stderr);
+}
+
 }  // namespace
 
 runtime_state* start_runtime(const options& resolved) {
@@ -171,9 +188,22 @@ void stop_runtime(runtime_state* rt) {
   if (!w0 || w0->rt != rt || w0->current != &rt->main_ult)
     fatal("the runtime must be stopped by the thread that started it");
   // Wait for the ULTs still running: yield while there is local work, then nap.
+  // A ULT blocked forever would make this wait forever: after a grace period,
+  // say which ULTs are left and what they wait on.
+  const std::int64_t report_at = monotonic_ns() + stop_report_after_ns;
+  bool reported = false;
+  std::int64_t nap_ns = 100'000;  // doubles up to 10 ms: a long wait stays cheap
   for (unsigned round = 0; !all_finished(rt); ++round) {
-    if (round < 1000) yield(false);
-    else sleep_until_ns(monotonic_ns() + 100'000);
+    if (round < 1000) {
+      yield(false);
+    } else {
+      sleep_until_ns(monotonic_ns() + nap_ns);
+      nap_ns = std::min<std::int64_t>(nap_ns * 2, 10'000'000);
+    }
+    if (!reported && monotonic_ns() >= report_at) {
+      reported = true;
+      report_unfinished(rt);
+    }
   }
   // A thread that woke the last ULT may still be waking a worker.
   while (rt->outside_wakers.load(std::memory_order_acquire) != 0) arch::cpu_relax();

@@ -12,6 +12,7 @@
 #include "arch/context.hpp"
 #include "sched/handles.hpp"
 #include "sched/idle.hpp"
+#include "sched/registry.hpp"
 #include "sched/split_stack.hpp"
 
 #if ITO_ASAN
@@ -276,7 +277,9 @@ ult* place_descriptor(stack::stack_block s, stack_origin origin) {
 [[gnu::noinline]] ult* new_descriptor(worker* w) {
   stack::stack_block s = w->stacks.take(w->rt->stacks);
   worker_stats::bump(w->stats.stacks_taken);
-  return place_descriptor(s, stack_origin::pool);
+  ult* u = place_descriptor(s, stack_origin::pool);
+  registry_add(w, u);
+  return u;
 }
 
 // Readies a descriptor for a new ULT: a fresh id, the frame reserved below it.
@@ -311,7 +314,9 @@ ult* allocate(std::size_t frame_bytes, void** frame) {
 ult* allocate_on(stack::stack_block s, stack_origin origin, std::size_t frame_bytes,
                  void** frame) {
   worker* w = current_worker();
-  return prepare(w, place_descriptor(s, origin), frame_bytes, frame);
+  ult* u = place_descriptor(s, origin);
+  registry_add(w, u);
+  return prepare(w, u, frame_bytes, frame);
 }
 
 void fork(ult* child, void (*body)(void*), bool id_was_public) noexcept {
@@ -354,7 +359,10 @@ namespace {
 // or at once if the registration failed (the caller looks again).
 void wait_as_joiner(worker* w, ult* self, ult* child) {
   self->join_target = child;
+  self->blocked_in = "join";
+  self->blocked_on = child;
   switch_to(w, self, next_local(w, ++w->picks_since_poll), &hook_register_joiner, self);
+  self->blocked_in = nullptr;
 }
 
 }  // namespace
@@ -393,6 +401,7 @@ namespace {
 // memory.
 [[gnu::noinline]] void release_elsewhere(ult* u) {
   if (u->on_segments()) return split::release(current_worker(), u);
+  registry_remove(u);
 #if ITO_ASAN
   // The caller may reuse its memory: clear the redzones our frames left.
   __asan_unpoison_memory_region(u->stack.lo, u->stack.size() - sizeof(std::uint64_t));
@@ -425,9 +434,11 @@ void release(ult* u, bool orphaned) {
     w->free_ults = u;
     ++w->free_count;
   } else if (w && w->rt == rt) {
+    registry_remove(u);
     arch::sanitizer_destroy_fiber(u->fiber);
     w->stacks.give(rt->stacks, u->stack);
   } else {
+    registry_remove(u);
     arch::sanitizer_destroy_fiber(u->fiber);
     rt->stacks.release(u->stack);
   }
@@ -467,12 +478,16 @@ void yield(bool push_to_head) {
   switch_to(w, self, next, push_to_head ? &hook_push_yielded : &hook_push_ready, self);
 }
 
-void suspend(void (*after)(ult*, void*), void* arg) {
+void suspend(void (*after)(ult*, void*), void* arg, const char* blocked_in,
+             const void* blocked_on) {
   worker* w = current_worker();
   ult* self = w->current;
   w->suspend_after = after;
   w->suspend_arg = arg;
+  self->blocked_in = blocked_in;
+  self->blocked_on = blocked_on;
   switch_to(w, self, next_local(w, ++w->picks_since_poll), &hook_suspend, self);
+  self->blocked_in = nullptr;
 }
 
 void make_ready(ult* u) {
@@ -509,7 +524,7 @@ void sleep_until_ns(std::int64_t deadline_ns) {
         rt->timers.add(static_cast<timer_entry*>(arg));
         notify_work(rt);  // a parked worker must recompute how long it may sleep
       },
-      &s);
+      &s, "sleep");
 }
 
 void exit_current(void* value) { throw exit_unwind{value}; }

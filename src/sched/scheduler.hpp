@@ -56,7 +56,9 @@ void yield(bool push_to_head);
 // Suspends the running ULT. `after(self, arg)` runs once the ULT's context is
 // saved, on the next context's stack, and must hand `self` to whoever will
 // wake it (or wake it at once with make_ready). It must not block.
-void suspend(void (*after)(ult* self, void* arg), void* arg);
+// blocked_in / blocked_on: what it waits in and on, for hang reports and dumps.
+void suspend(void (*after)(ult* self, void* arg), void* arg, const char* blocked_in = "suspend",
+             const void* blocked_on = nullptr);
 // Makes a suspended ULT runnable. Any thread may call it.
 void make_ready(ult* u);
 

@@ -19,6 +19,7 @@
 #include <new>
 
 #include "arch/context.hpp"
+#include "sched/registry.hpp"
 #include "sched/scheduler.hpp"
 
 namespace ito::sched::split {
@@ -202,10 +203,12 @@ region leave_segment(worker* w, ult* u, ito::sched::split_frame* rec, void* seg_
   ult* u = new (p) ult;
   u->stack_from = stack_origin::segments;
   u->big_chunk = frame_bytes > inline_frame_bytes;
+  registry_add(current_worker(), u);
   return u;
 }
 
 [[gnu::noinline]] void free_chunk(ult* u) noexcept {
+  registry_remove(u);
   u->~ult();
   std::free(u);
 }

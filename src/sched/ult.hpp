@@ -13,6 +13,7 @@
 namespace ito::sched {
 
 struct worker;
+struct ult_registry;
 struct split_frame;
 
 // lazy / fair_use: the record at the top of a child's region on its parent's
@@ -91,6 +92,14 @@ struct ult {
   void* locals = nullptr;         // ULT-local key values, allocated on first set
   eh_state eh;                    // its C++ exception globals while switched out
   std::uint32_t handle = 0;       // its slot in the handle table (handles.hpp), or 0
+  // While suspended: what it waits in ("mutex", "join", "sleep", ...) and on
+  // which object; for hang reports and dumps (ult_report.hpp).
+  const char* blocked_in = nullptr;
+  const void* blocked_on = nullptr;
+  // Its place in the registry of descriptors (registry.hpp).
+  ult_registry* registry = nullptr;
+  ult* registry_prev = nullptr;
+  ult* registry_next = nullptr;
   arch::sanitizer_fiber fiber;
 
   bool on_segments() const noexcept { return stack_from == stack_origin::segments; }

@@ -12,6 +12,7 @@
 #include "arch/sanitizer.hpp"
 #include "ito/options.hpp"
 #include "sched/deque.hpp"
+#include "sched/registry.hpp"
 #include "sched/timers.hpp"
 #include "sched/ult.hpp"
 #include "sched/ult_queue.hpp"
@@ -76,6 +77,7 @@ struct alignas(64) worker {
   stack::stack_block scheduler_stack;  // worker 0 only: its OS stack belongs to the main ULT
 
   stack::stack_cache stacks;
+  ult_registry registry;  // descriptors made on this worker (registry.hpp)
   // Released descriptors with their stacks, reused first (LIFO: warm lines).
   static constexpr unsigned max_free_ults = 64;
   ult* free_ults = nullptr;

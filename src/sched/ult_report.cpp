@@ -1,0 +1,56 @@
+#include "sched/ult_report.hpp"
+
+#include <cstring>
+
+#include "sched/scheduler.hpp"
+
+namespace ito::sched {
+namespace {
+
+struct report {
+  runtime_state* rt;
+  std::FILE* out;
+  std::size_t live = 0;
+};
+
+int running_on(runtime_state* rt, const ult* u) {
+  for (auto& w : rt->workers)
+    if (w->current == u) return static_cast<int>(w->index);
+  return -1;
+}
+
+void describe(const ult* u, report& r) {
+  auto s = u->join_state.load(std::memory_order_acquire);
+  if (s == join_released) return;  // a cached descriptor, no ULT
+  ++r.live;
+  std::fprintf(r.out, "ito:   ULT %llu%s: ", static_cast<unsigned long long>(u->id),
+               s == join_detached ? " (detached)" : "");
+  if (has_ended(s)) {
+    std::fprintf(r.out, "finished, not joined yet\n");
+  } else if (int w = running_on(r.rt, u); w >= 0) {
+    std::fprintf(r.out, "running on worker %d\n", w);
+  } else if (u->blocked_in) {
+    if (u->blocked_on && !std::strcmp(u->blocked_in, "join"))
+      std::fprintf(r.out, "blocked in join of ULT %llu\n",
+                   static_cast<unsigned long long>(static_cast<const ult*>(u->blocked_on)->id));
+    else if (u->blocked_on)
+      std::fprintf(r.out, "blocked in %s on %p\n", u->blocked_in, u->blocked_on);
+    else
+      std::fprintf(r.out, "blocked in %s\n", u->blocked_in);
+  } else {
+    std::fprintf(r.out, "runnable, waiting for a worker\n");
+  }
+}
+
+}  // namespace
+
+std::size_t report_live_ults(runtime_state* rt, std::FILE* out) {
+  report r{rt, out};
+  registry_visit(rt, [](ult* u, void* p) { describe(u, *static_cast<report*>(p)); }, &r);
+  const ult& main = rt->main_ult;
+  if (main.blocked_in)
+    std::fprintf(out, "ito:   main ULT: blocked in %s\n", main.blocked_in);
+  return r.live;
+}
+
+}  // namespace ito::sched
