@@ -307,3 +307,55 @@ TEST(hang_report, the_end_of_a_runtime_names_the_ults_it_still_waits_for) {
 }
 
 }  // namespace
+
+namespace {
+
+// dump_ults lists every live ULT with what it waits on; ITO_DUMP_SIGNAL does
+// it on a signal, for a program that hangs.
+TEST(dump_ults, lists_live_ults_and_what_they_wait_on) {
+  ito::start_main_thread_with_worker_size(2, [] {
+    ito::mutex m;
+    std::unique_lock<ito::mutex> hold(m);
+    auto waiter = ito::create_thread([&] { std::lock_guard<ito::mutex> g(m); });
+    auto sleeper = ito::create_thread([] { ito::sleep_for_ns(200'000'000); });
+    auto joiner = ito::create_thread([&] { ito::join(sleeper); });
+    ito::sleep_for_ns(20'000'000);
+    char* text = nullptr;
+    std::size_t size = 0;
+    FILE* out = open_memstream(&text, &size);
+    std::size_t n = ito::dump_ults(out);
+    std::fclose(out);
+    std::string dump(text, size);
+    std::free(text);
+    EXPECT_EQ(n, 3u) << dump;
+    EXPECT_NE(dump.find("blocked in sleep"), std::string::npos) << dump;
+    EXPECT_NE(dump.find("blocked in join of ULT"), std::string::npos) << dump;
+    hold.unlock();
+    ito::join(waiter);
+    ito::join(joiner);
+  });
+  EXPECT_EQ(ito::dump_ults(stdout), 0u);  // no runtime
+}
+
+TEST(dump_ults, the_dump_signal_lists_them_on_stderr) {
+  EXPECT_EXIT(
+      {
+        setenv("ITO_DUMP_SIGNAL", "SIGUSR2", 1);
+        ito::start_main_thread_with_worker_size(2, [] {
+          auto sleeper = ito::create_thread([] { ito::sleep_for_ns(300'000'000); });
+          ito::sleep_for_ns(20'000'000);
+          raise(SIGUSR2);
+          ito::sleep_for_ns(100'000'000);  // the dump thread writes meanwhile
+          ito::join(sleeper);
+        });
+        std::exit(0);
+      },
+      ::testing::ExitedWithCode(0), "ito: live ULTs(.|\n)*blocked in sleep(.|\n)*1 live ULT");
+}
+
+TEST(dump_ults, a_bad_dump_signal_stops_the_program_at_start) {
+  ito::test::expect_env_exit("ITO_DUMP_SIGNAL", "SIGKILL", "ITO_DUMP_SIGNAL=SIGKILL is invalid");
+  ito::test::expect_env_exit("ITO_DUMP_SIGNAL", "USR9", "ITO_DUMP_SIGNAL=USR9 is invalid");
+}
+
+}  // namespace

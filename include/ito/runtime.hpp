@@ -3,6 +3,8 @@
 // ULT to finish and stops the workers.
 #pragma once
 
+#include <cstdio>
+
 #include "ito/options.hpp"
 
 namespace ito {
@@ -24,5 +26,13 @@ class runtime {
 bool in_ult() noexcept;
 // The index of the worker running the caller, or -1 outside a ULT.
 int current_worker_index() noexcept;
+
+// Writes every live ULT of the running runtime to `out`, one per line: its id
+// and state (running on worker N; runnable; blocked in a mutex, condition
+// variable, join, sleep, I/O... and on which object; finished, not joined).
+// For a hung program: also on a signal, with ITO_DUMP_SIGNAL=SIGUSR2 (or any
+// signal name or number), and from gdb with the helper docs/DEBUGGING.md
+// describes. Returns how many ULTs it listed (0 when no runtime runs).
+std::size_t dump_ults(std::FILE* out = stderr);
 
 }  // namespace ito

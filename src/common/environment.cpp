@@ -1,12 +1,14 @@
 // The ITO_* environment variables ito knows, in one list, and the warning for
 // a name that is not one of them (a typo would otherwise be ignored silently).
 #include <algorithm>
+#include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <string_view>
 
-#include "ito/options.hpp"
+#include "common/environment.hpp"
 
 extern char** environ;
 
@@ -17,7 +19,7 @@ namespace {
 constexpr const char* known_variables[] = {
     "ITO_WORKERS",   "ITO_STACK_SIZE",     "ITO_BIND",          "ITO_STATS",
     "ITO_STACK",     "ITO_STACK_BLOCK_SIZE", "ITO_STACK_ALLOC", "ITO_POOL_MIN",
-    "ITO_POOL_MAX",  "ITO_POOL_BIAS",      "ITO_DELEGATE_MODE",
+    "ITO_POOL_MAX",  "ITO_POOL_BIAS",      "ITO_DELEGATE_MODE", "ITO_DUMP_SIGNAL",
 };
 
 std::size_t edit_distance(std::string_view a, std::string_view b) {
@@ -53,6 +55,24 @@ std::string closest_known_variable(std::string_view name) {
     if (d < best_distance) best = k, best_distance = d;
   }
   return best;
+}
+
+int dump_signal_from(const char* text) noexcept {
+  int sig = 0;
+  if (*text >= '0' && *text <= '9') {
+    char* end = nullptr;
+    long v = std::strtol(text, &end, 10);
+    if (*end == '\0' && v > 0 && v < NSIG) sig = static_cast<int>(v);
+  } else {
+    const char* name = std::strncmp(text, "SIG", 3) == 0 ? text + 3 : text;
+    for (int s = 1; s < NSIG && !sig; ++s) {
+      const char* abbrev = sigabbrev_np(s);
+      if (abbrev && !std::strcmp(name, abbrev)) sig = s;
+    }
+  }
+  // These mean something else to the process (or cannot be caught).
+  if (sig == SIGKILL || sig == SIGSTOP || sig == SIGSEGV || sig == SIGBUS) return 0;
+  return sig;
 }
 
 void warn_about_unknown_variables() noexcept {

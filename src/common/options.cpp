@@ -7,11 +7,9 @@
 #include <string>
 
 #include "ito/options.hpp"
+#include "common/environment.hpp"
 
 namespace ito {
-
-// environment.cpp: warns (once) about ITO_* variables ito does not know.
-void warn_about_unknown_variables() noexcept;
 
 namespace {
 
@@ -143,6 +141,12 @@ options resolve_options(options o) {
       else throw config_error(range_message("ITO_STACK_ALLOC", v, "mmap or malloc"), true);
     }
   }
+
+  if (const char* v = std::getenv("ITO_DUMP_SIGNAL"); v && *v && dump_signal_from(v) == 0)
+    throw config_error(range_message("ITO_DUMP_SIGNAL", v,
+                                     "a signal name or number (e.g. SIGUSR2), not SIGKILL, "
+                                     "SIGSTOP, SIGSEGV or SIGBUS"),
+                       true);
 
   if (!o.bind) o.bind = env_flag("ITO_BIND").value_or(false);
   if (!o.stats) o.stats = env_flag("ITO_STATS").value_or(false);

@@ -159,6 +159,7 @@ runtime_state* start_runtime(const options& resolved) {
     rt->workers.push_back(std::move(w));
   }
   install_overflow_handler();
+  install_dump_signal();
 
   // Worker 0 is this thread; its current stack becomes the main ULT.
   worker* w0 = rt->workers[0].get();

@@ -11,5 +11,8 @@ namespace ito::sched {
 runtime_state* start_runtime(const options& resolved);
 // From the main ULT: waits for every ULT to finish, then stops the workers.
 void stop_runtime(runtime_state* rt);
+// With ITO_DUMP_SIGNAL set: that signal makes ito list the live ULTs on stderr
+// (dump.cpp). Once per process; called at each start.
+void install_dump_signal();
 
 }  // namespace ito::sched
