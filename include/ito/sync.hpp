@@ -149,12 +149,14 @@ class condition_variable {
 
   // The mutex `lock` holds; usage_error(EPERM) if the caller does not hold it.
   static mutex& held_mutex(std::unique_lock<mutex>& lock, const char* function);
+  // A wait whose deadline has passed: unlocks m, lets others run, relocks; true.
+  static bool expired_wait(mutex& m);
 
   // Converts a wait of rel_time from now, saturating instead of overflowing.
   template <class Rep, class Period>
   static std::int64_t deadline_after(const std::chrono::duration<Rep, Period>& rel_time) {
     const std::chrono::duration<double, std::nano> rel = rel_time;
-    if (rel.count() <= 0) return now_ns();
+    if (!(rel.count() > 0)) return now_ns();  // also NaN
     constexpr auto forever = std::numeric_limits<std::int64_t>::max();
     const std::int64_t now = now_ns();
     if (rel.count() >= static_cast<double>(forever - now)) return forever;

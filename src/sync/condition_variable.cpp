@@ -82,9 +82,22 @@ void condition_variable::wait(std::unique_lock<mutex>& lock) {
   m.lock();
 }
 
+// A wait whose deadline has already passed still lets go of the mutex, as
+// pthread_cond_timedwait does (it unlocks, finds the futex wait timed out, and
+// relocks): a caller polling with zero timeouts must not keep the mutex from
+// the thread that would make its predicate true. A ULT also yields in between:
+// on one worker nobody else could run otherwise, and the woken locker would
+// find the mutex taken again. Nothing is queued, so no notify is consumed.
+bool condition_variable::expired_wait(mutex& m) {
+  m.unlock();
+  if (sched::current_ult()) sched::yield(false);
+  m.lock();
+  return true;
+}
+
 bool condition_variable::wait_until_ns(std::unique_lock<mutex>& lock, std::int64_t deadline_ns) {
   mutex& m = held_mutex(lock, "ito::condition_variable::wait_until");
-  if (deadline_ns <= now_ns()) return true;
+  if (deadline_ns <= now_ns()) return expired_wait(m);
   const bool unbounded = deadline_ns == sched::timer_queue::never;
 
   detail::waiter me(detail::calling_ult());
