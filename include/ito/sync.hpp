@@ -173,7 +173,17 @@ class condition_variable {
       if (since.count() <= 0) return 0;
       return std::chrono::ceil<std::chrono::nanoseconds>(abs_time.time_since_epoch()).count();
     } else {
-      return deadline_after(abs_time - Clock::now());
+      const auto now = Clock::now();
+      // abs_time - now overflows for far time points (hours::max()): decide
+      // those in double first; the rest is converted exactly (a double's
+      // rounding could end the wait a few hundred nanoseconds early).
+      constexpr double far = 0x1p62;  // ns, ~146 years
+      using dns = std::chrono::duration<double, std::nano>;
+      const double gap =
+          dns(abs_time.time_since_epoch()).count() - dns(now.time_since_epoch()).count();
+      if (gap >= far) return std::numeric_limits<std::int64_t>::max();
+      if (gap <= -far) return now_ns();
+      return deadline_after(abs_time - now);
     }
   }
 
