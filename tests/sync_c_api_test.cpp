@@ -244,6 +244,25 @@ TEST(sync_c_api, semaphore_codes_and_hand_over) {
   });
 }
 
+// Posting past ITO_SEM_VALUE_MAX fails with EOVERFLOW and leaves the value
+// alone (POSIX sem_post); a value above it is refused at init (EINVAL).
+TEST(sync_c_api, sem_post_past_the_maximum_is_eoverflow) {
+  ito_sem_t s;
+  EXPECT_EQ(ito_sem_init(&s, static_cast<unsigned>(ITO_SEM_VALUE_MAX) + 1u), EINVAL);
+  ASSERT_EQ(ito_sem_init(&s, ITO_SEM_VALUE_MAX), 0);
+  EXPECT_EQ(ito_sem_post(&s), EOVERFLOW);
+  EXPECT_EQ(ito_sem_post(&s), EOVERFLOW);
+  // The value did not wrap: permits are still there, and one taken can be given back.
+  EXPECT_EQ(ito_sem_trywait(&s), 0);
+  EXPECT_EQ(ito_sem_trywait(&s), 0);
+  EXPECT_EQ(ito_sem_post(&s), 0);
+  EXPECT_EQ(ito_sem_post(&s), 0);
+  EXPECT_EQ(ito_sem_post(&s), EOVERFLOW);
+  EXPECT_EQ(ito_sem_destroy(&s), 0);
+  ito_sem_t big;
+  ASSERT_EQ(ito_sem_init(&big, std::numeric_limits<unsigned>::max()), EINVAL);
+}
+
 std::atomic<int> g_once_calls{0};
 void count_once() { g_once_calls.fetch_add(1); }
 

@@ -70,13 +70,17 @@ int ito_barrier_wait(ito_barrier_t* barrier);
 
 /* --- Counting semaphore: FIFO hand-off of posted permits ------------------- */
 typedef struct ito_sem { unsigned long long opaque_[6]; } ito_sem_t;
+/* The largest value a semaphore holds (glibc's SEM_VALUE_MAX). */
+#define ITO_SEM_VALUE_MAX 2147483647
 
+/* EINVAL if value exceeds ITO_SEM_VALUE_MAX. */
 int ito_sem_init(ito_sem_t* sem, unsigned value);
 /* EBUSY while someone waits on it. */
 int ito_sem_destroy(ito_sem_t* sem);
 int ito_sem_wait(ito_sem_t* sem);
 /* EAGAIN if no permit is available. */
 int ito_sem_trywait(ito_sem_t* sem);
+/* EOVERFLOW if the value is already ITO_SEM_VALUE_MAX (it is left unchanged). */
 int ito_sem_post(ito_sem_t* sem);
 
 /* --- Once ------------------------------------------------------------------ */

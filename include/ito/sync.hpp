@@ -214,7 +214,7 @@ class barrier {
 
 // A counting semaphore. Permits released while callers wait go straight to
 // the longest-waiting one (FIFO); uncontended acquire and release are one
-// atomic instruction each.
+// atomic instruction each (a CAS: release checks the count against max()).
 class counting_semaphore {
  public:
   static constexpr std::ptrdiff_t max() noexcept {
@@ -228,12 +228,16 @@ class counting_semaphore {
   void acquire();
   bool try_acquire() noexcept;
   // update < 0 throws usage_error(EINVAL). As for std::counting_semaphore,
-  // the count must not exceed max().
+  // the count must not exceed max(): a release that would push it past throws
+  // usage_error(EOVERFLOW) and leaves the count unchanged.
   void release(std::ptrdiff_t update = 1);
 
  private:
   friend struct detail::sync_access;
 
+  // release(update) (update > 0) unless the count would exceed limit: then
+  // false, and nothing changes. The C API's limit is ITO_SEM_VALUE_MAX.
+  bool add_permits(std::ptrdiff_t update, std::ptrdiff_t limit) noexcept;
   void acquire_contended();
   void hand_permits(std::ptrdiff_t permits) noexcept;
 
