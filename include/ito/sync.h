@@ -10,6 +10,7 @@
  *   EDEADLK  locking a mutex the caller already holds (mutexes are not recursive)
  *   EBUSY    trylock on a locked mutex; destroying an object in use
  *   EAGAIN   trywait with no permit; no key left
+ *   EOVERFLOW posting a semaphore already at ITO_SEM_VALUE_MAX
  *   ETIMEDOUT a timed wait's deadline passed
  *   ENOMEM   out of memory (setspecific)
  * Objects are opaque and may live anywhere (stack, heap, static); the mutex,
@@ -51,7 +52,9 @@ int ito_cond_destroy(ito_cond_t* cond);
 /* EPERM if the caller does not hold mutex. */
 int ito_cond_wait(ito_cond_t* cond, ito_mutex_t* mutex);
 /* abstime is an absolute CLOCK_MONOTONIC time. ETIMEDOUT once it has passed
- * (the mutex is held again either way); EINVAL if tv_nsec is out of range. */
+ * (the mutex is held again either way; a deadline already past still releases
+ * and re-takes it, letting others run, as pthread_cond_timedwait does); EINVAL
+ * if tv_nsec is out of range; ENOMEM if its timer cannot be armed. */
 int ito_cond_timedwait(ito_cond_t* cond, ito_mutex_t* mutex, const struct timespec* abstime);
 int ito_cond_signal(ito_cond_t* cond);
 int ito_cond_broadcast(ito_cond_t* cond);

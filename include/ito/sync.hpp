@@ -90,7 +90,11 @@ class mutex {
 
 // A condition variable for ito::mutex, with the interface of
 // std::condition_variable. Timed waits measure steady_clock (CLOCK_MONOTONIC).
-// Waiting without holding the mutex throws usage_error(EPERM).
+// A timed wait whose deadline has passed still releases the mutex and lets
+// others run before it re-takes it and reports the timeout (as
+// std::condition_variable); huge timeouts saturate to "no deadline". A timed
+// wait from a ULT may throw std::bad_alloc (arming its timer), leaving nothing
+// changed. Waiting without holding the mutex throws usage_error(EPERM).
 class condition_variable {
  public:
   constexpr condition_variable() noexcept = default;

@@ -101,10 +101,10 @@ bool condition_variable::wait_until_ns(std::unique_lock<mutex>& lock, std::int64
   const bool unbounded = deadline_ns == sched::timer_queue::never;
 
   detail::waiter me(detail::calling_ult());
-  queue_lock_.lock();
-  detail::push_back(waiters_, &me);
-  queue_lock_.unlock();
-
+  // The timer is armed before the record is queued: arming may throw
+  // (bad_alloc), and a record left queued would dangle once this frame
+  // unwinds. A timer that fires before the record is queued claims it and
+  // counts its wake-up; the park below then returns at once.
   timeout_timer timer;
   sched::runtime_state* rt = nullptr;
   if (me.ult && !unbounded) {
@@ -115,6 +115,9 @@ bool condition_variable::wait_until_ns(std::unique_lock<mutex>& lock, std::int64
     rt->timers.add(&timer);
     sched::notify_work(rt);  // a parked worker must shorten its sleep to the new deadline
   }
+  queue_lock_.lock();
+  detail::push_back(waiters_, &me);
+  queue_lock_.unlock();
   m.unlock();
 
   bool timed_out = false;
