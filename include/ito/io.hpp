@@ -51,7 +51,8 @@ ssize_t pread(int fd, void* buf, std::size_t count, off_t offset);
 ssize_t pwrite(int fd, const void* buf, std::size_t count, off_t offset);
 
 int open(const char* path, int flags, mode_t mode = 0);
-// Wakes any ULT parked on fd (its call then fails, usually with EBADF).
+// Ends every call parked on fd: each fails with EBADF (poll: POLLNVAL) and
+// never retries on the number, which a new descriptor may take at once.
 int close(int fd);
 int fsync(int fd);
 
@@ -65,7 +66,7 @@ ssize_t recv(int fd, void* buf, std::size_t count, int flags);
 ssize_t send(int fd, const void* buf, std::size_t count, int flags);
 
 // poll(2) on one descriptor: returns 1 (p.revents set), 0 on timeout, or -1.
-// timeout_ms < 0 waits forever.
+// timeout_ms < 0 waits forever. io::close(p.fd) meanwhile: 1 with POLLNVAL.
 int poll(pollfd& p, int timeout_ms);
 
 // nanosleep(2): EINVAL for a bad request; a ULT is never interrupted, so rem
@@ -88,7 +89,7 @@ int sleep_until(std::chrono::time_point<std::chrono::steady_clock, Duration> t) 
 
 // Drops what ito remembers about fd (its kind, its epoll registration, its
 // O_NONBLOCK flag): needed only after closing fd or changing its flags with
-// plain system calls.
+// plain system calls. ULTs parked on fd are woken and retry their calls.
 void forget(int fd) noexcept;
 
 }  // namespace ito::io
