@@ -21,7 +21,9 @@ namespace {
 thread_local bool t_fail_next_allocation = false;
 }  // namespace
 
-void* operator new(std::size_t n) {
+// Out of line: GCC would otherwise inline free() next to a pointer it knows
+// came from operator new and warn (-Wmismatched-new-delete) at -O2.
+[[gnu::noinline]] void* operator new(std::size_t n) {
   if (t_fail_next_allocation) {
     t_fail_next_allocation = false;
     throw std::bad_alloc();
@@ -29,8 +31,8 @@ void* operator new(std::size_t n) {
   if (void* p = std::malloc(n ? n : 1)) return p;
   throw std::bad_alloc();
 }
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+[[gnu::noinline]] void operator delete(void* p) noexcept { std::free(p); }
+[[gnu::noinline]] void operator delete(void* p, std::size_t) noexcept { std::free(p); }
 
 namespace {
 
