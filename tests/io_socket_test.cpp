@@ -8,11 +8,13 @@
 #include <netinet/tcp.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <poll.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <chrono>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -262,6 +264,175 @@ TEST(io_socket, close_wakes_a_parked_reader_with_ebadf) {
     ito::io::close(sv[0]);
   });
 }
+
+// --- close while a ULT is parked, and the number is reused at once ---------
+//
+// A ULT parked in a call on descriptor X is woken by io::close(X). By the time
+// it runs, a new socket may have taken the number X and be ready: the woken
+// call must fail with EBADF (poll: POLLNVAL), as its own descriptor is gone,
+// and never touch the stranger that took the number. At one worker the
+// sequence is deterministic: the woken ULT cannot run until the new socket
+// exists and is ready.
+
+// Until a ULT is parked on fd's entry.
+void wait_until_parked(int fd) {
+  ito::detail::fd_state& st = *ito::detail::fd_lookup(fd);
+  for (;;) {
+    st.lock.lock();
+    const bool parked = st.waiters != nullptr;
+    st.lock.unlock();
+    if (parked) return;
+    ito::io::sleep_for(1ms);
+  }
+}
+
+// A connected pair one of whose ends has the number `want` (the lowest free
+// one, just released by close); `mine` is that end, `peer` the other.
+struct successor_pair {
+  int mine = -1, peer = -1;
+  explicit successor_pair(int want) {
+    int nv[2];
+    if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, nv) != 0) return;
+    const int m = nv[0] == want ? 0 : 1;
+    mine = nv[m];
+    peer = nv[1 - m];
+  }
+  ~successor_pair() {
+    ito::io::close(mine);
+    ito::io::close(peer);
+  }
+};
+
+struct call_outcome {
+  long result = 0;
+  int error = 0;
+};
+
+// Runs call(victim) in a ULT, closes victim once it is parked, lets
+// make_successor() take the number at once (it returns the number it got),
+// then joins and returns what the call returned.
+template <class Call, class MakeSuccessor>
+call_outcome close_under_a_parked_call(int victim, Call call, MakeSuccessor make_successor) {
+  call_outcome out;
+  auto caller = ito::create_thread([&] {
+    out.result = static_cast<long>(call(victim));
+    out.error = errno;
+  });
+  wait_until_parked(victim);
+  EXPECT_EQ(ito::io::close(victim), 0);
+  EXPECT_EQ(make_successor(), victim) << "the new descriptor did not reuse the number";
+  ito::join(std::move(caller));
+  return out;
+}
+
+class io_close_reuse : public ::testing::TestWithParam<unsigned> {};
+
+TEST_P(io_close_reuse, a_parked_reader_gets_ebadf_not_the_new_connections_data) {
+  using reader_fn = ssize_t (*)(int);
+  const reader_fn readers[] = {
+      [](int fd) { char b[16]; return ito::io::recv(fd, b, sizeof b, 0); },
+      [](int fd) { char b[16]; return ito::io::read(fd, b, sizeof b); },
+      [](int fd) { char b[16]; return ito::io::recv(fd, b, sizeof b, MSG_PEEK); },
+      [](int fd) { char b[8]; return ito::io::recv(fd, b, sizeof b, MSG_WAITALL); },
+  };
+  ito::start_main_thread_with_worker_size(GetParam(), [&] {
+    for (reader_fn reader : readers) {
+      int sv[2];
+      ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+      std::optional<successor_pair> next;
+      const call_outcome out = close_under_a_parked_call(sv[1], reader, [&] {
+        next.emplace(sv[1]);
+        EXPECT_EQ(::send(next->peer, "stranger", 8, 0), 8);
+        return next->mine;
+      });
+      EXPECT_EQ(out.result, -1) << "the woken reader read the new connection";
+      EXPECT_EQ(out.error, EBADF);
+      ito::io::close(sv[0]);
+    }
+  });
+}
+
+TEST_P(io_close_reuse, a_parked_writer_gets_ebadf_and_writes_nothing_to_the_new_connection) {
+  using writer_fn = ssize_t (*)(int);
+  const writer_fn writers[] = {
+      [](int fd) { return ito::io::send(fd, "w", 1, MSG_NOSIGNAL); },
+      [](int fd) { return ito::io::write(fd, "w", 1); },
+  };
+  ito::start_main_thread_with_worker_size(GetParam(), [&] {
+    for (writer_fn writer : writers) {
+      int sv[2];
+      ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+      // Fill sv[1]'s way to its peer, so that the writer parks at once.
+      const int small = 4096;
+      ::setsockopt(sv[1], SOL_SOCKET, SO_SNDBUF, &small, sizeof small);
+      char chunk[4096] = {};
+      while (::send(sv[1], chunk, sizeof chunk, MSG_DONTWAIT) > 0) {
+      }
+      std::optional<successor_pair> next;
+      const call_outcome out =
+          close_under_a_parked_call(sv[1], writer, [&] {
+            next.emplace(sv[1]);
+            return next->mine;
+          });
+      EXPECT_EQ(out.result, -1) << "the woken writer wrote to the new connection";
+      EXPECT_EQ(out.error, EBADF);
+      char c;
+      EXPECT_EQ(::recv(next->peer, &c, 1, MSG_DONTWAIT), -1) << "a byte reached the stranger";
+      ito::io::close(sv[0]);
+    }
+  });
+}
+
+TEST_P(io_close_reuse, a_parked_acceptor_gets_ebadf_not_the_new_listeners_client) {
+  ito::start_main_thread_with_worker_size(GetParam(), [&] {
+    int port = 0;
+    const int lfd = listen_loopback(&port, 16);
+    ASSERT_GE(lfd, 0);
+    int next = -1, client = -1;
+    const call_outcome out = close_under_a_parked_call(
+        lfd, [](int fd) { return ito::io::accept(fd, nullptr, nullptr); },
+        [&] {
+          int next_port = 0;
+          next = listen_loopback(&next_port, 16);
+          client = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+          sockaddr_in a = loopback(next_port);
+          EXPECT_EQ(::connect(client, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+          return next;
+        });
+    EXPECT_EQ(out.result, -1) << "the woken acceptor took the new listener's client";
+    EXPECT_EQ(out.error, EBADF);
+    if (out.result >= 0) ito::io::close(static_cast<int>(out.result));
+    ito::io::close(client);
+    ito::io::close(next);
+  });
+}
+
+TEST_P(io_close_reuse, a_parked_poll_reports_pollnval_not_the_new_sockets_readiness) {
+  ito::start_main_thread_with_worker_size(GetParam(), [&] {
+    int sv[2];
+    ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+    short revents = 0;
+    std::optional<successor_pair> next;
+    const call_outcome out = close_under_a_parked_call(
+        sv[1],
+        [&](int fd) {
+          pollfd p{fd, POLLIN, 0};
+          const int r = ito::io::poll(p, -1);
+          revents = p.revents;
+          return r;
+        },
+        [&] {
+          next.emplace(sv[1]);
+          EXPECT_EQ(::send(next->peer, "stranger", 8, 0), 8);
+          return next->mine;
+        });
+    EXPECT_EQ(out.result, 1);
+    EXPECT_EQ(revents, POLLNVAL) << "poll reported the new socket's readiness";
+    ito::io::close(sv[0]);
+  });
+}
+
+INSTANTIATE_TEST_SUITE_P(workers, io_close_reuse, ::testing::Values(1u, 2u));
 
 TEST(io_socket, a_socket_the_program_made_non_blocking_gets_eagain) {
   ito::start_main_thread_with_worker_size(1, [] {

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstdlib>
 #include <functional>
@@ -13,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include "io/os_thread.hpp"
 #include "io/pool_retire_rule.hpp"
 #include "ito/os_pool.hpp"
 #include "ito/runtime.hpp"
@@ -220,6 +222,41 @@ TEST(os_pool, destruction_runs_every_queued_job) {
   }  // waits for the blocked job, then runs the 20 queued ones
   EXPECT_EQ(ran.load(), 20);
   opener.join();
+}
+
+// A job whose new thread cannot start (RLIMIT_NPROC, memory) while the only
+// thread goes to sleep must still run: the sleeper takes it, without another
+// submit to wake it. The start hook fails creation at exactly that moment:
+// it lets the first job end and waits until its thread is asleep.
+struct start_failure {
+  static inline ito::os_pool* pool = nullptr;
+  static inline gate* first_job = nullptr;
+  static int fail_once_the_only_thread_sleeps() {
+    first_job->open = true;
+    eventually([] { return pool->stats().sleeping == 1; });
+    return EAGAIN;
+  }
+};
+
+TEST(os_pool, a_job_whose_thread_cannot_start_runs_on_a_thread_that_went_to_sleep) {
+  ito::os_pool_options o;
+  o.min_threads = 0;
+  o.max_threads = 4;
+  ito::os_pool pool(o);
+  gate g;
+  auto first = pool.submit([&g] { g.wait(); });
+  ASSERT_TRUE(eventually([&] { return pool.stats().total == 1; }));
+  start_failure::pool = &pool;
+  start_failure::first_job = &g;
+  ito::detail::g_helper_start_hook = &start_failure::fail_once_the_only_thread_sleeps;
+  auto second = pool.submit([] { return 42; });  // its thread fails to start
+  ito::detail::g_helper_start_hook = nullptr;
+  first.get();
+  const bool ran = eventually([&] { return second.ready(); }, 5s);
+  EXPECT_TRUE(ran) << "the job waits in the queue while the pool's only thread sleeps";
+  if (!ran) pool.submit([] { return 0; }).get();  // unstick it, so the test ends
+  EXPECT_EQ(second.get(), 42);
+  EXPECT_EQ(pool.stats().started, 1u);
 }
 
 TEST(os_pool, get_from_a_ult_suspends_it_and_its_worker_runs_others) {

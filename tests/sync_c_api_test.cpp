@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <limits>
 #include <mutex>
 #include <cerrno>
 #include <thread>
@@ -116,6 +117,61 @@ TEST(sync_c_api, cond_timedwait_times_out_on_a_monotonic_deadline) {
   });
 }
 
+// ito_cond_timedwait with a deadline already past still releases the mutex
+// (and lets others run) before it says ETIMEDOUT, as pthread_cond_timedwait
+// does: a loop polling with it lets the producer in, at one worker too.
+TEST(sync_c_api, cond_timedwait_past_the_deadline_lets_the_producer_in) {
+  for (unsigned workers : {1u, 2u}) {
+    ito::start_main_thread_with_worker_size(workers, [workers] {
+      ito_mutex_t m = ITO_MUTEX_INITIALIZER;
+      ito_cond_t c = ITO_COND_INITIALIZER;
+      bool ready = false;
+      ASSERT_EQ(ito_mutex_lock(&m), 0);
+      auto producer = ito::create_thread([&] {
+        ito_mutex_lock(&m);
+        ready = true;
+        ito_mutex_unlock(&m);
+      });
+      const timespec past{0, 0};
+      const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+      int rc = ETIMEDOUT;
+      while (!ready && rc == ETIMEDOUT && std::chrono::steady_clock::now() < give_up)
+        rc = ito_cond_timedwait(&c, &m, &past);
+      EXPECT_EQ(rc, ETIMEDOUT);
+      EXPECT_TRUE(ready) << "the producer never got the mutex (" << workers << " workers)";
+      EXPECT_EQ(ito_mutex_unlock(&m), 0);
+      producer.get();
+    });
+  }
+}
+
+// A deadline centuries away is a long wait, not one already past: it ends
+// only by a signal.
+TEST(sync_c_api, cond_timedwait_with_a_far_deadline_waits_for_the_signal) {
+  ito::start_main_thread_with_worker_size(2, [] {
+    ito_mutex_t m = ITO_MUTEX_INITIALIZER;
+    ito_cond_t c = ITO_COND_INITIALIZER;
+    std::atomic<int> rc{-1};
+    bool go = false;
+    auto waiter = ito::create_thread([&] {
+      ito_mutex_lock(&m);
+      const timespec far{std::numeric_limits<time_t>::max(), 999'999'999};
+      int r = 0;
+      while (!go && r == 0) r = ito_cond_timedwait(&c, &m, &far);
+      rc = r;
+      ito_mutex_unlock(&m);
+    });
+    ito::sleep_for_ns(50'000'000);
+    EXPECT_EQ(rc.load(), -1) << "the far deadline was taken as one already past";
+    ito_mutex_lock(&m);
+    go = true;
+    ito_cond_signal(&c);
+    ito_mutex_unlock(&m);
+    waiter.get();
+    EXPECT_EQ(rc.load(), 0);
+  });
+}
+
 TEST(sync_c_api, cond_destroy_is_busy_while_waited_on) {
   ito::start_main_thread_with_worker_size(2, [] {
     ito_mutex_t m = ITO_MUTEX_INITIALIZER;
@@ -186,6 +242,25 @@ TEST(sync_c_api, semaphore_codes_and_hand_over) {
     EXPECT_TRUE(through.load());
     EXPECT_EQ(ito_sem_destroy(&s), 0);
   });
+}
+
+// Posting past ITO_SEM_VALUE_MAX fails with EOVERFLOW and leaves the value
+// alone (POSIX sem_post); a value above it is refused at init (EINVAL).
+TEST(sync_c_api, sem_post_past_the_maximum_is_eoverflow) {
+  ito_sem_t s;
+  EXPECT_EQ(ito_sem_init(&s, static_cast<unsigned>(ITO_SEM_VALUE_MAX) + 1u), EINVAL);
+  ASSERT_EQ(ito_sem_init(&s, ITO_SEM_VALUE_MAX), 0);
+  EXPECT_EQ(ito_sem_post(&s), EOVERFLOW);
+  EXPECT_EQ(ito_sem_post(&s), EOVERFLOW);
+  // The value did not wrap: permits are still there, and one taken can be given back.
+  EXPECT_EQ(ito_sem_trywait(&s), 0);
+  EXPECT_EQ(ito_sem_trywait(&s), 0);
+  EXPECT_EQ(ito_sem_post(&s), 0);
+  EXPECT_EQ(ito_sem_post(&s), 0);
+  EXPECT_EQ(ito_sem_post(&s), EOVERFLOW);
+  EXPECT_EQ(ito_sem_destroy(&s), 0);
+  ito_sem_t big;
+  ASSERT_EQ(ito_sem_init(&big, std::numeric_limits<unsigned>::max()), EINVAL);
 }
 
 std::atomic<int> g_once_calls{0};

@@ -223,6 +223,91 @@ TEST_P(cv_at_workers, waiting_without_holding_the_mutex_throws_eperm) {
   });
 }
 
+// A consumer that polls with timed waits whose deadline has already passed
+// must still let the producer, who needs the mutex, in: such a wait releases
+// and re-acquires the mutex and lets others run (as std::condition_variable
+// and glibc's pthread_cond_timedwait do) before it reports the timeout. The
+// loop gives up after a few seconds, so a wait that keeps the mutex fails the
+// test instead of hanging it.
+template <class ExpiredWait>
+void consumer_polls_until_producer_runs(ExpiredWait expired_wait) {
+  ito::mutex m;
+  ito::condition_variable cv;
+  bool ready = false;
+  std::unique_lock lock(m);
+  // Started while we hold the mutex: it can only set `ready` once a wait lets go.
+  auto producer = ito::create_thread([&] {
+    std::lock_guard guard(m);
+    ready = true;
+  });
+  const auto give_up = steady::now() + 5s;
+  long polls = 0;
+  while (!ready && steady::now() < give_up) {
+    EXPECT_TRUE(expired_wait(cv, lock)) << "an expired wait must report a timeout";
+    EXPECT_TRUE(lock.owns_lock());
+    ++polls;
+  }
+  EXPECT_TRUE(ready) << "the producer never got the mutex in " << polls << " expired waits";
+  lock.unlock();
+  producer.get();
+}
+
+TEST_P(cv_at_workers, expired_timed_waits_release_the_mutex_and_let_others_run) {
+  ito::start_main_thread_with_worker_size(GetParam(), [] {
+    using lock_t = std::unique_lock<ito::mutex>;
+    auto timeout = [](std::cv_status s) { return s == std::cv_status::timeout; };
+    consumer_polls_until_producer_runs(
+        [&](ito::condition_variable& cv, lock_t& l) { return timeout(cv.wait_for(l, 0ms)); });
+    consumer_polls_until_producer_runs(
+        [&](ito::condition_variable& cv, lock_t& l) { return timeout(cv.wait_for(l, -1s)); });
+    consumer_polls_until_producer_runs([&](ito::condition_variable& cv, lock_t& l) {
+      return timeout(cv.wait_until(l, steady::now() - 1ms));
+    });
+    consumer_polls_until_producer_runs([&](ito::condition_variable& cv, lock_t& l) {
+      return timeout(cv.wait_until(l, steady::time_point::min()));
+    });
+    consumer_polls_until_producer_runs([&](ito::condition_variable& cv, lock_t& l) {
+      return timeout(cv.wait_until(l, std::chrono::system_clock::now() - 1s));
+    });
+    // The predicate forms return the predicate's value after the wait.
+    consumer_polls_until_producer_runs([&](ito::condition_variable& cv, lock_t& l) {
+      return !cv.wait_for(l, 0ms, [] { return false; });
+    });
+    // Run from a ULT that is not the main one too (it may be stolen).
+    ito::create_thread([] {
+      consumer_polls_until_producer_runs(
+          [](ito::condition_variable& cv, std::unique_lock<ito::mutex>& l) {
+            return cv.wait_for(l, 0ms) == std::cv_status::timeout;
+          });
+    }).get();
+  });
+}
+
+TEST(condition_variable, a_plain_threads_expired_waits_let_a_ult_producer_in) {
+  ito::start_main_thread_with_worker_size(1, [] {
+    ito::mutex m;
+    ito::condition_variable cv;
+    std::atomic<bool> holding{false};
+    bool ready = false, timed_out = true, consumer_saw_ready = false;
+    std::thread consumer([&] {
+      std::unique_lock lock(m);
+      holding = true;
+      const auto give_up = steady::now() + 5s;
+      while (!ready && steady::now() < give_up)
+        timed_out = timed_out && cv.wait_for(lock, 0ms) == std::cv_status::timeout;
+      consumer_saw_ready = ready;
+    });
+    while (!holding.load()) ito::sleep_for_ns(100'000);
+    ito::create_thread([&] {
+      std::lock_guard guard(m);
+      ready = true;
+    }).get();
+    consumer.join();
+    EXPECT_TRUE(consumer_saw_ready) << "the consumer kept the mutex through its expired waits";
+    EXPECT_TRUE(timed_out);
+  });
+}
+
 INSTANTIATE_TEST_SUITE_P(workers, cv_at_workers, ::testing::Values(1u, 2u, 4u));
 
 TEST(condition_variable, plain_threads_wait_for_ults_and_time_out) {

@@ -106,6 +106,40 @@ TEST(counting_semaphore, bad_counts_throw_einval) {
   EXPECT_EQ(code([&] { sem.release(-1); }), EINVAL);
 }
 
+// Releasing past max() is a precondition violation (as for
+// std::counting_semaphore); ito reports it as usage_error(EOVERFLOW) and
+// leaves the count as it was, never wrapping it into "waiters".
+TEST(counting_semaphore, release_past_max_throws_eoverflow_and_keeps_the_count) {
+  auto code = [](auto&& fn) {
+    try {
+      fn();
+    } catch (const ito::usage_error& e) {
+      return e.code();
+    }
+    return 0;
+  };
+  ito::counting_semaphore sem(ito::counting_semaphore::max() - 1);
+  EXPECT_EQ(code([&] { sem.release(); }), 0);  // exactly max(): allowed
+  EXPECT_EQ(code([&] { sem.release(); }), EOVERFLOW);
+  EXPECT_EQ(code([&] { sem.release(ito::counting_semaphore::max()); }), EOVERFLOW);
+  // Still max() permits: they can be taken, and a wrapped (negative) count
+  // would have refused them.
+  EXPECT_TRUE(sem.try_acquire());
+  EXPECT_TRUE(sem.try_acquire());
+  EXPECT_EQ(code([&] { sem.release(2); }), 0);
+  EXPECT_EQ(code([&] { sem.release(1); }), EOVERFLOW);
+  // With waiters, a release may owe them permits: it must still not wrap.
+  ito::start_main_thread_with_worker_size(1, [&] {
+    ito::counting_semaphore empty(0);
+    auto waiter = ito::create_thread([&] { empty.acquire(); });
+    EXPECT_EQ(code([&] { empty.release(ito::counting_semaphore::max()); }), 0);
+    waiter.get();  // took one: max() - 1 left
+    EXPECT_EQ(code([&] { empty.release(1); }), 0);
+    EXPECT_EQ(code([&] { empty.release(1); }), EOVERFLOW);
+    EXPECT_TRUE(empty.try_acquire());
+  });
+}
+
 TEST(counting_semaphore, plain_os_threads_wait_for_ults) {
   ito::start_main_thread_with_worker_size(2, [] {
     ito::counting_semaphore sem(0);

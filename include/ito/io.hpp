@@ -26,6 +26,22 @@
 
 #include <chrono>
 #include <cstddef>
+#include <limits>
+
+namespace ito::detail {
+// d in nanoseconds, rounded up (a sleep is never shorter than asked) and
+// saturated to the range of long long: hours::max() is "forever", not a
+// product that wraps into the past.
+template <class Rep, class Period>
+long long saturated_ns(std::chrono::duration<Rep, Period> d) {
+  constexpr double limit = 0x1p63;
+  const double ns = std::chrono::duration<double, std::nano>(d).count();
+  if (ns >= limit) return std::numeric_limits<long long>::max();
+  if (ns <= -limit) return std::numeric_limits<long long>::min();
+  if (ns != ns) return 0;  // NaN
+  return std::chrono::ceil<std::chrono::nanoseconds>(d).count();
+}
+}  // namespace ito::detail
 
 namespace ito::io {
 
@@ -35,7 +51,8 @@ ssize_t pread(int fd, void* buf, std::size_t count, off_t offset);
 ssize_t pwrite(int fd, const void* buf, std::size_t count, off_t offset);
 
 int open(const char* path, int flags, mode_t mode = 0);
-// Wakes any ULT parked on fd (its call then fails, usually with EBADF).
+// Ends every call parked on fd: each fails with EBADF (poll: POLLNVAL) and
+// never retries on the number, which a new descriptor may take at once.
 int close(int fd);
 int fsync(int fd);
 
@@ -49,29 +66,30 @@ ssize_t recv(int fd, void* buf, std::size_t count, int flags);
 ssize_t send(int fd, const void* buf, std::size_t count, int flags);
 
 // poll(2) on one descriptor: returns 1 (p.revents set), 0 on timeout, or -1.
-// timeout_ms < 0 waits forever.
+// timeout_ms < 0 waits forever. io::close(p.fd) meanwhile: 1 with POLLNVAL.
 int poll(pollfd& p, int timeout_ms);
 
 // nanosleep(2): EINVAL for a bad request; a ULT is never interrupted, so rem
 // (if given) is set to zero.
 int nanosleep(const timespec* request, timespec* remaining);
+// Sleeps of any length: a duration or deadline too large for the clock
+// (LLONG_MAX, hours::max()) sleeps forever; a negative one returns at once.
 int sleep_for_ns(long long nanoseconds);
 // Until CLOCK_MONOTONIC reaches the deadline (std::chrono::steady_clock's clock).
 int sleep_until_ns(long long monotonic_deadline_ns);
 
 template <class Rep, class Period>
 int sleep_for(std::chrono::duration<Rep, Period> d) {
-  return sleep_for_ns(std::chrono::duration_cast<std::chrono::nanoseconds>(d).count());
+  return sleep_for_ns(ito::detail::saturated_ns(d));
 }
 template <class Duration>
 int sleep_until(std::chrono::time_point<std::chrono::steady_clock, Duration> t) {
-  return sleep_until_ns(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count());
+  return sleep_until_ns(ito::detail::saturated_ns(t.time_since_epoch()));
 }
 
 // Drops what ito remembers about fd (its kind, its epoll registration, its
 // O_NONBLOCK flag): needed only after closing fd or changing its flags with
-// plain system calls.
+// plain system calls. ULTs parked on fd are woken and retry their calls.
 void forget(int fd) noexcept;
 
 }  // namespace ito::io

@@ -10,6 +10,7 @@
  *   EDEADLK  locking a mutex the caller already holds (mutexes are not recursive)
  *   EBUSY    trylock on a locked mutex; destroying an object in use
  *   EAGAIN   trywait with no permit; no key left
+ *   EOVERFLOW posting a semaphore already at ITO_SEM_VALUE_MAX
  *   ETIMEDOUT a timed wait's deadline passed
  *   ENOMEM   out of memory (setspecific)
  * Objects are opaque and may live anywhere (stack, heap, static); the mutex,
@@ -51,7 +52,9 @@ int ito_cond_destroy(ito_cond_t* cond);
 /* EPERM if the caller does not hold mutex. */
 int ito_cond_wait(ito_cond_t* cond, ito_mutex_t* mutex);
 /* abstime is an absolute CLOCK_MONOTONIC time. ETIMEDOUT once it has passed
- * (the mutex is held again either way); EINVAL if tv_nsec is out of range. */
+ * (the mutex is held again either way; a deadline already past still releases
+ * and re-takes it, letting others run, as pthread_cond_timedwait does); EINVAL
+ * if tv_nsec is out of range; ENOMEM if its timer cannot be armed. */
 int ito_cond_timedwait(ito_cond_t* cond, ito_mutex_t* mutex, const struct timespec* abstime);
 int ito_cond_signal(ito_cond_t* cond);
 int ito_cond_broadcast(ito_cond_t* cond);
@@ -70,13 +73,17 @@ int ito_barrier_wait(ito_barrier_t* barrier);
 
 /* --- Counting semaphore: FIFO hand-off of posted permits ------------------- */
 typedef struct ito_sem { unsigned long long opaque_[6]; } ito_sem_t;
+/* The largest value a semaphore holds (glibc's SEM_VALUE_MAX). */
+#define ITO_SEM_VALUE_MAX 2147483647
 
+/* EINVAL if value exceeds ITO_SEM_VALUE_MAX. */
 int ito_sem_init(ito_sem_t* sem, unsigned value);
 /* EBUSY while someone waits on it. */
 int ito_sem_destroy(ito_sem_t* sem);
 int ito_sem_wait(ito_sem_t* sem);
 /* EAGAIN if no permit is available. */
 int ito_sem_trywait(ito_sem_t* sem);
+/* EOVERFLOW if the value is already ITO_SEM_VALUE_MAX (it is left unchanged). */
 int ito_sem_post(ito_sem_t* sem);
 
 /* --- Once ------------------------------------------------------------------ */

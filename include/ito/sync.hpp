@@ -90,7 +90,11 @@ class mutex {
 
 // A condition variable for ito::mutex, with the interface of
 // std::condition_variable. Timed waits measure steady_clock (CLOCK_MONOTONIC).
-// Waiting without holding the mutex throws usage_error(EPERM).
+// A timed wait whose deadline has passed still releases the mutex and lets
+// others run before it re-takes it and reports the timeout (as
+// std::condition_variable); huge timeouts saturate to "no deadline". A timed
+// wait from a ULT may throw std::bad_alloc (arming its timer), leaving nothing
+// changed. Waiting without holding the mutex throws usage_error(EPERM).
 class condition_variable {
  public:
   constexpr condition_variable() noexcept = default;
@@ -149,12 +153,14 @@ class condition_variable {
 
   // The mutex `lock` holds; usage_error(EPERM) if the caller does not hold it.
   static mutex& held_mutex(std::unique_lock<mutex>& lock, const char* function);
+  // A wait whose deadline has passed: unlocks m, lets others run, relocks; true.
+  static bool expired_wait(mutex& m);
 
   // Converts a wait of rel_time from now, saturating instead of overflowing.
   template <class Rep, class Period>
   static std::int64_t deadline_after(const std::chrono::duration<Rep, Period>& rel_time) {
     const std::chrono::duration<double, std::nano> rel = rel_time;
-    if (rel.count() <= 0) return now_ns();
+    if (!(rel.count() > 0)) return now_ns();  // also NaN
     constexpr auto forever = std::numeric_limits<std::int64_t>::max();
     const std::int64_t now = now_ns();
     if (rel.count() >= static_cast<double>(forever - now)) return forever;
@@ -171,7 +177,17 @@ class condition_variable {
       if (since.count() <= 0) return 0;
       return std::chrono::ceil<std::chrono::nanoseconds>(abs_time.time_since_epoch()).count();
     } else {
-      return deadline_after(abs_time - Clock::now());
+      const auto now = Clock::now();
+      // abs_time - now overflows for far time points (hours::max()): decide
+      // those in double first; the rest is converted exactly (a double's
+      // rounding could end the wait a few hundred nanoseconds early).
+      constexpr double far = 0x1p62;  // ns, ~146 years
+      using dns = std::chrono::duration<double, std::nano>;
+      const double gap =
+          dns(abs_time.time_since_epoch()).count() - dns(now.time_since_epoch()).count();
+      if (gap >= far) return std::numeric_limits<std::int64_t>::max();
+      if (gap <= -far) return now_ns();
+      return deadline_after(abs_time - now);
     }
   }
 
@@ -202,7 +218,7 @@ class barrier {
 
 // A counting semaphore. Permits released while callers wait go straight to
 // the longest-waiting one (FIFO); uncontended acquire and release are one
-// atomic instruction each.
+// atomic instruction each (a CAS: release checks the count against max()).
 class counting_semaphore {
  public:
   static constexpr std::ptrdiff_t max() noexcept {
@@ -216,12 +232,16 @@ class counting_semaphore {
   void acquire();
   bool try_acquire() noexcept;
   // update < 0 throws usage_error(EINVAL). As for std::counting_semaphore,
-  // the count must not exceed max().
+  // the count must not exceed max(): a release that would push it past throws
+  // usage_error(EOVERFLOW) and leaves the count unchanged.
   void release(std::ptrdiff_t update = 1);
 
  private:
   friend struct detail::sync_access;
 
+  // release(update) (update > 0) unless the count would exceed limit: then
+  // false, and nothing changes. The C API's limit is ITO_SEM_VALUE_MAX.
+  bool add_permits(std::ptrdiff_t update, std::ptrdiff_t limit) noexcept;
   void acquire_contended();
   void hand_permits(std::ptrdiff_t permits) noexcept;
 

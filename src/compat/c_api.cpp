@@ -256,7 +256,9 @@ int ito_sleep_ns(long long ns) {
   try {
     if (!ito::sched::current_ult()) return EPERM;
     if (ns < 0) return EINVAL;
-    ito::sched::sleep_until_ns(ito::sched::monotonic_ns() + ns);
+    long long deadline;  // saturated: a sleep of LLONG_MAX must not wrap into the past
+    ito::sched::sleep_until_ns(__builtin_add_overflow(ito::sched::monotonic_ns(), ns, &deadline)
+                                   ? ito::sched::timer_queue::never : deadline);
     return 0;
   } catch (...) {
     return code_of_current_exception();

@@ -24,6 +24,8 @@ struct sync_access {
   static bool busy(counting_semaphore& s) noexcept {
     return s.count_.load(std::memory_order_acquire) < 0;
   }
+  // sem_post: one permit, unless the value is already at the C API's maximum.
+  static bool post(counting_semaphore& s) noexcept { return s.add_permits(1, ITO_SEM_VALUE_MAX); }
 
  private:
   static bool has_waiters(spinlock& lock, const wait_queue& q) noexcept {
@@ -175,7 +177,7 @@ int ito_barrier_wait(ito_barrier_t* b) {
 }
 
 int ito_sem_init(ito_sem_t* s, unsigned value) {
-  if (!s) return EINVAL;
+  if (!s || value > ITO_SEM_VALUE_MAX) return EINVAL;
   ::new (static_cast<void*>(s)) ito::counting_semaphore(static_cast<std::ptrdiff_t>(value));
   return 0;
 }
@@ -200,7 +202,7 @@ int ito_sem_trywait(ito_sem_t* s) {
 
 int ito_sem_post(ito_sem_t* s) {
   if (!s) return EINVAL;
-  return status_of([&] { as<ito::counting_semaphore>(s).release(1); });
+  return ito::detail::sync_access::post(as<ito::counting_semaphore>(s)) ? 0 : EOVERFLOW;
 }
 
 int ito_once(ito_once_t* once, void (*fn)(void)) {

@@ -43,6 +43,16 @@ struct alignas(64) fd_state {  // a line each: the poller and workers touch neig
   // its edge may have come before the short read (set before in_edges moves).
   std::atomic<std::uint64_t> drained_mark{0};
   std::atomic<bool> hung_up{false};
+  // The registration's generation, bumped (under lock) by io::close. A call
+  // samples it when it begins and parks only while it is unchanged, so a call
+  // on a closed descriptor fails with EBADF instead of retrying on its number,
+  // which a new descriptor may have taken meanwhile. Never reset.
+  std::atomic<std::uint32_t> generation{0};
+
+  // The generation a call beginning now belongs to.
+  std::uint32_t current_generation() const noexcept {
+    return generation.load(std::memory_order_acquire);
+  }
 
   // A new descriptor took this number (or the old one is gone).
   void reset(fd_kind k) noexcept {

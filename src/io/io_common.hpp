@@ -33,9 +33,11 @@ inline bool program_wants_eagain(int fd, fd_state& st) noexcept {
 
 // Runs attempt() (a call that never blocks) until it does not fail with
 // EAGAIN, parking the ULT until the poller reports `direction` in between.
-// errno is left as it was on success.
+// errno is left as it was on success. `generation`: st's when the caller's
+// call began (fd_state::generation); once io::close ends it, EBADF.
 template <class Attempt>
-ssize_t retry_when_ready(int fd, fd_state& st, std::uint32_t direction, Attempt&& attempt) {
+ssize_t retry_when_ready(int fd, fd_state& st, std::uint32_t generation, std::uint32_t direction,
+                         Attempt&& attempt) {
   const int saved = errno_now();
   for (;;) {
     const ssize_t r = attempt();
@@ -47,7 +49,7 @@ ssize_t retry_when_ready(int fd, fd_state& st, std::uint32_t direction, Attempt&
     // Only a socket says EAGAIN here: close() may then close it directly.
     if (st.kind.load(std::memory_order_relaxed) != fd_kind::socket)
       st.kind.store(fd_kind::socket, std::memory_order_relaxed);
-    if (park_until_ready(fd, st, direction) < 0) return -1;
+    if (park_until_ready(fd, st, generation, direction) < 0) return -1;
   }
 }
 

@@ -53,16 +53,18 @@ int close(int fd) {
   if (!st) return run_blocking(fd, [&] { return ::close(fd); });
   const fd_kind kind = st->kind.load(std::memory_order_relaxed);
   st->reset(fd_kind::unknown);
-  // Pass through the entry's lock first: every ULT parked here linked itself
-  // under it after its last call on fd, so that call happens before this
-  // close (ThreadSanitizer checks descriptor lifetimes too).
-  st->lock.lock();
-  st->lock.unlock();
+  // Ends the registration before the number can be reused: calls begun on fd
+  // (parked, or between a failed try and their park) fail with EBADF rather
+  // than retry on a number a new descriptor may take the moment it is free.
+  // Under the entry's lock: every ULT parked here linked itself under it after
+  // its last call on fd, so that call happens before this close
+  // (ThreadSanitizer checks descriptor lifetimes too).
+  detail::fd_waiter* parked = detail::begin_close(*st);
   // Closing a socket does not block (without SO_LINGER); closing a file may
   // (NFS flushes), so that is delegated.
   const int r = kind == fd_kind::socket ? ::close(fd) : run_blocking(fd, [&] { return ::close(fd); });
   const int saved = errno_now();
-  detail::wake_all_parked(*st);
+  detail::wake_closed(parked);
   errno_now() = saved;
   return r;
 }

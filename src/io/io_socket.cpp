@@ -53,7 +53,7 @@ bool stream_socket(int fd, fd_state& st) noexcept {
 // it remembers when the queue was left empty, so that the next call parks at
 // once instead of making a system call that can only fail with EAGAIN. A
 // request-response protocol saves one call per request (fd_state::drained_mark).
-ssize_t recv_plain(int fd, fd_state& st, void* buf, std::size_t count) {
+ssize_t recv_plain(int fd, fd_state& st, std::uint32_t generation, void* buf, std::size_t count) {
   const int saved = errno_now();
   for (;;) {
     const std::uint32_t edges = st.in_edges.load(std::memory_order_acquire);
@@ -76,15 +76,17 @@ ssize_t recv_plain(int fd, fd_state& st, void* buf, std::size_t count) {
       errno_now() = EAGAIN;
       return -1;
     }
-    if (detail::park_until_ready(fd, st, ready_in, detail::no_deadline, edges) < 0) return -1;
+    if (detail::park_until_ready(fd, st, generation, ready_in, detail::no_deadline, edges) < 0)
+      return -1;
   }
 }
 
 ssize_t recv_in_ult(int fd, fd_state& st, void* buf, std::size_t count, int flags) {
-  if (flags == 0) return recv_plain(fd, st, buf, count);
+  const std::uint32_t generation = st.current_generation();
+  if (flags == 0) return recv_plain(fd, st, generation, buf, count);
   if (flags & MSG_DONTWAIT) return ::recv(fd, buf, count, flags);
   auto once = [&](std::size_t done) {
-    return retry_when_ready(fd, st, ready_in, [&] {
+    return retry_when_ready(fd, st, generation, ready_in, [&] {
       return ::recv(fd, static_cast<char*>(buf) + done, count - done,
                     (flags & ~MSG_WAITALL) | MSG_DONTWAIT);
     });
@@ -111,10 +113,11 @@ ssize_t recv_in_ult(int fd, fd_state& st, void* buf, std::size_t count, int flag
 // then it reports what went out); a non-blocking one reports what fit.
 ssize_t send_in_ult(int fd, fd_state& st, const void* buf, std::size_t count, int flags) {
   if (flags & MSG_DONTWAIT) return ::send(fd, buf, count, flags);
+  const std::uint32_t generation = st.current_generation();
   std::size_t sent = 0;
   const int saved = errno_now();
   do {
-    const ssize_t r = retry_when_ready(fd, st, ready_out, [&] {
+    const ssize_t r = retry_when_ready(fd, st, generation, ready_out, [&] {
       return ::send(fd, static_cast<const char*>(buf) + sent, count - sent, flags | MSG_DONTWAIT);
     });
     if (r < 0) {
@@ -198,6 +201,7 @@ int accept4(int fd, sockaddr* addr, socklen_t* addrlen, int flags) {
       if (::poll(&p, 1, -1) < 0) return -1;
     }
   } else {
+    const std::uint32_t generation = st->current_generation();
     if (!st->ito_nonblock.load(std::memory_order_relaxed) &&
         st->user_nonblock.load(std::memory_order_relaxed) < 0) {
       // First accept here: check it is a listening socket before touching its
@@ -221,7 +225,8 @@ int accept4(int fd, sockaddr* addr, socklen_t* addrlen, int flags) {
       note_socket(*st);
     }
     r = static_cast<int>(
-        retry_when_ready(fd, *st, ready_in, [&] { return ::accept4(fd, addr, addrlen, flags); }));
+        retry_when_ready(fd, *st, generation, ready_in,
+                         [&] { return ::accept4(fd, addr, addrlen, flags); }));
   }
   if (r >= 0) {
     // A new descriptor: whatever was known about this number is stale.
@@ -243,6 +248,7 @@ int connect(int fd, const sockaddr* addr, socklen_t addrlen) {
     return fd < 0 ? ::connect(fd, addr, addrlen)
                   : delegated_syscall([&] { return ::connect(fd, addr, addrlen); });
   }
+  const std::uint32_t generation = st->current_generation();
   const int fl = ::fcntl(fd, F_GETFL);
   if (fl < 0) return -1;
   if (fl & O_NONBLOCK) {
@@ -268,7 +274,7 @@ int connect(int fd, const sockaddr* addr, socklen_t addrlen) {
   }
   note_socket(*st);
   for (;;) {
-    if (detail::park_until_ready(fd, *st, ready_out) < 0) return -1;
+    if (detail::park_until_ready(fd, *st, generation, ready_out) < 0) return -1;
     pollfd p{fd, POLLOUT, 0};
     if (::poll(&p, 1, 0) < 0) return -1;
     if (p.revents & POLLNVAL) {

@@ -47,6 +47,16 @@ std::uint32_t directions(short events) {
   return d ? d : detail::ready_in | detail::ready_out;
 }
 
+// A parked poll that failed: EBADF means the descriptor was closed (io::close
+// while it waited), which poll(2) reports as POLLNVAL, not as an error; it
+// must not look again by number, which a new descriptor may have taken.
+int closed_while_polling(pollfd& p, int saved_errno) {
+  if (errno_now() != EBADF) return -1;
+  errno_now() = saved_errno;
+  p.revents = POLLNVAL;
+  return 1;
+}
+
 }  // namespace
 
 int poll(pollfd& p, int timeout_ms) {
@@ -64,13 +74,15 @@ int poll(pollfd& p, int timeout_ms) {
     if (timeout_ms == 0) return ::poll(&p, 1, 0);
     return detail::delegated_syscall([&] { return ::poll(&p, 1, timeout_ms); });
   }
+  const std::uint32_t generation = st->current_generation();
   const std::int64_t deadline =
       timeout_ms < 0 ? detail::no_deadline : deadline_after(timeout_ms * ns_per_ms);
   for (;;) {
     const int r = ::poll(&p, 1, 0);
     if (r != 0 || timeout_ms == 0) return r;
-    const int woke = detail::park_until_ready(p.fd, *st, directions(p.events), deadline);
-    if (woke < 0) return -1;
+    const int saved = errno_now();
+    const int woke = detail::park_until_ready(p.fd, *st, generation, directions(p.events), deadline);
+    if (woke < 0) return closed_while_polling(p, saved);
     if (woke == 0) return ::poll(&p, 1, 0);  // timed out: one last look
   }
 }

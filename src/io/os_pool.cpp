@@ -59,6 +59,8 @@ class pool_engine {
   // Starts a thread whose first job is `first` (may be null); the caller has
   // counted it in total_ already. Returns 0 or an errno value.
   int start_thread(pool_job* first);
+  // Gives job to the most recent sleeper, if any (then unlocks; true).
+  bool hand_to_sleeper(std::unique_lock<std::mutex>& lock, pool_job* job);
   // The sleeper waits for this, so it is still there to receive it; only one
   // already asleep on the futex needs the system call.
   static void wake(sleeper* s) noexcept {
@@ -209,17 +211,21 @@ void pool_engine::start_minimum() {
   }
 }
 
+bool pool_engine::hand_to_sleeper(std::unique_lock<std::mutex>& lock, pool_job* job) {
+  sleeper* s = idle_;
+  if (!s) return false;
+  idle_ = s->next;
+  --sleeping_;
+  ++running_;
+  s->job = job;
+  lock.unlock();
+  wake(s);
+  return true;
+}
+
 void pool_engine::post(pool_job* job) {
   std::unique_lock lock(mutex_);
-  if (sleeper* s = idle_) {
-    idle_ = s->next;
-    --sleeping_;
-    ++running_;
-    s->job = job;
-    lock.unlock();
-    wake(s);
-    return;
-  }
+  if (hand_to_sleeper(lock, job)) return;
   if (queued_ < starting_) {  // a thread on its way to the idle list takes it
     enqueue(job);
     return;
@@ -231,12 +237,16 @@ void pool_engine::post(pool_job* job) {
     lock.unlock();
     const int err = start_thread(job);
     if (err == 0) return;
-    // Out of threads (RLIMIT_NPROC, memory): queue the job for the threads
-    // there are; with none at all, say so rather than lose it.
+    // Out of threads (RLIMIT_NPROC, memory). The lock was let go meanwhile,
+    // so a thread may have found the queue empty and gone to sleep: it takes
+    // the job. Otherwise every thread left is running or starting, and looks
+    // at the queue before it sleeps. With none at all, say so rather than
+    // lose the job.
     lock.lock();
     --total_;
     --started_;
     --running_;
+    if (hand_to_sleeper(lock, job)) return;
     if (total_ == 0)
       throw std::system_error(err, std::generic_category(),
                               "ito::os_pool: no thread exists and none can be started");

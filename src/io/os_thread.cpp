@@ -5,7 +5,12 @@
 
 namespace ito::detail {
 
+std::atomic<int (*)()> g_helper_start_hook{nullptr};
+
 int start_helper_thread(void* (*fn)(void*), void* arg) noexcept {
+  if (int (*hook)() = g_helper_start_hook.load(std::memory_order_acquire)) [[unlikely]] {
+    if (const int err = hook(); err != 0) return err;
+  }
   pthread_attr_t attr;
   pthread_attr_init(&attr);
   pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);

@@ -19,10 +19,12 @@ namespace ito::detail {
 
 // A parked ULT's record, on its own stack; linked in its entry's list.
 struct fd_waiter {
-  enum class phase : std::uint8_t { idle, linked, woken, timed_out };
+  // closed: io::close ended the generation the call began under.
+  enum class phase : std::uint8_t { idle, linked, woken, timed_out, closed };
 
   sched::ult* self = nullptr;
   fd_state* fd = nullptr;
+  std::uint32_t generation = 0;  // of the registration the call began under
   std::uint32_t interest = 0;
   std::int64_t in_edges_seen = -1;  // see park_until_ready
   phase state = phase::idle;  // guarded by fd->lock
@@ -59,6 +61,12 @@ void wake_list(fd_waiter* w) noexcept {
     sched::make_ready(w->self);
     w = next;
   }
+}
+
+// A call whose descriptor io::close ended.
+int fail_closed() noexcept {
+  errno_now() = EBADF;
+  return -1;
 }
 
 std::uint32_t directions(std::uint32_t events) {
@@ -182,13 +190,17 @@ bool ensure_registered(int fd, fd_state& st) {
   return true;
 }
 
-// The suspend hook: the ULT's context is saved. Take a remembered edge, or a
-// timeout that fired before we got here, else park.
+// The suspend hook: the ULT's context is saved. Take a close or a timeout
+// that came before we got here, or a remembered edge, else park.
 void park_hook(sched::ult* self, void* arg) {
   auto* w = static_cast<fd_waiter*>(arg);
   fd_state& st = *w->fd;
   st.lock.lock();
-  if (w->state == fd_waiter::phase::timed_out) {
+  // Closed since the call began (this outcome wins over a timeout that fired
+  // first: the descriptor is gone either way).
+  if (st.generation.load(std::memory_order_relaxed) != w->generation)
+    w->state = fd_waiter::phase::closed;
+  if (w->state == fd_waiter::phase::timed_out || w->state == fd_waiter::phase::closed) {
     st.lock.unlock();
     sched::make_ready(self);
     return;
@@ -214,7 +226,8 @@ struct park_timer : sched::timer_entry {
 };
 
 // Runs under the timer queue's lock, on a worker. Only a record still linked
-// is woken here; one woken by the poller meanwhile belongs to the poller.
+// is woken here; one not parked yet is marked for its hook; one woken by the
+// poller or by close meanwhile belongs to them, and keeps its outcome.
 void on_timeout(sched::timer_entry* t) {
   fd_waiter* w = static_cast<park_timer*>(t)->waiter;
   fd_state& st = *w->fd;
@@ -224,19 +237,23 @@ void on_timeout(sched::timer_entry* t) {
     unlink(st, w);
     wake = true;
   }
-  if (w->state != fd_waiter::phase::woken) w->state = fd_waiter::phase::timed_out;
+  if (w->state == fd_waiter::phase::linked || w->state == fd_waiter::phase::idle)
+    w->state = fd_waiter::phase::timed_out;
   st.lock.unlock();
   if (wake) sched::make_ready(w->self);
 }
 
 }  // namespace
 
-int park_until_ready(int fd, fd_state& st, std::uint32_t interest, std::int64_t deadline_ns,
-                     std::int64_t in_edges_seen) {
+int park_until_ready(int fd, fd_state& st, std::uint32_t generation, std::uint32_t interest,
+                     std::int64_t deadline_ns, std::int64_t in_edges_seen) {
+  // Closed since the call began: do not register whatever took the number.
+  if (st.current_generation() != generation) return fail_closed();
   if (!ensure_registered(fd, st)) return -1;
   fd_waiter w;
   w.self = sched::current_ult();
   w.fd = &st;
+  w.generation = generation;
   w.interest = interest;
   w.in_edges_seen = in_edges_seen;
   park_timer timer;
@@ -254,17 +271,32 @@ int park_until_ready(int fd, fd_state& st, std::uint32_t interest, std::int64_t 
   // cancel() returns only once on_timeout is not running: w may die after it.
   if (rt) rt->timers.cancel(&timer);
   st.lock.lock();
-  const bool timed_out = w.state == fd_waiter::phase::timed_out;
+  const fd_waiter::phase end = w.state;
   st.lock.unlock();
-  return timed_out ? 0 : 1;
+  if (end == fd_waiter::phase::closed) return fail_closed();
+  return end == fd_waiter::phase::timed_out ? 0 : 1;
 }
+
+fd_waiter* begin_close(fd_state& st) noexcept {
+  st.lock.lock();
+  st.generation.store(st.generation.load(std::memory_order_relaxed) + 1,
+                      std::memory_order_release);
+  fd_waiter* parked = st.waiters;
+  st.waiters = nullptr;
+  for (fd_waiter* w = parked; w; w = w->next) w->state = fd_waiter::phase::closed;
+  st.ready = 0;  // edges of the old descriptor; a new one reports its own when registered
+  st.lock.unlock();
+  return parked;
+}
+
+void wake_closed(fd_waiter* parked) noexcept { wake_list(parked); }
 
 void wake_all_parked(fd_state& st) noexcept {
   st.lock.lock();
   fd_waiter* all = st.waiters;
   st.waiters = nullptr;
   // A ULT between its failed call and its park sees these and retries rather
-  // than sleeping on a dead descriptor; a new descriptor that takes the number
+  // than sleeping through the change; a new descriptor that takes the number
   // pays at most one extra try.
   st.ready = ready_in | ready_out;
   for (fd_waiter* w = all; w; w = w->next) w->state = fd_waiter::phase::woken;

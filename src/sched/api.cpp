@@ -187,7 +187,9 @@ unsigned long long this_ult_id() noexcept {
 
 void sleep_for_ns(long long nanoseconds) {
   require_ult("ito::sleep_for_ns");
-  sched::sleep_until_ns(sched::monotonic_ns() + (nanoseconds > 0 ? nanoseconds : 0));
+  long long deadline;  // saturated: a sleep of LLONG_MAX must not wrap into the past
+  sched::sleep_until_ns(__builtin_add_overflow(sched::monotonic_ns(), nanoseconds > 0 ? nanoseconds : 0,
+                                               &deadline) ? sched::timer_queue::never : deadline);
 }
 
 }  // namespace ito

@@ -82,16 +82,29 @@ void condition_variable::wait(std::unique_lock<mutex>& lock) {
   m.lock();
 }
 
+// A wait whose deadline has already passed still lets go of the mutex, as
+// pthread_cond_timedwait does (it unlocks, finds the futex wait timed out, and
+// relocks): a caller polling with zero timeouts must not keep the mutex from
+// the thread that would make its predicate true. A ULT also yields in between:
+// on one worker nobody else could run otherwise, and the woken locker would
+// find the mutex taken again. Nothing is queued, so no notify is consumed.
+bool condition_variable::expired_wait(mutex& m) {
+  m.unlock();
+  if (sched::current_ult()) sched::yield(false);
+  m.lock();
+  return true;
+}
+
 bool condition_variable::wait_until_ns(std::unique_lock<mutex>& lock, std::int64_t deadline_ns) {
   mutex& m = held_mutex(lock, "ito::condition_variable::wait_until");
-  if (deadline_ns <= now_ns()) return true;
+  if (deadline_ns <= now_ns()) return expired_wait(m);
   const bool unbounded = deadline_ns == sched::timer_queue::never;
 
   detail::waiter me(detail::calling_ult());
-  queue_lock_.lock();
-  detail::push_back(waiters_, &me);
-  queue_lock_.unlock();
-
+  // The timer is armed before the record is queued: arming may throw
+  // (bad_alloc), and a record left queued would dangle once this frame
+  // unwinds. A timer that fires before the record is queued claims it and
+  // counts its wake-up; the park below then returns at once.
   timeout_timer timer;
   sched::runtime_state* rt = nullptr;
   if (me.ult && !unbounded) {
@@ -102,6 +115,9 @@ bool condition_variable::wait_until_ns(std::unique_lock<mutex>& lock, std::int64
     rt->timers.add(&timer);
     sched::notify_work(rt);  // a parked worker must shorten its sleep to the new deadline
   }
+  queue_lock_.lock();
+  detail::push_back(waiters_, &me);
+  queue_lock_.unlock();
   m.unlock();
 
   bool timed_out = false;

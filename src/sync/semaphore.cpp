@@ -51,8 +51,20 @@ void counting_semaphore::acquire() {
 void counting_semaphore::release(std::ptrdiff_t update) {
   if (update < 0) throw usage_error(EINVAL, "ito::counting_semaphore::release: negative update");
   if (update == 0) return;
-  const std::ptrdiff_t before = count_.fetch_add(update, std::memory_order_release);
+  if (!add_permits(update, max())) [[unlikely]]
+    throw usage_error(EOVERFLOW, "ito::counting_semaphore::release: the count would exceed max()");
+}
+
+// A CAS rather than a fetch_add: a count pushed past the limit must never be
+// published, since a wrapped (negative) count would read as waiters owed permits.
+bool counting_semaphore::add_permits(std::ptrdiff_t update, std::ptrdiff_t limit) noexcept {
+  std::ptrdiff_t before = count_.load(std::memory_order_relaxed);
+  do {
+    if (before > limit - update) return false;
+  } while (!count_.compare_exchange_weak(before, before + update, std::memory_order_release,
+                                         std::memory_order_relaxed));
   if (before < 0) [[unlikely]] hand_permits(std::min(update, -before));
+  return true;
 }
 
 [[gnu::noinline]] void counting_semaphore::hand_permits(std::ptrdiff_t permits) noexcept {
