@@ -303,7 +303,7 @@ TEST(hang_report, the_end_of_a_runtime_names_the_ults_it_still_waits_for) {
       },
       ::testing::KilledBySignal(SIGALRM),
       "ito: the runtime is ending but 2 ULT\\(s\\) have not finished after 5 s(.|\n)*"
-      "ULT [0-9]+ \\(detached\\): blocked in");
+      "ULT [0-9]+ \\(detached\\): blocked in mutex on 0x[0-9a-f]+");
 }
 
 }  // namespace
@@ -329,6 +329,7 @@ TEST(dump_ults, lists_live_ults_and_what_they_wait_on) {
     std::free(text);
     EXPECT_EQ(n, 3u) << dump;
     EXPECT_NE(dump.find("blocked in sleep"), std::string::npos) << dump;
+    EXPECT_NE(dump.find("blocked in mutex on 0x"), std::string::npos) << dump;
     EXPECT_NE(dump.find("blocked in join of ULT"), std::string::npos) << dump;
     hold.unlock();
     ito::join(waiter);

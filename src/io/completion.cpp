@@ -29,7 +29,7 @@ struct completion_access {
 void completion::wait(bool block_thread) noexcept {
   if (state_.load(std::memory_order_acquire) == done_state) return;
   if (!block_thread && sched::current_ult()) {
-    sched::suspend(&completion_access::publish_waiter, this);
+    sched::suspend(&completion_access::publish_waiter, this, "a delegated call", this);
     // Resumed only by signal() or by the hook having seen it; the result's
     // writes are visible through the acquire in here.
     return;

@@ -267,7 +267,7 @@ int park_until_ready(int fd, fd_state& st, std::uint32_t generation, std::uint32
     rt->timers.add(&timer);
     sched::notify_work(rt);  // a parked worker must recompute how long it may sleep
   }
-  sched::suspend(&park_hook, &w);
+  sched::suspend(&park_hook, &w, "I/O on a descriptor", &st);
   // cancel() returns only once on_timeout is not running: w may die after it.
   if (rt) rt->timers.cancel(&timer);
   st.lock.lock();

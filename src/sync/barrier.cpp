@@ -20,7 +20,7 @@ bool barrier::arrive_and_wait() {
   if (++arrived_ < count_) {
     detail::push_back(waiters_, &me);
     lock_.unlock();
-    detail::park(me);
+    detail::park(me, "barrier", this);
     return false;
   }
   arrived_ = 0;

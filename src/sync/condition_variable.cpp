@@ -78,7 +78,7 @@ void condition_variable::wait(std::unique_lock<mutex>& lock) {
   detail::push_back(waiters_, &me);
   queue_lock_.unlock();
   m.unlock();
-  detail::park(me);
+  detail::park(me, "condition_variable", this);
   m.lock();
 }
 
@@ -122,7 +122,7 @@ bool condition_variable::wait_until_ns(std::unique_lock<mutex>& lock, std::int64
 
   bool timed_out = false;
   if (me.ult) {
-    detail::park(me);
+    detail::park(me, "condition_variable", this);
     if (rt) rt->timers.cancel(&timer);
     timed_out = me.ended_by.load(std::memory_order_acquire) == by_timeout;
   } else if (!detail::park_os_until(me, deadline_ns)) {

@@ -171,7 +171,7 @@ void mutex::sleep_in_queue(bool at_front) {
   if (at_front) detail::push_front(waiters_, &me);
   else detail::push_back(waiters_, &me);
   queue_lock_.unlock();
-  detail::park(me);
+  detail::park(me, "mutex", this);
 }
 
 void mutex::wake_first() noexcept {

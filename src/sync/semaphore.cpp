@@ -45,7 +45,7 @@ void counting_semaphore::acquire() {
   }
   detail::push_back(waiters_, &me);
   lock_.unlock();
-  detail::park(me);
+  detail::park(me, "counting_semaphore", this);
 }
 
 void counting_semaphore::release(std::ptrdiff_t update) {

@@ -48,9 +48,9 @@ const void* caller_identity() noexcept {
   return reinterpret_cast<const void*>(pthread_self());
 }
 
-void park(waiter& w) {
+void park(waiter& w, const char* what, const void* object) {
   if (w.ult) {
-    sched::suspend(&arrive_after_suspend, &w);
+    sched::suspend(&arrive_after_suspend, &w, what, object);
   } else {
     while (w.wakes.load(std::memory_order_acquire) == 0) futex_wait(&w.wakes);
   }

@@ -38,7 +38,8 @@ sched::ult* calling_ult() noexcept;
 const void* caller_identity() noexcept;
 
 // Blocks until unpark(w). For a ULT, its worker runs other ULTs meanwhile.
-void park(waiter& w);
+// what / object: the primitive it waits in, for hang reports and dumps.
+void park(waiter& w, const char* what = "ito sync object", const void* object = nullptr);
 // For a plain OS thread only: park(), giving up at deadline_ns (CLOCK_MONOTONIC).
 // Returns false if it gave up; the caller must then settle the race with a
 // concurrent unpark through ended_by.
