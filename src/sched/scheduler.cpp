@@ -512,19 +512,24 @@ void make_ready(ult* u) {
 }
 
 void sleep_until_ns(std::int64_t deadline_ns) {
+  // The timer is armed while the ULT still runs, so that adding it (which
+  // allocates) may fail with an exception to the caller rather than inside a
+  // switch hook. It may then fire before the context is saved: the hook and
+  // the timer each count an arrival, and the second makes the ULT runnable.
   struct sleeper : timer_entry {
     ult* self = nullptr;
+    std::atomic<unsigned> arrivals{0};
+    void arrive() {
+      if (arrivals.fetch_add(1, std::memory_order_acq_rel) != 0) make_ready(self);
+    }
   } s;
   s.deadline_ns = deadline_ns;
   s.self = current_ult();
-  s.fire = [](timer_entry* t) { make_ready(static_cast<sleeper*>(t)->self); };
-  suspend(
-      [](ult*, void* arg) {
-        runtime_state* rt = current_worker()->rt;
-        rt->timers.add(static_cast<timer_entry*>(arg));
-        notify_work(rt);  // a parked worker must recompute how long it may sleep
-      },
-      &s, "sleep");
+  s.fire = [](timer_entry* t) { static_cast<sleeper*>(t)->arrive(); };
+  runtime_state* rt = current_worker()->rt;
+  rt->timers.add(&s);
+  notify_work(rt);  // a parked worker must recompute how long it may sleep
+  suspend([](ult*, void* arg) { static_cast<sleeper*>(arg)->arrive(); }, &s, "sleep");
 }
 
 void exit_current(void* value) { throw exit_unwind{value}; }
