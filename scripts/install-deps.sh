@@ -5,7 +5,7 @@ set -euo pipefail
 
 packages=(
   cmake ninja-build g++ make pkg-config     # build
-  libgtest-dev                              # tests
+  libgtest-dev gdb                          # tests (gdb: the ito-gdb.py helper's test)
   libtbb-dev libboost-fiber-dev libboost-context-dev  # benchmark comparisons
 )
 

@@ -181,6 +181,7 @@ runtime_state* start_runtime(const options& resolved) {
       std::abort();
     }
   }
+  publish_debug_table(rt);
   return rt;
 }
 
@@ -223,6 +224,7 @@ void stop_runtime(runtime_state* rt) {
     split::drain(w.get());
   }
   rt->segments.drain();
+  publish_debug_table(nullptr);
   handles::drop_all();  // handles to ULTs never joined die with the runtime
   report_orphaned_exception_count();
   g_runtime.store(nullptr, std::memory_order_release);

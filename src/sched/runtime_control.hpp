@@ -14,5 +14,7 @@ void stop_runtime(runtime_state* rt);
 // With ITO_DUMP_SIGNAL set: that signal makes ito list the live ULTs on stderr
 // (dump.cpp). Once per process; called at each start.
 void install_dump_signal();
+// Points the ito_debug table (debug_table.cpp) at rt's workers, or clears it.
+void publish_debug_table(runtime_state* rt) noexcept;
 
 }  // namespace ito::sched
