@@ -21,9 +21,14 @@ foreach(want
 endforeach()
 # The objects named are the program's own mutexes and condition variable.
 string(REGEX MATCH "deadlock: mutexes (0x[0-9a-f]+) (0x[0-9a-f]+), condition variable (0x[0-9a-f]+)" _ "${all}")
-foreach(i 1 2 3)
-  if(NOT CMAKE_MATCH_${i} OR NOT all MATCHES "on ${CMAKE_MATCH_${i}}")
-    message(FATAL_ERROR "gdb test: object ${CMAKE_MATCH_${i}} not listed in:\n${all}")
+set(objects ${CMAKE_MATCH_1} ${CMAKE_MATCH_2} ${CMAKE_MATCH_3})  # MATCHES below resets CMAKE_MATCH_*
+list(LENGTH objects n)
+if(NOT n EQUAL 3)
+  message(FATAL_ERROR "gdb test: the program did not print its objects:\n${all}")
+endif()
+foreach(object ${objects})
+  if(NOT all MATCHES "on ${object} ")
+    message(FATAL_ERROR "gdb test: object ${object} not listed in:\n${all}")
   endif()
 endforeach()
 message(STATUS "gdb test: ok")
