@@ -1,6 +1,8 @@
 // Errors thrown by ito's C++ API.
 #pragma once
 
+#include "ito/cxx20.hpp"
+
 #include <stdexcept>
 #include <string>
 

@@ -18,6 +18,8 @@
 // SO_RCVTIMEO/SO_SNDTIMEO are not honoured (use io::poll with a timeout).
 #pragma once
 
+#include "ito/cxx20.hpp"
+
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/socket.h>

@@ -2,6 +2,8 @@
 // fill in whatever it leaves at zero.
 #pragma once
 
+#include "ito/cxx20.hpp"
+
 #include <cstddef>
 #include <optional>
 #include <stdexcept>

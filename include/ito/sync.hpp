@@ -7,6 +7,8 @@
 // on it).
 #pragma once
 
+#include "ito/cxx20.hpp"
+
 #include <atomic>
 #include <chrono>
 #include <condition_variable>  // std::cv_status

@@ -2,6 +2,8 @@
 // stack, construct anything there, then fork it. Also join, detach, yield, exit.
 #pragma once
 
+#include "ito/cxx20.hpp"
+
 #include <cstddef>
 
 namespace ito {

@@ -118,6 +118,13 @@ elseif(STEP STREQUAL "pkg_config")
       ${san_flags} ${cflags} ${CONSUMER_DIR}/consumer.c -o ${build}/consumer_c ${libs})
   run("compile the C++ consumer with pkg-config flags" ${CXX_COMPILER} -std=c++20 -Wall -Werror
       ${san_flags} ${cflags} ${CONSUMER_DIR}/consumer.cpp -o ${build}/consumer_cxx ${libs})
+  # Below C++20 the C++ headers stop with a message naming C++20.
+  execute_process(COMMAND ${CXX_COMPILER} -std=c++17 ${cflags} -c ${CONSUMER_DIR}/consumer.cpp
+                  -o ${build}/cxx17.o RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  if(rc EQUAL 0 OR NOT err MATCHES "ito's C\\+\\+ headers need C\\+\\+20")
+    message(FATAL_ERROR "install test: a C++17 build of the consumer must stop naming C++20:\n${err}")
+  endif()
+  message(STATUS "C++17 build stops naming C++20: ok")
   # A C program linked with the static library: Libs.private brings libstdc++.
   run("pkg-config --static --libs ito" ${pkg} --static --libs ito)
   separate_arguments(static_libs UNIX_COMMAND "${last_output}")
