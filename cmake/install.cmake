@@ -15,6 +15,8 @@ if(ITO_HAVE_SPLIT_STACK)
 endif()
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/ito DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(FILES ${PROJECT_BINARY_DIR}/include/ito/version.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/ito)
+install(FILES ${PROJECT_SOURCE_DIR}/LICENSE ${PROJECT_SOURCE_DIR}/NOTICE
+        DESTINATION ${CMAKE_INSTALL_DATADIR}/doc/ito)
 # The gdb helper: `source <prefix>/share/ito/ito-gdb.py`, then `info ito-ults`.
 install(FILES ${PROJECT_SOURCE_DIR}/scripts/ito-gdb.py DESTINATION ${CMAKE_INSTALL_DATADIR}/ito)
 install(EXPORT itoTargets NAMESPACE ito:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/ito)
