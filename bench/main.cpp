@@ -17,6 +17,8 @@ void flow_subcommand(args& a, const common_flags& c, reporter& out);
 // bench/pool.cpp and bench/delegate.cpp: parse their flags, run, print.
 void pool_command(args& a, const common_flags& c, reporter& out);
 void delegate_command(args& a, const common_flags& c, reporter& out);
+// bench/phases.cpp: fork-join phases from the main thread after idling.
+void phases_command(args& a, const common_flags& c, reporter& out);
 }
 
 namespace {
@@ -53,6 +55,10 @@ const char* const usage_text =
     "  delegate     [--calls N] [--ults N] [--calls-per-ult N]\n"
     "                                      delegation round trip (modes 1, 2) vs os_pool and\n"
     "                                      std::async; 1,000 ULTs delegating at once (W: 2)\n"
+    "  phases       [--phases N] [--work-us U] [--gap-ms G]\n"
+    "                                      W children of U us (1000) forked from the main thread\n"
+    "                                      after G ms idle (20), N phases (20): ito, std::thread,\n"
+    "                                      oneTBB, OpenMP (W: 2,4)\n"
     "  demo                                all of the above, small, runs=3\n"
     "\n"
     "common flags:\n"
@@ -140,6 +146,8 @@ int run(int argc, char** argv) {
     bench::pool_command(a, c, out);
   } else if (cmd == "delegate") {
     bench::delegate_command(a, c, out);
+  } else if (cmd == "phases") {
+    bench::phases_command(a, c, out);
   } else if (is_demo) {
     a.finish();
     // Small sizes: the whole demo takes well under two minutes on 2 cores.
