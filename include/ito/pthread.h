@@ -13,7 +13,8 @@
  * Stack attributes work: a caller-supplied stack (pthread_attr_setstack,
  * glibc's own setter) is used as given, and a stack size above the runtime's
  * (ITO_STACK_SIZE) gets a stack mapped for that thread. Unsupported:
- * pthread_cancel (ENOSYS) and process-shared objects.
+ * pthread_cancel (ENOSYS) and process-shared objects (process-shared and
+ * named semaphores stay glibc's).
  * See docs/POSIX.md for the limits (TLS, errno, blocking system calls).
  *
  * Define ITO_PTHREAD_NO_RENAME before including it to get the ito_pthread_*
@@ -28,6 +29,8 @@
 #include <poll.h>
 #include <pthread.h>
 #include <sched.h>
+#include <semaphore.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <sys/types.h>
 #include <time.h>
@@ -49,6 +52,34 @@ int ito_pthread_yield(void);
 int ito_sched_yield(void);
 int ito_pthread_cancel(pthread_t thread); /* ENOSYS: cancellation is not supported */
 
+/* Calls that take a thread (docs/POSIX.md says what a ULT does with each). */
+int ito_pthread_getattr_np(pthread_t thread, pthread_attr_t* attr);
+int ito_pthread_kill(pthread_t thread, int sig);
+int ito_pthread_sigqueue(pthread_t thread, int sig, const union sigval value);
+int ito_pthread_getschedparam(pthread_t thread, int* policy, struct sched_param* param);
+int ito_pthread_setschedparam(pthread_t thread, int policy, const struct sched_param* param);
+int ito_pthread_setschedprio(pthread_t thread, int priority);
+int ito_pthread_setname_np(pthread_t thread, const char* name);
+int ito_pthread_getname_np(pthread_t thread, char* buf, size_t size);
+int ito_pthread_getcpuclockid(pthread_t thread, clockid_t* clock);
+int ito_pthread_setaffinity_np(pthread_t thread, size_t size, const cpu_set_t* set);
+int ito_pthread_getaffinity_np(pthread_t thread, size_t size, cpu_set_t* set);
+int ito_pthread_tryjoin_np(pthread_t thread, void** retval);
+int ito_pthread_timedjoin_np(pthread_t thread, void** retval, const struct timespec* abstime);
+int ito_pthread_clockjoin_np(pthread_t thread, void** retval, clockid_t clock,
+                             const struct timespec* abstime);
+
+/* Cleanup handlers of glibc's plain-C pthread_cleanup_push/pop macros, kept
+ * per ULT, and the old ABI's _pthread_cleanup_push/pop. */
+void ito_pthread_register_cancel(__pthread_unwind_buf_t* buf);
+void ito_pthread_unregister_cancel(__pthread_unwind_buf_t* buf);
+void ito_pthread_register_cancel_defer(__pthread_unwind_buf_t* buf);
+void ito_pthread_unregister_cancel_restore(__pthread_unwind_buf_t* buf);
+__attribute__((__noreturn__)) void ito_pthread_unwind_next(__pthread_unwind_buf_t* buf);
+void ito_pthread_cleanup_push_routine(struct _pthread_cleanup_buffer* buffer,
+                                      void (*routine)(void*), void* arg);
+void ito_pthread_cleanup_pop_routine(struct _pthread_cleanup_buffer* buffer, int execute);
+
 int ito_pthread_attr_init(pthread_attr_t* attr);
 int ito_pthread_attr_destroy(pthread_attr_t* attr);
 int ito_pthread_attr_setdetachstate(pthread_attr_t* attr, int state);
@@ -69,6 +100,12 @@ int ito_pthread_mutex_lock(pthread_mutex_t* mutex);
 int ito_pthread_mutex_trylock(pthread_mutex_t* mutex);
 int ito_pthread_mutex_timedlock(pthread_mutex_t* mutex, const struct timespec* abstime);
 int ito_pthread_mutex_unlock(pthread_mutex_t* mutex);
+int ito_pthread_mutex_clocklock(pthread_mutex_t* mutex, clockid_t clock,
+                                const struct timespec* abstime);
+/* EINVAL: ito's mutexes are never robust nor priority-protected. */
+int ito_pthread_mutex_consistent(pthread_mutex_t* mutex);
+int ito_pthread_mutex_getprioceiling(const pthread_mutex_t* mutex, int* ceiling);
+int ito_pthread_mutex_setprioceiling(pthread_mutex_t* mutex, int ceiling, int* old_ceiling);
 
 /* Condition variables */
 int ito_pthread_condattr_init(pthread_condattr_t* attr);
@@ -79,6 +116,8 @@ int ito_pthread_cond_init(pthread_cond_t* cond, const pthread_condattr_t* attr);
 int ito_pthread_cond_destroy(pthread_cond_t* cond);
 int ito_pthread_cond_wait(pthread_cond_t* cond, pthread_mutex_t* mutex);
 int ito_pthread_cond_timedwait(pthread_cond_t* cond, pthread_mutex_t* mutex,
+                               const struct timespec* abstime);
+int ito_pthread_cond_clockwait(pthread_cond_t* cond, pthread_mutex_t* mutex, clockid_t clock,
                                const struct timespec* abstime);
 int ito_pthread_cond_signal(pthread_cond_t* cond);
 int ito_pthread_cond_broadcast(pthread_cond_t* cond);
@@ -101,11 +140,29 @@ int ito_pthread_rwlock_tryrdlock(pthread_rwlock_t* rwlock);
 int ito_pthread_rwlock_wrlock(pthread_rwlock_t* rwlock);
 int ito_pthread_rwlock_trywrlock(pthread_rwlock_t* rwlock);
 int ito_pthread_rwlock_unlock(pthread_rwlock_t* rwlock);
+int ito_pthread_rwlock_timedrdlock(pthread_rwlock_t* rwlock, const struct timespec* abstime);
+int ito_pthread_rwlock_timedwrlock(pthread_rwlock_t* rwlock, const struct timespec* abstime);
+int ito_pthread_rwlock_clockrdlock(pthread_rwlock_t* rwlock, clockid_t clock,
+                                   const struct timespec* abstime);
+int ito_pthread_rwlock_clockwrlock(pthread_rwlock_t* rwlock, clockid_t clock,
+                                   const struct timespec* abstime);
 int ito_pthread_spin_init(pthread_spinlock_t* lock, int pshared);
 int ito_pthread_spin_destroy(pthread_spinlock_t* lock);
 int ito_pthread_spin_lock(pthread_spinlock_t* lock);
 int ito_pthread_spin_trylock(pthread_spinlock_t* lock);
 int ito_pthread_spin_unlock(pthread_spinlock_t* lock);
+
+/* Unnamed semaphores (sem_t), ULT-aware: a waiter parks only its thread.
+ * Process-shared ones (pshared=1) and named ones (sem_open) stay glibc's.
+ * Return -1 and set errno, as sem_*. */
+int ito_posix_sem_init(sem_t* sem, int pshared, unsigned value);
+int ito_posix_sem_destroy(sem_t* sem);
+int ito_posix_sem_wait(sem_t* sem);
+int ito_posix_sem_trywait(sem_t* sem);
+int ito_posix_sem_timedwait(sem_t* sem, const struct timespec* abstime);
+int ito_posix_sem_clockwait(sem_t* sem, clockid_t clock, const struct timespec* abstime);
+int ito_posix_sem_post(sem_t* sem);
+int ito_posix_sem_getvalue(sem_t* sem, int* value);
 
 /* Blocking system calls (ito::io, docs/IO.md): from a thread (a ULT) they
  * park only that thread; outside a ULT they are the plain calls. */
@@ -162,6 +219,22 @@ extern unsigned sleep(unsigned) __asm__("ito_sleep");
 #endif
 
 #ifndef ITO_PTHREAD_NO_RENAME
+/* Semaphores are renamed at the symbol level, as the system calls are. */
+#ifdef __cplusplus
+extern "C" {
+#endif
+extern int sem_init(sem_t*, int, unsigned) __asm__("ito_posix_sem_init");
+extern int sem_destroy(sem_t*) __asm__("ito_posix_sem_destroy");
+extern int sem_wait(sem_t*) __asm__("ito_posix_sem_wait");
+extern int sem_trywait(sem_t*) __asm__("ito_posix_sem_trywait");
+extern int sem_timedwait(sem_t*, const struct timespec*) __asm__("ito_posix_sem_timedwait");
+extern int sem_clockwait(sem_t*, clockid_t, const struct timespec*) __asm__("ito_posix_sem_clockwait");
+extern int sem_post(sem_t*) __asm__("ito_posix_sem_post");
+extern int sem_getvalue(sem_t*, int*) __asm__("ito_posix_sem_getvalue");
+#ifdef __cplusplus
+}
+#endif
+
 /* After <pthread.h>: its declarations keep glibc's names, every call below
  * reaches ito. */
 #define pthread_create ito_pthread_create
@@ -173,6 +246,26 @@ extern unsigned sleep(unsigned) __asm__("ito_sleep");
 #define pthread_yield ito_pthread_yield
 #define sched_yield ito_sched_yield
 #define pthread_cancel ito_pthread_cancel
+#define pthread_getattr_np ito_pthread_getattr_np
+#define pthread_kill ito_pthread_kill
+#define pthread_sigqueue ito_pthread_sigqueue
+#define pthread_getschedparam ito_pthread_getschedparam
+#define pthread_setschedparam ito_pthread_setschedparam
+#define pthread_setschedprio ito_pthread_setschedprio
+#define pthread_setname_np ito_pthread_setname_np
+#define pthread_getname_np ito_pthread_getname_np
+#define pthread_getcpuclockid ito_pthread_getcpuclockid
+#define pthread_setaffinity_np ito_pthread_setaffinity_np
+#define pthread_getaffinity_np ito_pthread_getaffinity_np
+#define pthread_tryjoin_np ito_pthread_tryjoin_np
+#define pthread_timedjoin_np ito_pthread_timedjoin_np
+#define pthread_clockjoin_np ito_pthread_clockjoin_np
+/* Used by glibc's plain-C pthread_cleanup_push/pop macros, expanded here. */
+#define __pthread_register_cancel ito_pthread_register_cancel
+#define __pthread_unregister_cancel ito_pthread_unregister_cancel
+#define __pthread_register_cancel_defer ito_pthread_register_cancel_defer
+#define __pthread_unregister_cancel_restore ito_pthread_unregister_cancel_restore
+#define __pthread_unwind_next ito_pthread_unwind_next
 #define pthread_attr_init ito_pthread_attr_init
 #define pthread_attr_destroy ito_pthread_attr_destroy
 #define pthread_attr_setdetachstate ito_pthread_attr_setdetachstate
@@ -190,6 +283,11 @@ extern unsigned sleep(unsigned) __asm__("ito_sleep");
 #define pthread_mutex_trylock ito_pthread_mutex_trylock
 #define pthread_mutex_timedlock ito_pthread_mutex_timedlock
 #define pthread_mutex_unlock ito_pthread_mutex_unlock
+#define pthread_mutex_clocklock ito_pthread_mutex_clocklock
+#define pthread_mutex_consistent ito_pthread_mutex_consistent
+#define pthread_mutex_consistent_np ito_pthread_mutex_consistent
+#define pthread_mutex_getprioceiling ito_pthread_mutex_getprioceiling
+#define pthread_mutex_setprioceiling ito_pthread_mutex_setprioceiling
 #define pthread_condattr_init ito_pthread_condattr_init
 #define pthread_condattr_destroy ito_pthread_condattr_destroy
 #define pthread_condattr_setclock ito_pthread_condattr_setclock
@@ -198,6 +296,7 @@ extern unsigned sleep(unsigned) __asm__("ito_sleep");
 #define pthread_cond_destroy ito_pthread_cond_destroy
 #define pthread_cond_wait ito_pthread_cond_wait
 #define pthread_cond_timedwait ito_pthread_cond_timedwait
+#define pthread_cond_clockwait ito_pthread_cond_clockwait
 #define pthread_cond_signal ito_pthread_cond_signal
 #define pthread_cond_broadcast ito_pthread_cond_broadcast
 #define pthread_key_create ito_pthread_key_create
@@ -214,6 +313,10 @@ extern unsigned sleep(unsigned) __asm__("ito_sleep");
 #define pthread_rwlock_wrlock ito_pthread_rwlock_wrlock
 #define pthread_rwlock_trywrlock ito_pthread_rwlock_trywrlock
 #define pthread_rwlock_unlock ito_pthread_rwlock_unlock
+#define pthread_rwlock_timedrdlock ito_pthread_rwlock_timedrdlock
+#define pthread_rwlock_timedwrlock ito_pthread_rwlock_timedwrlock
+#define pthread_rwlock_clockrdlock ito_pthread_rwlock_clockrdlock
+#define pthread_rwlock_clockwrlock ito_pthread_rwlock_clockwrlock
 #define pthread_spin_init ito_pthread_spin_init
 #define pthread_spin_destroy ito_pthread_spin_destroy
 #define pthread_spin_lock ito_pthread_spin_lock

@@ -41,12 +41,21 @@ prwlock* as_rwlock(pthread_rwlock_t* l) { return std::launder(reinterpret_cast<p
 
 // With l->lock held and l free: hands it to the waiting readers, else to the
 // first waiting writer. Takes the list to wake; the caller wakes it unlocked.
+// A waiter is granted only if this claims it first: one whose time-out won
+// is leaving the queue on its own (park_until).
 detail::waiter* grant(prwlock* l) {
-  if (!detail::is_empty(l->readers_waiting)) {
-    for (detail::waiter* w = l->readers_waiting.head; w; w = w->next) ++l->readers;
-    return detail::take_all(l->readers_waiting);
+  detail::waiter* wake = nullptr;
+  detail::waiter** last = &wake;
+  while (detail::waiter* w = detail::pop_front(l->readers_waiting)) {
+    if (!detail::claim(*w, by_wake)) continue;
+    ++l->readers;
+    *last = w;
+    last = &w->next;
   }
-  if (detail::waiter* w = detail::pop_front(l->writers_waiting)) {
+  *last = nullptr;
+  if (wake) return wake;
+  while (detail::waiter* w = detail::pop_front(l->writers_waiting)) {
+    if (!detail::claim(*w, by_wake)) continue;
     l->writer = static_cast<rw_waiter*>(w)->id;
     w->next = nullptr;
     return w;
@@ -54,8 +63,13 @@ detail::waiter* grant(prwlock* l) {
   return nullptr;
 }
 
-int rw_lock(pthread_rwlock_t* rwlock, bool write, bool try_only) {
+constexpr std::int64_t try_only = -1;  // a deadline meaning "do not wait"
+
+// rdlock/wrlock and their try, timed and clock forms. deadline: try_only,
+// timer_queue::never, or a CLOCK_MONOTONIC time.
+int rw_lock(pthread_rwlock_t* rwlock, bool write, std::int64_t deadline) {
   if (!rwlock) return EINVAL;
+  if (int e = enter()) return e;
   prwlock* l = as_rwlock(rwlock);
   const void* self = identity();
   l->lock.lock();
@@ -70,16 +84,26 @@ int rw_lock(pthread_rwlock_t* rwlock, bool write, bool try_only) {
     l->lock.unlock();
     return 0;
   }
-  if (try_only) {
+  if (deadline == try_only) {
     l->lock.unlock();
     return EBUSY;
   }
   errno_guard keep_errno;
   rw_waiter me(detail::calling_ult(), self);
-  detail::push_back(write ? l->writers_waiting : l->readers_waiting, &me);
+  detail::wait_queue& q = write ? l->writers_waiting : l->readers_waiting;
+  detail::push_back(q, &me);
   l->lock.unlock();
-  detail::park(me);  // the waker has made us a holder already (grant)
-  return 0;
+  // Unless it timed out, the waker has made us a holder already (grant).
+  return park_until(me, deadline, l->lock, q) ? ETIMEDOUT : 0;
+}
+
+// The timed forms. As glibc, the clock and abstime are checked first, even
+// when the lock is free.
+int rw_timed_lock(pthread_rwlock_t* rwlock, bool write, clockid_t clock, const timespec* abstime) {
+  if (clock != CLOCK_REALTIME && clock != CLOCK_MONOTONIC) return EINVAL;
+  std::int64_t deadline = 0;
+  if (int e = to_deadline(abstime, clock, &deadline)) return e;
+  return rw_lock(rwlock, write, deadline);
 }
 
 }  // namespace
@@ -108,6 +132,7 @@ int ito_pthread_barrier_destroy(pthread_barrier_t* barrier) {
 
 int ito_pthread_barrier_wait(pthread_barrier_t* barrier) {
   if (!barrier) return EINVAL;
+  if (int e = enter()) return e;
   pbarrier* b = as_barrier(barrier);
   if (b->count == 0) return EINVAL;  // never initialised
   b->lock.lock();
@@ -143,13 +168,27 @@ int ito_pthread_rwlock_destroy(pthread_rwlock_t* rwlock) {
   return busy ? EBUSY : 0;
 }
 
-int ito_pthread_rwlock_rdlock(pthread_rwlock_t* l) { return rw_lock(l, false, false); }
-int ito_pthread_rwlock_tryrdlock(pthread_rwlock_t* l) { return rw_lock(l, false, true); }
-int ito_pthread_rwlock_wrlock(pthread_rwlock_t* l) { return rw_lock(l, true, false); }
-int ito_pthread_rwlock_trywrlock(pthread_rwlock_t* l) { return rw_lock(l, true, true); }
+constexpr std::int64_t never = ito::sched::timer_queue::never;
+int ito_pthread_rwlock_rdlock(pthread_rwlock_t* l) { return rw_lock(l, false, never); }
+int ito_pthread_rwlock_tryrdlock(pthread_rwlock_t* l) { return rw_lock(l, false, try_only); }
+int ito_pthread_rwlock_wrlock(pthread_rwlock_t* l) { return rw_lock(l, true, never); }
+int ito_pthread_rwlock_trywrlock(pthread_rwlock_t* l) { return rw_lock(l, true, try_only); }
+int ito_pthread_rwlock_timedrdlock(pthread_rwlock_t* l, const struct timespec* t) {
+  return rw_timed_lock(l, false, CLOCK_REALTIME, t);
+}
+int ito_pthread_rwlock_timedwrlock(pthread_rwlock_t* l, const struct timespec* t) {
+  return rw_timed_lock(l, true, CLOCK_REALTIME, t);
+}
+int ito_pthread_rwlock_clockrdlock(pthread_rwlock_t* l, clockid_t c, const struct timespec* t) {
+  return rw_timed_lock(l, false, c, t);
+}
+int ito_pthread_rwlock_clockwrlock(pthread_rwlock_t* l, clockid_t c, const struct timespec* t) {
+  return rw_timed_lock(l, true, c, t);
+}
 
 int ito_pthread_rwlock_unlock(pthread_rwlock_t* rwlock) {
   if (!rwlock) return EINVAL;
+  if (int e = enter()) return e;
   prwlock* l = as_rwlock(rwlock);
   l->lock.lock();
   if (l->writer == identity()) {
@@ -176,6 +215,7 @@ int ito_pthread_spin_destroy(pthread_spinlock_t* lock) { return lock ? 0 : EINVA
 
 int ito_pthread_spin_lock(pthread_spinlock_t* lock) {
   if (!lock) return EINVAL;
+  if (int e = enter()) return e;  // a spinner that must yield needs to be a ULT
   std::atomic_ref<int> word(*const_cast<int*>(lock));
   for (unsigned round = 0; word.exchange(1, std::memory_order_acquire) != 0; ++round) {
     // The holder is a ULT that may share this worker: spinning forever could

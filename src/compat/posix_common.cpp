@@ -12,6 +12,7 @@ namespace ito::posix {
 namespace {
 
 std::atomic<sched::runtime_state*> g_posix_runtime{nullptr};
+std::atomic<pthread_t> g_main_os_thread{0};
 
 }  // namespace
 }  // namespace ito::posix
@@ -46,17 +47,24 @@ void stop_at_exit() {
   sched::stop_runtime(rt);
 }
 
-int start_runtime_now() noexcept {
+// 0, EPERM (an OS thread while a runtime runs), EAGAIN; *bad_config when an
+// ITO_* variable is at fault (its message is on stderr).
+int start_runtime_now(bool* bad_config = nullptr) noexcept {
   if (sched::g_runtime.load(std::memory_order_acquire)) return EPERM;  // an OS thread, not a ULT
   errno_guard keep_errno;
   try {
     sched::runtime_state* rt = sched::start_runtime(resolve_options(options{}));
+    // glibc's pthread_self is the thread pointer (x86-64): no symbol that
+    // the preload library would have to tell from its own.
+    g_main_os_thread.store(reinterpret_cast<pthread_t>(__builtin_thread_pointer()),
+                           std::memory_order_release);
     g_posix_runtime.store(rt, std::memory_order_release);
     static bool registered = false;  // one runtime per process, but it may be restarted
     if (!registered) registered = std::atexit(&stop_at_exit) == 0;
     return 0;
   } catch (const config_error& e) {
     std::fprintf(stderr, "%s\n", e.what());
+    if (bad_config) *bad_config = true;
     return EAGAIN;
   } catch (...) {
     // EBUSY: another thread started a runtime meanwhile; we are not its ULT.
@@ -65,6 +73,11 @@ int start_runtime_now() noexcept {
 }
 
 }  // namespace
+
+bool main_os_thread_known() noexcept {
+  return g_main_os_thread.load(std::memory_order_acquire) != 0;
+}
+pthread_t main_os_thread() noexcept { return g_main_os_thread.load(std::memory_order_acquire); }
 
 int start_runtime_slow() noexcept { return preloaded() ? EPERM : start_runtime_now(); }
 
@@ -165,4 +178,12 @@ void backoff(unsigned round) noexcept {
 
 }  // namespace ito::posix
 
-extern "C" int ito_posix_start_runtime(void) { return ito::posix::start_runtime_now(); }
+// libito-preload.so's constructor: a bad ITO_* variable stops the program
+// there, as it stops a C++ program at start (exit status 2): running on
+// without a runtime would only fail later, less clearly.
+extern "C" int ito_posix_start_runtime(void) {
+  bool bad_config = false;
+  const int e = ito::posix::start_runtime_now(&bad_config);
+  if (bad_config) std::exit(2);
+  return e;
+}

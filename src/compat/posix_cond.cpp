@@ -27,15 +27,18 @@ pcond* as_cond(pthread_cond_t* c) noexcept { return std::launder(reinterpret_cas
 // glibc's condattr encoding: bit 0 process-shared, the clock id above it.
 constexpr int clock_shift = 1;
 
-int wait(pthread_cond_t* cond, pthread_mutex_t* mutex, const timespec* abstime) {
+// abstime is on `clock`, or on the condition's own clock when clock < 0.
+int wait(pthread_cond_t* cond, pthread_mutex_t* mutex, const timespec* abstime,
+         clockid_t clock = -1) {
   if (!cond || !mutex) return EINVAL;
+  if (int e = enter()) return e;
   pcond* c = as_cond(cond);
   pmutex* m = as_mutex(mutex);
   const void* self = identity();
   if (m->owner.load(std::memory_order_relaxed) != self) return EPERM;
   std::int64_t deadline = sched::timer_queue::never;
   if (abstime) {
-    if (int e = to_deadline(abstime, c->clock, &deadline)) return e;
+    if (int e = to_deadline(abstime, clock < 0 ? c->clock : clock, &deadline)) return e;
   }
   errno_guard keep_errno;
   detail::waiter me(detail::calling_ult());
@@ -111,6 +114,12 @@ int ito_pthread_cond_timedwait(pthread_cond_t* cond, pthread_mutex_t* mutex,
                                const struct timespec* abstime) {
   if (!abstime) return EINVAL;
   return ito::posix::wait(cond, mutex, abstime);
+}
+
+int ito_pthread_cond_clockwait(pthread_cond_t* cond, pthread_mutex_t* mutex, clockid_t clock,
+                               const struct timespec* abstime) {
+  if (!abstime || (clock != CLOCK_REALTIME && clock != CLOCK_MONOTONIC)) return EINVAL;
+  return ito::posix::wait(cond, mutex, abstime, clock);
 }
 
 int ito_pthread_cond_signal(pthread_cond_t* cond) {

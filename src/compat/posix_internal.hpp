@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <cstdint>
 #include <ctime>
+#include <pthread.h>
 
 #include "io/errno_now.hpp"
 #include "ito/sync.hpp"
@@ -41,6 +42,24 @@ int start_runtime_slow() noexcept;
 inline int ensure_runtime() noexcept {
   return sched::current_ult() ? 0 : start_runtime_slow();
 }
+
+// Every entry point that records or compares who the caller is (locks,
+// condition waits, keys, semaphores, ...) calls this first, so that the main
+// thread is one and the same holder before and after the runtime starts: a
+// lock taken before the first pthread_create must be the main ULT's. An OS
+// thread that cannot become a ULT (EPERM) goes on as itself. One TLS load on
+// the fast path.
+inline int enter() noexcept {
+  if (sched::current_ult()) [[likely]] return 0;
+  const int e = start_runtime_slow();
+  return e == EPERM ? 0 : e;
+}
+
+// glibc's pthread_t of the OS thread on which the POSIX layer started the
+// runtime (the main ULT's thread), for pthread_getattr_np of the main thread
+// from another thread. Unknown when the C or C++ API started the runtime.
+bool main_os_thread_known() noexcept;
+pthread_t main_os_thread() noexcept;
 
 // pthread_exit on the main ULT: waits until every other ULT has ended, then
 // exit(0), as a process whose main thread called pthread_exit does.

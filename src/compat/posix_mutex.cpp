@@ -114,17 +114,13 @@ int ito_pthread_mutex_destroy(pthread_mutex_t* mutex) {
 
 int ito_pthread_mutex_lock(pthread_mutex_t* mutex) {
   if (!mutex) return EINVAL;
-  if (!ito::sched::current_ult()) {
-    if (int e = ito::posix::ensure_runtime(); e && e != EPERM) return e;
-  }
+  if (int e = ito::posix::enter()) return e;
   return ito::posix::mutex_lock(as_mutex(mutex), ito::sched::timer_queue::never);
 }
 
 int ito_pthread_mutex_trylock(pthread_mutex_t* mutex) {
   if (!mutex) return EINVAL;
-  if (!ito::sched::current_ult()) {
-    if (int e = ito::posix::ensure_runtime(); e && e != EPERM) return e;
-  }
+  if (int e = ito::posix::enter()) return e;
   pmutex* m = as_mutex(mutex);
   const void* self = ito::posix::identity();
   if (ito::posix::try_acquire(m, self)) return 0;
@@ -138,17 +134,41 @@ int ito_pthread_mutex_trylock(pthread_mutex_t* mutex) {
 }
 
 int ito_pthread_mutex_timedlock(pthread_mutex_t* mutex, const struct timespec* abstime) {
+  return ito_pthread_mutex_clocklock(mutex, CLOCK_REALTIME, abstime);
+}
+
+int ito_pthread_mutex_clocklock(pthread_mutex_t* mutex, clockid_t clock,
+                                const struct timespec* abstime) {
   if (!mutex) return EINVAL;
-  if (!ito::sched::current_ult()) {
-    if (int e = ito::posix::ensure_runtime(); e && e != EPERM) return e;
-  }
+  if (clock != CLOCK_REALTIME && clock != CLOCK_MONOTONIC) return EINVAL;  // as glibc
+  if (int e = ito::posix::enter()) return e;
   pmutex* m = as_mutex(mutex);
   const void* self = ito::posix::identity();
   // POSIX: a mutex free now is taken whatever the time-out says.
   if (ito::posix::try_acquire(m, self)) return 0;
   std::int64_t deadline = 0;
-  if (int e = ito::posix::to_deadline(abstime, CLOCK_REALTIME, &deadline)) return e;
+  if (int e = ito::posix::to_deadline(abstime, clock, &deadline)) return e;
   return ito::posix::mutex_lock_slow(m, self, deadline, true);
+}
+
+// ito's mutexes are never robust nor priority-protected (their attributes
+// are ignored): the calls for those kinds say so rather than reach glibc.
+int ito_pthread_mutex_consistent(pthread_mutex_t* mutex) {
+  (void)mutex;
+  return EINVAL;
+}
+
+int ito_pthread_mutex_getprioceiling(const pthread_mutex_t* mutex, int* ceiling) {
+  (void)mutex;
+  (void)ceiling;
+  return EINVAL;
+}
+
+int ito_pthread_mutex_setprioceiling(pthread_mutex_t* mutex, int ceiling, int* old_ceiling) {
+  (void)mutex;
+  (void)ceiling;
+  (void)old_ceiling;
+  return EINVAL;
 }
 
 int ito_pthread_mutex_unlock(pthread_mutex_t* mutex) {

@@ -29,6 +29,7 @@ int ito_pthread_once(pthread_once_t* once, void (*fn)(void)) {
   if (!once || !fn) return EINVAL;
   std::atomic_ref<int> word = once_word(once);
   if (word.load(std::memory_order_acquire) == once_done) return 0;
+  if (int e = ito::posix::enter()) return e;  // a latecomer waits by yielding: as a ULT
   // Four bytes leave no room for a queue: latecomers yield until it is done
   // (init routines are short; a long one costs them polling, not a worker).
   ito::posix::errno_guard keep_errno;
@@ -50,8 +51,12 @@ int ito_pthread_once(pthread_once_t* once, void (*fn)(void)) {
   return 0;
 }
 
+// Key values are per ULT: every key call first makes the caller one
+// (posix::enter), or a value set by the main thread before the first
+// pthread_create would belong to the OS thread, not to the main ULT.
 int ito_pthread_key_create(pthread_key_t* key, void (*destructor)(void*)) {
   if (!key) return EINVAL;
+  if (int e = ito::posix::enter()) return e;
   try {
     *key = ito::key_create(destructor);
     return 0;
@@ -71,9 +76,13 @@ int ito_pthread_key_delete(pthread_key_t key) {
   }
 }
 
-void* ito_pthread_getspecific(pthread_key_t key) { return ito::get_specific(key); }
+void* ito_pthread_getspecific(pthread_key_t key) {
+  if (ito::posix::enter() != 0) return nullptr;
+  return ito::get_specific(key);
+}
 
 int ito_pthread_setspecific(pthread_key_t key, const void* value) {
+  if (int e = ito::posix::enter()) return e;
   try {
     ito::set_specific(key, value);
     return 0;

@@ -1,13 +1,16 @@
 // pthread_create/join/detach/exit/self/yield and thread attributes, on the C
 // API's ULTs. A pthread_t is an ito_ult_t handle (address + generation), so a
 // stale one is ESRCH rather than a stranger's thread.
+#define ITO_PTHREAD_NO_RENAME 1  // ::sched_yield below is glibc's
 #include <dlfcn.h>
 #include <unistd.h>
 
 #include <cstddef>
 #include <cstring>
+#include <new>
 
 #include "compat/c_create.hpp"
+#include "compat/posix_attr.hpp"
 #include "compat/posix_internal.hpp"
 #include "ito/ito.h"
 #include "ito/pthread.h"
@@ -16,27 +19,10 @@ namespace {
 
 static_assert(sizeof(pthread_t) == sizeof(ito_ult_t));
 
-// glibc's own layout of pthread_attr_t (nptl/internaltypes.h, stable ABI on
-// x86-64). ito keeps the same fields where glibc does, so the attribute
-// calls ito does not rename (setscope, setguardsize, ...) still work on it.
-struct glibc_attr {
-  sched_param schedparam;
-  int schedpolicy;
-  int flags;
-  std::size_t guardsize;
-  void* stackaddr;
-  std::size_t stacksize;
-  void* extension;
-  void* unused;
-};
-static_assert(sizeof(glibc_attr) == sizeof(pthread_attr_t));
-constexpr int attr_flag_detached = 0x0001;
-constexpr int attr_flag_stackaddr = 0x0008;
-
-glibc_attr* as_attr(pthread_attr_t* a) { return reinterpret_cast<glibc_attr*>(a); }
-const glibc_attr* as_attr(const pthread_attr_t* a) {
-  return reinterpret_cast<const glibc_attr*>(a);
-}
+using ito::posix::as_attr;
+using ito::posix::attr_flag_detached;
+using ito::posix::attr_flag_stackaddr;
+using ito::posix::glibc_attr;
 
 // Read at start-up, so attr_init costs a plain load (no guard), as glibc's.
 const std::size_t g_page_size = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
@@ -77,18 +63,16 @@ int ito_pthread_create(pthread_t* thread, const pthread_attr_t* attr, void* (*st
   // Child first: the caller is suspended and may resume on another worker.
   ito::posix::errno_guard keep_errno;
   ito_ult_t handle = ITO_ULT_NULL;
-  if (int e = ito::compat::create_ult(&handle, start, arg, detached, stack))
-    return e == ENOMEM ? EAGAIN : e;
+  try {
+    if (int e = ito::compat::create_ult(&handle, start, arg, detached, stack))
+      return e == ENOMEM ? EAGAIN : e;
+  } catch (const std::bad_alloc&) {
+    return EAGAIN;  // no memory for a stack or a descriptor: POSIX's "lacked the resources"
+  }
   // A detached thread's id may name a reaped ULT by the time it is read:
   // joining or detaching it then gives ESRCH, as POSIX allows.
   *thread = static_cast<pthread_t>(handle);
   return 0;
-}
-
-void ito_pthread_exit(void* retval) {
-  if (ito::posix::ensure_runtime() == 0 && ito::sched::current_ult()->bound)
-    ito::posix::wait_for_others_then_exit();
-  ito_exit(retval);  // unwinds to the ULT's entry from any depth
 }
 
 int ito_pthread_join(pthread_t thread, void** retval) {
@@ -123,7 +107,11 @@ int ito_pthread_yield(void) {
 
 int ito_sched_yield(void) { return ito_pthread_yield(); }
 
-int ito_pthread_cancel(pthread_t) { return ENOSYS; }
+int ito_pthread_cancel(pthread_t thread) {
+  ito::sched::ult* u = nullptr;
+  if (ito::compat::find_ult(static_cast<ito_ult_t>(thread), &u) != 0) return ESRCH;
+  return ENOSYS;  // cancellation is not supported (docs/POSIX.md)
+}
 
 int ito_pthread_attr_init(pthread_attr_t* attr) {
   if (!attr) return EINVAL;

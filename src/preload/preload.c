@@ -45,7 +45,17 @@ static void* real(const char* name, void** cache) {
       static void* cache;                                                     \
       return ((ret(*) params)real(#name, &cache)) args;                       \
     }                                                                         \
-    return ito_##name args;                                                   \
+    return ito_##name args;                                                 \
+  }
+
+/* The same, for a call whose ito version is named otherwise. */
+#define ITO_FORWARD_TO(ret, name, target, params, args)                       \
+  __attribute__((visibility("default"))) ret name params {                    \
+    if (from_inside(__builtin_return_address(0))) {                           \
+      static void* cache;                                                     \
+      return ((ret(*) params)real(#name, &cache)) args;                       \
+    }                                                                         \
+    return target args;                                                       \
   }
 
 ITO_FORWARD(int, pthread_create,
@@ -57,6 +67,23 @@ ITO_FORWARD(pthread_t, pthread_self, (void), ())
 ITO_FORWARD(int, pthread_equal, (pthread_t a, pthread_t b), (a, b))
 ITO_FORWARD(int, sched_yield, (void), ())
 ITO_FORWARD(int, pthread_cancel, (pthread_t t), (t))
+ITO_FORWARD(int, pthread_getattr_np, (pthread_t t, pthread_attr_t* a), (t, a))
+ITO_FORWARD(int, pthread_kill, (pthread_t t, int s), (t, s))
+ITO_FORWARD(int, pthread_sigqueue, (pthread_t t, int s, const union sigval v), (t, s, v))
+ITO_FORWARD(int, pthread_getschedparam, (pthread_t t, int* p, struct sched_param* s), (t, p, s))
+ITO_FORWARD(int, pthread_setschedparam, (pthread_t t, int p, const struct sched_param* s),
+            (t, p, s))
+ITO_FORWARD(int, pthread_setschedprio, (pthread_t t, int p), (t, p))
+ITO_FORWARD(int, pthread_setname_np, (pthread_t t, const char* n), (t, n))
+ITO_FORWARD(int, pthread_getname_np, (pthread_t t, char* b, size_t n), (t, b, n))
+ITO_FORWARD(int, pthread_getcpuclockid, (pthread_t t, clockid_t* c), (t, c))
+ITO_FORWARD(int, pthread_setaffinity_np, (pthread_t t, size_t n, const cpu_set_t* s), (t, n, s))
+ITO_FORWARD(int, pthread_getaffinity_np, (pthread_t t, size_t n, cpu_set_t* s), (t, n, s))
+ITO_FORWARD(int, pthread_tryjoin_np, (pthread_t t, void** r), (t, r))
+ITO_FORWARD(int, pthread_timedjoin_np, (pthread_t t, void** r, const struct timespec* a),
+            (t, r, a))
+ITO_FORWARD(int, pthread_clockjoin_np,
+            (pthread_t t, void** r, clockid_t c, const struct timespec* a), (t, r, c, a))
 ITO_FORWARD(int, pthread_attr_init, (pthread_attr_t * a), (a))
 ITO_FORWARD(int, pthread_attr_destroy, (pthread_attr_t * a), (a))
 ITO_FORWARD(int, pthread_attr_setdetachstate, (pthread_attr_t * a, int s), (a, s))
@@ -74,6 +101,11 @@ ITO_FORWARD(int, pthread_mutex_lock, (pthread_mutex_t * m), (m))
 ITO_FORWARD(int, pthread_mutex_trylock, (pthread_mutex_t * m), (m))
 ITO_FORWARD(int, pthread_mutex_timedlock, (pthread_mutex_t * m, const struct timespec* t), (m, t))
 ITO_FORWARD(int, pthread_mutex_unlock, (pthread_mutex_t * m), (m))
+ITO_FORWARD(int, pthread_mutex_clocklock,
+            (pthread_mutex_t * m, clockid_t c, const struct timespec* t), (m, c, t))
+ITO_FORWARD(int, pthread_mutex_consistent, (pthread_mutex_t * m), (m))
+ITO_FORWARD(int, pthread_mutex_getprioceiling, (const pthread_mutex_t* m, int* c), (m, c))
+ITO_FORWARD(int, pthread_mutex_setprioceiling, (pthread_mutex_t * m, int c, int* o), (m, c, o))
 ITO_FORWARD(int, pthread_condattr_init, (pthread_condattr_t * a), (a))
 ITO_FORWARD(int, pthread_condattr_destroy, (pthread_condattr_t * a), (a))
 ITO_FORWARD(int, pthread_condattr_setclock, (pthread_condattr_t * a, clockid_t c), (a, c))
@@ -83,6 +115,9 @@ ITO_FORWARD(int, pthread_cond_destroy, (pthread_cond_t * c), (c))
 ITO_FORWARD(int, pthread_cond_wait, (pthread_cond_t * c, pthread_mutex_t* m), (c, m))
 ITO_FORWARD(int, pthread_cond_timedwait,
             (pthread_cond_t * c, pthread_mutex_t* m, const struct timespec* t), (c, m, t))
+ITO_FORWARD(int, pthread_cond_clockwait,
+            (pthread_cond_t * c, pthread_mutex_t* m, clockid_t k, const struct timespec* t),
+            (c, m, k, t))
 ITO_FORWARD(int, pthread_cond_signal, (pthread_cond_t * c), (c))
 ITO_FORWARD(int, pthread_cond_broadcast, (pthread_cond_t * c), (c))
 ITO_FORWARD(int, pthread_key_create, (pthread_key_t * k, void (*d)(void*)), (k, d))
@@ -111,11 +146,92 @@ ITO_FORWARD(int, pthread_rwlock_tryrdlock, (pthread_rwlock_t * l), (l))
 ITO_FORWARD(int, pthread_rwlock_wrlock, (pthread_rwlock_t * l), (l))
 ITO_FORWARD(int, pthread_rwlock_trywrlock, (pthread_rwlock_t * l), (l))
 ITO_FORWARD(int, pthread_rwlock_unlock, (pthread_rwlock_t * l), (l))
+ITO_FORWARD(int, pthread_rwlock_timedrdlock, (pthread_rwlock_t * l, const struct timespec* t),
+            (l, t))
+ITO_FORWARD(int, pthread_rwlock_timedwrlock, (pthread_rwlock_t * l, const struct timespec* t),
+            (l, t))
+ITO_FORWARD(int, pthread_rwlock_clockrdlock,
+            (pthread_rwlock_t * l, clockid_t c, const struct timespec* t), (l, c, t))
+ITO_FORWARD(int, pthread_rwlock_clockwrlock,
+            (pthread_rwlock_t * l, clockid_t c, const struct timespec* t), (l, c, t))
 ITO_FORWARD(int, pthread_spin_init, (pthread_spinlock_t * l, int s), (l, s))
 ITO_FORWARD(int, pthread_spin_destroy, (pthread_spinlock_t * l), (l))
 ITO_FORWARD(int, pthread_spin_lock, (pthread_spinlock_t * l), (l))
 ITO_FORWARD(int, pthread_spin_trylock, (pthread_spinlock_t * l), (l))
 ITO_FORWARD(int, pthread_spin_unlock, (pthread_spinlock_t * l), (l))
+
+/* Unnamed semaphores: ito's, in glibc's sem_t (process-shared and named
+ * ones are handed to glibc by ito itself: src/compat/posix_sem.cpp). */
+ITO_FORWARD_TO(int, sem_init, ito_posix_sem_init, (sem_t * s, int p, unsigned v),
+               (s, p, v))
+ITO_FORWARD_TO(int, sem_destroy, ito_posix_sem_destroy, (sem_t * s), (s))
+ITO_FORWARD_TO(int, sem_wait, ito_posix_sem_wait, (sem_t * s), (s))
+ITO_FORWARD_TO(int, sem_trywait, ito_posix_sem_trywait, (sem_t * s), (s))
+ITO_FORWARD_TO(int, sem_timedwait, ito_posix_sem_timedwait,
+               (sem_t * s, const struct timespec* t), (s, t))
+ITO_FORWARD_TO(int, sem_clockwait, ito_posix_sem_clockwait,
+               (sem_t * s, clockid_t c, const struct timespec* t), (s, c, t))
+ITO_FORWARD_TO(int, sem_post, ito_posix_sem_post, (sem_t * s), (s))
+ITO_FORWARD_TO(int, sem_getvalue, ito_posix_sem_getvalue, (sem_t * s, int* v), (s, v))
+
+/* Cleanup handlers of glibc's plain-C macros, kept per ULT
+ * (src/compat/posix_cleanup.cpp). */
+#define ITO_CLEANUP(name, target)                                             \
+  __attribute__((visibility("default"))) void name(__pthread_unwind_buf_t* b) { target(b); }
+ITO_CLEANUP(__pthread_register_cancel, ito_pthread_register_cancel)
+ITO_CLEANUP(__pthread_unregister_cancel, ito_pthread_unregister_cancel)
+ITO_CLEANUP(__pthread_register_cancel_defer, ito_pthread_register_cancel_defer)
+ITO_CLEANUP(__pthread_unregister_cancel_restore, ito_pthread_unregister_cancel_restore)
+__attribute__((visibility("default"), noreturn)) void __pthread_unwind_next(
+    __pthread_unwind_buf_t* b) {
+  ito_pthread_unwind_next(b);
+}
+/* The old ABI (binaries built against glibc before 2.3.3). */
+__attribute__((visibility("default"))) void _pthread_cleanup_push(
+    struct _pthread_cleanup_buffer* b, void (*f)(void*), void* a) {
+  ito_pthread_cleanup_push_routine(b, f, a);
+}
+__attribute__((visibility("default"))) void _pthread_cleanup_pop(struct _pthread_cleanup_buffer* b,
+                                                                 int e) {
+  ito_pthread_cleanup_pop_routine(b, e);
+}
+__attribute__((visibility("default"))) void _pthread_cleanup_push_defer(
+    struct _pthread_cleanup_buffer* b, void (*f)(void*), void* a) {
+  ito_pthread_cleanup_push_routine(b, f, a);
+}
+__attribute__((visibility("default"))) void _pthread_cleanup_pop_restore(
+    struct _pthread_cleanup_buffer* b, int e) {
+  ito_pthread_cleanup_pop_routine(b, e);
+}
+
+/* glibc's exported internal names of the same calls (GLIBC_2.2.5), which
+ * older binaries and libraries may still reach. */
+#define ITO_ALIAS(ret, alias, target, params, args)                            \
+  __attribute__((visibility("default"))) ret alias params { return target args; }
+ITO_ALIAS(int, __pthread_mutex_init, pthread_mutex_init,
+          (pthread_mutex_t * m, const pthread_mutexattr_t* a), (m, a))
+ITO_ALIAS(int, __pthread_mutex_destroy, pthread_mutex_destroy, (pthread_mutex_t * m), (m))
+ITO_ALIAS(int, __pthread_mutex_lock, pthread_mutex_lock, (pthread_mutex_t * m), (m))
+ITO_ALIAS(int, __pthread_mutex_trylock, pthread_mutex_trylock, (pthread_mutex_t * m), (m))
+ITO_ALIAS(int, __pthread_mutex_unlock, pthread_mutex_unlock, (pthread_mutex_t * m), (m))
+ITO_ALIAS(int, __pthread_rwlock_init, pthread_rwlock_init,
+          (pthread_rwlock_t * l, const pthread_rwlockattr_t* a), (l, a))
+ITO_ALIAS(int, __pthread_rwlock_destroy, pthread_rwlock_destroy, (pthread_rwlock_t * l), (l))
+ITO_ALIAS(int, __pthread_rwlock_rdlock, pthread_rwlock_rdlock, (pthread_rwlock_t * l), (l))
+ITO_ALIAS(int, __pthread_rwlock_tryrdlock, pthread_rwlock_tryrdlock, (pthread_rwlock_t * l), (l))
+ITO_ALIAS(int, __pthread_rwlock_wrlock, pthread_rwlock_wrlock, (pthread_rwlock_t * l), (l))
+ITO_ALIAS(int, __pthread_rwlock_trywrlock, pthread_rwlock_trywrlock, (pthread_rwlock_t * l), (l))
+ITO_ALIAS(int, __pthread_rwlock_unlock, pthread_rwlock_unlock, (pthread_rwlock_t * l), (l))
+ITO_ALIAS(int, __pthread_key_create, pthread_key_create, (pthread_key_t * k, void (*d)(void*)),
+          (k, d))
+ITO_ALIAS(void*, __pthread_getspecific, pthread_getspecific, (pthread_key_t k), (k))
+ITO_ALIAS(int, __pthread_once, pthread_once, (pthread_once_t * o, void (*f)(void)), (o, f))
+__attribute__((visibility("default"))) int __pthread_setspecific(pthread_key_t k, const void* v) {
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+  return pthread_setspecific(k, v);
+#pragma GCC diagnostic pop
+}
 
 /* Blocking system calls: from a thread (a ULT) through ito::io, so that it
  * parks alone instead of stalling its worker (src/compat/posix_io.cpp). */
@@ -156,6 +272,11 @@ __attribute__((visibility("default"))) int open(const char* path, int flags, ...
 __attribute__((visibility("default"))) int ito_preload_pthread_yield(void) __asm__("pthread_yield");
 int ito_preload_pthread_yield(void) { return ito_pthread_yield(); }
 
+/* glibc's header maps this one to pthread_mutex_consistent by asm label. */
+__attribute__((visibility("default"))) int ito_preload_mutex_consistent_np(pthread_mutex_t* m)
+    __asm__("pthread_mutex_consistent_np");
+int ito_preload_mutex_consistent_np(pthread_mutex_t* m) { return ito_pthread_mutex_consistent(m); }
+
 /* Not forwarded with a return-address check: the runtime never ends a thread
  * with it, and it must not return. */
 __attribute__((visibility("default"), noreturn)) void pthread_exit(void* value) {
@@ -164,4 +285,6 @@ __attribute__((visibility("default"), noreturn)) void pthread_exit(void* value) 
 
 /* After libc and libstdc++ (our dependencies) have initialised, before the
  * program's own constructors: the main thread becomes the main ULT. */
+/* A bad ITO_* variable ends the program there, with the usual message and
+ * exit status 2 (ito_posix_start_runtime). */
 __attribute__((constructor)) static void ito_preload_start(void) { ito_posix_start_runtime(); }

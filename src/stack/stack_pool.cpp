@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <new>
 
 namespace ito::stack {
 namespace {
@@ -63,10 +64,8 @@ void stack_pool::map_chunk() {
   const std::size_t bytes = slot * per_chunk;
   void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
                  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  if (p == MAP_FAILED) {
-    std::fprintf(stderr, "ito: out of memory mapping %zu bytes of ULT stacks\n", bytes);
-    std::abort();
-  }
+  // Thrown, not fatal: the caller decides (pthread_create gives EAGAIN).
+  if (p == MAP_FAILED) throw std::bad_alloc();
   chunks_.push_back({static_cast<char*>(p), bytes});
   carve_next_ = static_cast<char*>(p);
   carve_end_ = carve_next_ + bytes;
