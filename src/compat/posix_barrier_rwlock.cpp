@@ -94,7 +94,7 @@ int rw_lock(pthread_rwlock_t* rwlock, bool write, std::int64_t deadline) {
   detail::push_back(q, &me);
   l->lock.unlock();
   // Unless it timed out, the waker has made us a holder already (grant).
-  return park_until(me, deadline, l->lock, q) ? ETIMEDOUT : 0;
+  return park_until(me, deadline, l->lock, q, "pthread_rwlock", l) ? ETIMEDOUT : 0;
 }
 
 // The timed forms. As glibc, the clock and abstime are checked first, even
@@ -147,7 +147,7 @@ int ito_pthread_barrier_wait(pthread_barrier_t* barrier) {
   ito::detail::waiter me(ito::detail::calling_ult());
   ito::detail::push_back(b->waiters, &me);
   b->lock.unlock();
-  ito::detail::park(me);
+  ito::detail::park(me, "pthread_barrier", b);
   return 0;
 }
 

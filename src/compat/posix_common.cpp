@@ -123,10 +123,10 @@ void on_timeout(sched::timer_entry* t) {
 }  // namespace
 
 bool park_until(detail::waiter& me, std::int64_t deadline, detail::spinlock& lock,
-                detail::wait_queue& q) {
+                detail::wait_queue& q, const char* what, const void* object) {
   bool timed_out = false;
   if (deadline == sched::timer_queue::never) {
-    detail::park(me);
+    detail::park(me, what, object);
   } else if (me.ult) {
     // Same protocol as ito::condition_variable: notify and timer both claim
     // the record; only the winner wakes it.
@@ -137,12 +137,12 @@ bool park_until(detail::waiter& me, std::int64_t deadline, detail::spinlock& loc
     timer.waiter = &me;
     rt->timers.add(&timer);
     sched::notify_work(rt);  // a parked worker must shorten its sleep
-    detail::park(me);
+    detail::park(me, what, object);
     rt->timers.cancel(&timer);
     timed_out = me.ended_by.load(std::memory_order_acquire) == by_timeout;
   } else if (!detail::park_os_until(me, deadline)) {
     timed_out = detail::claim(me, by_timeout);
-    if (!timed_out) detail::park(me);  // a wake won the claim: its unpark is on the way
+    if (!timed_out) detail::park(me, what, object);  // a wake won the claim: its unpark is on the way
   }
   if (timed_out) {
     lock.lock();

@@ -51,7 +51,7 @@ int wait(pthread_cond_t* cond, pthread_mutex_t* mutex, const timespec* abstime,
   m->owner.store(nullptr, std::memory_order_relaxed);
   if (m->state.exchange(0, std::memory_order_release) == 2) mutex_wake(m);
 
-  const bool timed_out = park_until(me, deadline, c->queue_lock, c->waiters);
+  const bool timed_out = park_until(me, deadline, c->queue_lock, c->waiters, "pthread_cond", c);
 
   mutex_lock_slow(m, self, sched::timer_queue::never, /*check_owner=*/false);
   m->count = depth;

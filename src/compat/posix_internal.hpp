@@ -85,7 +85,8 @@ int to_deadline(const timespec* abstime, clockid_t clock, std::int64_t* deadline
 inline constexpr std::uint32_t by_wake = 1;
 inline constexpr std::uint32_t by_timeout = 2;
 bool park_until(detail::waiter& me, std::int64_t deadline, detail::spinlock& lock,
-                detail::wait_queue& q);
+                detail::wait_queue& q,
+                const char* what = "pthread object", const void* object = nullptr);
 
 // Wakes the first waiter of q that has not timed out; true if one was woken.
 // The caller holds `lock` on entry; it is released on return.

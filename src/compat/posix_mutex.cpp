@@ -55,7 +55,7 @@ int mutex_lock_slow(pmutex* m, const void* self, std::int64_t deadline, bool che
     }
     detail::push_back(m->waiters, &me);
     m->queue_lock.unlock();
-    if (park_until(me, deadline, m->queue_lock, m->waiters)) return ETIMEDOUT;
+    if (park_until(me, deadline, m->queue_lock, m->waiters, "pthread_mutex", m)) return ETIMEDOUT;
   }
 }
 

@@ -75,7 +75,7 @@ int wait_slow(psem* s, std::int64_t deadline) {
     }
     detail::push_back(s->waiters, &me);
     s->lock.unlock();
-    if (park_until(me, deadline, s->lock, s->waiters)) {
+    if (park_until(me, deadline, s->lock, s->waiters, "sem_t", s)) {
       rc = try_take(s) ? 0 : ETIMEDOUT;
       break;
     }

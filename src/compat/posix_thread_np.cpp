@@ -68,10 +68,10 @@ int ult_attr(const sched::ult* u, pthread_attr_t* attr) {
 }
 
 // --- names: a side table, as the descriptor has no room; an entry is stale
-// once its ULT's stack has been reused (another generation) --------------------
+// once its descriptor serves another ULT (another id) -------------------------
 
 struct name_entry {
-  std::uint32_t generation;
+  std::uint64_t ult_id;  // the life of the descriptor it was set in (ids are never reused)
   char name[16];
 };
 detail::spinlock g_names_lock;
@@ -225,7 +225,7 @@ int ito_pthread_setname_np(pthread_t thread, const char* name) {
   target t;
   if (int e = resolve(thread, &t)) return e;
   if (t.os_self) return ::pthread_setname_np(::pthread_self(), name);
-  ito::posix::name_entry entry{t.ult->generation, {}};
+  ito::posix::name_entry entry{t.ult->id, {}};
   std::strcpy(entry.name, name);
   ito::posix::g_names_lock.lock();
   try {
@@ -248,7 +248,7 @@ int ito_pthread_getname_np(pthread_t thread, char* buf, size_t size) {
   ito::posix::g_names_lock.lock();
   auto& table = ito::posix::names();
   if (auto it = table.find(t.ult); it != table.end()) {
-    if (it->second.generation == t.ult->generation) std::memcpy(name, it->second.name, sizeof name);
+    if (it->second.ult_id == t.ult->id) std::memcpy(name, it->second.name, sizeof name);
     else table.erase(it);  // a name of the stack's previous ULT
   }
   ito::posix::g_names_lock.unlock();
