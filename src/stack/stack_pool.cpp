@@ -3,53 +3,12 @@
 #include <sys/mman.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
+
+#include "stack/guard.hpp"
 
 namespace ito::stack {
-namespace {
-
-// Linux 6.13+: guard pages that do not split the mapping. Older headers lack it.
-constexpr int madv_guard_install = 102;
-
-// Without MADV_GUARD_INSTALL each guard page costs two mappings, and the
-// kernel caps a process at vm.max_map_count of them. Keep half for the program.
-std::size_t mprotect_guard_budget() {
-  std::size_t max_maps = 65530;
-  std::ifstream in("/proc/sys/vm/max_map_count");
-  in >> max_maps;
-  return max_maps / 4;
-}
-
-enum class guard_kind { unknown, madvise, mprotect, none };
-guard_kind g_guard = guard_kind::unknown;
-std::size_t g_mprotect_guards = 0;
-
-bool install_guard(char* page) {
-  if (g_guard == guard_kind::unknown || g_guard == guard_kind::madvise) {
-    if (madvise(page, stack_pool::guard_size, madv_guard_install) == 0) {
-      g_guard = guard_kind::madvise;
-      return true;
-    }
-    g_guard = guard_kind::mprotect;
-  }
-  if (g_guard == guard_kind::mprotect) {
-    static const std::size_t budget = mprotect_guard_budget();
-    if (g_mprotect_guards < budget && mprotect(page, stack_pool::guard_size, PROT_NONE) == 0) {
-      ++g_mprotect_guards;
-      return true;
-    }
-    std::fprintf(stderr,
-                 "ito: warning: out of guard pages (vm.max_map_count); further ULT stacks "
-                 "have no guard page\n");
-    g_guard = guard_kind::none;
-  }
-  return false;
-}
-
-}  // namespace
 
 stack_pool::stack_pool(std::size_t stack_size) : stack_size_(stack_size) {}
 
@@ -80,7 +39,7 @@ stack_block stack_pool::carve() {
   // fall into the same L1 sets; shifting each top by a different number of
   // cache lines spreads them over all sets (fib got ~2x faster).
   const std::size_t color = (mapped_++ % 64) * 64;
-  stack_block s{guard + guard_size, guard + guard_size + stack_size_ - color, install_guard(guard)};
+  stack_block s{guard + guard_size, guard + guard_size + stack_size_ - color, install_guard(guard, guard_size)};
   return s;
 }
 

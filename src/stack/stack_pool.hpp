@@ -1,4 +1,4 @@
-// The `fixed` stack policy: equal-sized stacks, each above a guard page,
+// The `fixed` stack policy: equal-sized stacks, each above a guard region,
 // carved from large mappings and recycled through a per-worker cache.
 #pragma once
 
@@ -10,7 +10,7 @@
 namespace ito::stack {
 
 struct stack_block {
-  char* lo = nullptr;  // lowest usable byte; the guard page (if any) lies just below
+  char* lo = nullptr;  // lowest usable byte; the guard (if any) lies just below
   char* hi = nullptr;  // one past the highest usable byte
   bool guarded = false;
   std::size_t size() const noexcept { return static_cast<std::size_t>(hi - lo); }
@@ -33,10 +33,15 @@ class stack_pool {
   void release_batch(const stack_block* in, std::size_t n);
 
   std::size_t stacks_mapped() const noexcept;
-  // True when the address lies in the guard page below some stack of this pool.
+  // True when the address lies in the guard below stack s.
   static bool in_guard_of(const stack_block& s, const void* address) noexcept;
 
-  static constexpr std::size_t guard_size = 4096;
+  // Larger than a page, so that a big frame (a local buffer) cannot jump over
+  // it into the stack below: any frame up to this size that runs off the
+  // stack faults in the guard. A guard costs address space only (and, with
+  // MADV_GUARD_INSTALL, one page-table marker per page; with mprotect, the
+  // same one mapping split as a single page would).
+  static constexpr std::size_t guard_size = 64 * 1024;
 
  private:
   void map_chunk();  // called with mutex_ held
