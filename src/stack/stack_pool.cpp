@@ -39,6 +39,7 @@ stack_block stack_pool::carve() {
   // fall into the same L1 sets; shifting each top by a different number of
   // cache lines spreads them over all sets (fib got ~2x faster).
   const std::size_t color = (mapped_++ % 64) * 64;
+  static_assert(max_colour == 63 * 64);
   stack_block s{guard + guard_size, guard + guard_size + stack_size_ - color, install_guard(guard, guard_size)};
   return s;
 }

@@ -42,6 +42,8 @@ class stack_pool {
   // MADV_GUARD_INSTALL, one page-table marker per page; with mprotect, the
   // same one mapping split as a single page would).
   static constexpr std::size_t guard_size = 64 * 1024;
+  // Stack tops are lowered by up to this much (see carve).
+  static constexpr std::size_t max_colour = 63 * 64;
 
  private:
   void map_chunk();  // called with mutex_ held
@@ -85,6 +87,10 @@ class stack_cache {
   }
   std::uint64_t reused() const noexcept { return reused_; }
   std::uint64_t refills() const noexcept { return refills_; }
+
+  // The largest frame a ULT may reserve on these stacks, read by every spawn;
+  // 0 until the worker's first spawn sets it (sched::check_frame).
+  std::size_t frame_limit = 0;
 
  private:
   stack_block slots_[capacity];
