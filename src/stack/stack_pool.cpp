@@ -7,10 +7,14 @@
 #include <cstdlib>
 
 #include "stack/guard.hpp"
+#include "stack/stack_drop.hpp"
 
 namespace ito::stack {
 
-stack_pool::stack_pool(std::size_t stack_size) : stack_size_(stack_size) {}
+stack_pool::stack_pool(std::size_t stack_size)
+    : stack_size_(stack_size),
+      // At least a cache's half, which one worker hands over and another takes.
+      warm_limit_(std::max(warm_bytes / stack_size, stack_cache::capacity / 2)) {}
 
 stack_pool::~stack_pool() {
   for (auto& c : chunks_) munmap(c.base, c.bytes);
@@ -53,26 +57,66 @@ stack_block stack_pool::allocate() {
 void stack_pool::release(stack_block s) { release_batch(&s, 1); }
 
 std::size_t stack_pool::allocate_batch(stack_block* out, std::size_t n) {
-  std::lock_guard lock(mutex_);
-  std::size_t got = 0;
-  while (got < n && !free_.empty()) {
-    out[got++] = free_.back();
-    free_.pop_back();
+  n = std::min(n, max_batch);
+  dropped_stack revived[max_batch];
+  std::size_t got = 0, nrevived = 0;
+  {
+    std::lock_guard lock(mutex_);
+    // Warm stacks first (newest first), then dropped ones, then new ones.
+    while (got < n && !free_.empty()) {
+      out[got++] = free_.back();
+      free_.pop_back();
+    }
+    while (got < n && !dropped_.empty()) {
+      revived[nrevived++] = dropped_.back();
+      out[got++] = dropped_.back().s;
+      dropped_.pop_back();
+    }
+    // Carve at least one; carve more only to fill a batch from the current chunk.
+    if (got == 0) out[got++] = carve();
+    while (got < n && carve_next_ != carve_end_) out[got++] = carve();
   }
-  // Carve at least one; carve more only to fill a batch from the current chunk.
-  if (got == 0) out[got++] = carve();
-  while (got < n && carve_next_ != carve_end_) out[got++] = carve();
+  // Outside the lock: each write is a page fault.
+  for (std::size_t i = 0; i < nrevived; ++i) revive(revived[i]);
   return got;
 }
 
 void stack_pool::release_batch(const stack_block* in, std::size_t n) {
+  bool over;
+  {
+    std::lock_guard lock(mutex_);
+    free_.insert(free_.end(), in, in + n);
+    over = free_.size() > warm_limit_;
+  }
+  if (over) [[unlikely]] drop_oldest();
+}
+
+void stack_pool::drop_oldest() {
+  stack_block victims[max_batch];
+  dropped_stack records[max_batch];
+  std::size_t n;
+  {
+    std::lock_guard lock(mutex_);
+    if (free_.size() <= warm_limit_) return;
+    n = std::min(free_.size() - warm_limit_, max_batch);
+    std::copy(free_.begin(), free_.begin() + static_cast<std::ptrdiff_t>(n), victims);
+    free_.erase(free_.begin(), free_.begin() + static_cast<std::ptrdiff_t>(n));
+  }
+  // Outside the lock: madvise takes a while, and these stacks are nobody's now.
+  drop_pages(victims, n, stack_size_, guard_size, records);
   std::lock_guard lock(mutex_);
-  free_.insert(free_.end(), in, in + n);
+  dropped_.insert(dropped_.end(), records, records + n);
+  dropped_total_ += n;
 }
 
 std::size_t stack_pool::stacks_mapped() const noexcept {
   std::lock_guard lock(mutex_);
   return mapped_;
+}
+
+std::size_t stack_pool::stacks_dropped() const noexcept {
+  std::lock_guard lock(mutex_);
+  return dropped_total_;
 }
 
 bool stack_pool::in_guard_of(const stack_block& s, const void* address) noexcept {

@@ -17,7 +17,21 @@ struct stack_block {
   explicit operator bool() const noexcept { return lo != nullptr; }
 };
 
+// A stack whose pages went back to the kernel. The top word of every stack is
+// the scheduler's count of its reuses (for stale C handles, see
+// sched::place_descriptor): it is kept here and written back on reuse, so a
+// drop does not restart the count.
+struct dropped_stack {
+  stack_block s;
+  std::uint32_t generation = 0;
+};
+
 // Thread-safe; only reached when a worker's cache is empty or full.
+//
+// Free stacks are kept warm (their pages resident, LIFO) up to warm_limit();
+// beyond it the oldest give their pages back to the kernel, so that the
+// memory of a burst of ULTs is returned once they end, as NPTL's cache of
+// thread stacks (40 MiB) frees stacks beyond its size. The mappings stay.
 class stack_pool {
  public:
   explicit stack_pool(std::size_t stack_size);
@@ -33,6 +47,11 @@ class stack_pool {
   void release_batch(const stack_block* in, std::size_t n);
 
   std::size_t stacks_mapped() const noexcept;
+  std::size_t warm_limit() const noexcept { return warm_limit_; }
+  // Stacks whose pages went back to the kernel, since the pool was made.
+  std::size_t stacks_dropped() const noexcept;
+  // Bytes of free stacks kept warm, as NPTL's stack cache (stack_cache_maxsize).
+  static constexpr std::size_t warm_bytes = std::size_t{40} << 20;
   // True when the address lies in the guard below stack s.
   static bool in_guard_of(const stack_block& s, const void* address) noexcept;
 
@@ -48,10 +67,17 @@ class stack_pool {
  private:
   void map_chunk();  // called with mutex_ held
   stack_block carve();
+  void drop_oldest();  // called without mutex_ held
+
+  // At most this many stacks are dropped or revived per call (a cache's worth).
+  static constexpr std::size_t max_batch = 64;
 
   const std::size_t stack_size_;
+  const std::size_t warm_limit_;
   mutable std::mutex mutex_;
-  std::vector<stack_block> free_;
+  std::vector<stack_block> free_;         // warm, oldest first
+  std::vector<dropped_stack> dropped_;    // pages given back
+  std::size_t dropped_total_ = 0;
   struct chunk { char* base; std::size_t bytes; };
   std::vector<chunk> chunks_;
   char* carve_next_ = nullptr;
