@@ -66,17 +66,21 @@ TEST(stack_release, resident_memory_falls_back_after_a_burst_of_ults) {
   std::printf("resident: %ld KiB before, %ld KiB with %zu ULTs alive, %ld KiB after\n", baseline,
               peak, n, after);
   ASSERT_GT(peak - baseline, static_cast<long>(n) * 16 * 9 / 10) << "the burst touched too little";
-  EXPECT_LT(after, 2 * baseline + 64 * kib);
-  if (!ito::test::tsan) {
-    EXPECT_LT(after - baseline, (peak - baseline) / 2);
+  // All but the pool's warm stacks and what the workers keep (64 descriptors
+  // with their stacks and 64 stacks each) went back.
+  const ito::stack::stack_pool& pool = ito::sched::g_runtime.load()->stacks;
+  const std::size_t dropped = pool.stacks_dropped();
+  EXPECT_GE(dropped, n - pool.warm_limit() - o.workers * 128);
+  if (!ito::test::asan && !ito::test::tsan) {
+    // (A sanitizer's shadow of the stacks stays resident: no bound on it.)
+    EXPECT_LT(after, 2 * baseline + 64 * kib);
+    EXPECT_LT(after - baseline, (peak - baseline) / 20);
   }
 
   // A steady loop afterwards reuses what is left (no stack is dropped or
   // revived: the workers' caches serve it), and stays as small.
-  const ito::stack::stack_pool& pool = ito::sched::g_runtime.load()->stacks;
-  const std::size_t dropped = pool.stacks_dropped();
-  EXPECT_GT(dropped, 0u);
-  for (int i = 0; i < 100000; ++i) ito::join(ito::create_thread([] {}));
+  const std::size_t loops = ito::test::scaled(100000);
+  for (std::size_t i = 0; i < loops; ++i) ito::join(ito::create_thread([] {}));
   EXPECT_EQ(pool.stacks_dropped(), dropped);
   EXPECT_LT(resident_kib(), after + 4 * kib);
 }
