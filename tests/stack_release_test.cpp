@@ -132,6 +132,8 @@ TEST(stack_release, the_pool_drops_the_stacks_beyond_its_warm_limit_and_keeps_th
 }
 
 TEST(stack_release, dropping_frees_resident_memory) {
+  // TSan's shadow of the touched stacks (4x their size) stays resident.
+  if (ito::test::tsan) GTEST_SKIP() << "TSan's shadow memory is not given back";
   stack_pool pool(64 * kib);
   const std::size_t extra = 2000;
   const long before = resident_kib();
