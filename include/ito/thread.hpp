@@ -191,6 +191,8 @@ class future {
 
 // Creates a ULT running fn(args...) (decay-copied, as std::thread does) and
 // switches to it at once; the caller continues when a worker resumes it.
+// The copies live at the top of the new ULT's stack: when they cannot fit it,
+// usage_error(E2BIG) is thrown before anything is copied.
 template <class F, class... A>
 auto create_thread(F&& fn, A&&... args)
     -> future<std::invoke_result_t<std::decay_t<F>, std::decay_t<A>...>> {

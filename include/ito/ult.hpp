@@ -19,6 +19,8 @@ struct allocated_ult {
 };
 
 // All of these must be called from a ULT; outside one they throw usage_error(EPERM).
+// allocate throws usage_error(E2BIG) when `size` does not fit the new ULT's
+// stack with room left for it to run (docs/ARCHITECTURE.md, Stacks).
 allocated_ult allocate(std::size_t size);
 // Runs func(th.ptr) as a new ULT, child first: the caller resumes when a worker
 // gets to it. An exception escaping func aborts the process.

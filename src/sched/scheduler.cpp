@@ -12,6 +12,7 @@
 #include "arch/context.hpp"
 #include "sched/handles.hpp"
 #include "sched/idle.hpp"
+#include "sched/overflow.hpp"
 #include "sched/registry.hpp"
 #include "sched/split_stack.hpp"
 
@@ -297,6 +298,8 @@ inline ult* prepare(worker* w, ult* u, std::size_t frame_bytes, void** frame) {
 ult* allocate(std::size_t frame_bytes, void** frame) {
   worker* w = current_worker();
   if (w->split_stacks) [[unlikely]] return split::allocate(w, frame_bytes, frame);
+  // Before anything is taken or copied: throws if the frame cannot fit.
+  if (frame_bytes > w->stacks.frame_limit) [[unlikely]] check_frame(w, frame_bytes);
   ult* u = w->free_ults;
   if (u) [[likely]] {
     // A descriptor released on this worker: its stack is still attached and

@@ -1,4 +1,4 @@
-// The `fixed` stack policy: equal-sized stacks, each above a guard page,
+// The `fixed` stack policy: equal-sized stacks, each above a guard region,
 // carved from large mappings and recycled through a per-worker cache.
 #pragma once
 
@@ -10,7 +10,7 @@
 namespace ito::stack {
 
 struct stack_block {
-  char* lo = nullptr;  // lowest usable byte; the guard page (if any) lies just below
+  char* lo = nullptr;  // lowest usable byte; the guard (if any) lies just below
   char* hi = nullptr;  // one past the highest usable byte
   bool guarded = false;
   std::size_t size() const noexcept { return static_cast<std::size_t>(hi - lo); }
@@ -18,6 +18,11 @@ struct stack_block {
 };
 
 // Thread-safe; only reached when a worker's cache is empty or full.
+//
+// Free stacks are kept warm (their pages resident, LIFO) up to warm_limit();
+// beyond it the oldest give their pages back to the kernel, so that the
+// memory of a burst of ULTs is returned once they end, as NPTL's cache of
+// thread stacks (40 MiB) frees stacks beyond its size. The mappings stay.
 class stack_pool {
  public:
   explicit stack_pool(std::size_t stack_size);
@@ -33,18 +38,37 @@ class stack_pool {
   void release_batch(const stack_block* in, std::size_t n);
 
   std::size_t stacks_mapped() const noexcept;
-  // True when the address lies in the guard page below some stack of this pool.
+  std::size_t warm_limit() const noexcept { return warm_limit_; }
+  // Stacks whose pages went back to the kernel, since the pool was made.
+  std::size_t stacks_dropped() const noexcept;
+  // Bytes of free stacks kept warm, as NPTL's stack cache (stack_cache_maxsize).
+  static constexpr std::size_t warm_bytes = std::size_t{40} << 20;
+  // True when the address lies in the guard below stack s.
   static bool in_guard_of(const stack_block& s, const void* address) noexcept;
 
-  static constexpr std::size_t guard_size = 4096;
+  // Larger than a page, so that a big frame (a local buffer) cannot jump over
+  // it into the stack below: any frame up to this size that runs off the
+  // stack faults in the guard. A guard costs address space only (and, with
+  // MADV_GUARD_INSTALL, one page-table marker per page; with mprotect, the
+  // same one mapping split as a single page would).
+  static constexpr std::size_t guard_size = 64 * 1024;
+  // Stack tops are lowered by up to this much (see carve).
+  static constexpr std::size_t max_colour = 63 * 64;
 
  private:
   void map_chunk();  // called with mutex_ held
   stack_block carve();
+  void drop_oldest();  // called without mutex_ held
+
+  // At most this many stacks are dropped or revived per call (a cache's worth).
+  static constexpr std::size_t max_batch = 64;
 
   const std::size_t stack_size_;
+  const std::size_t warm_limit_;
   mutable std::mutex mutex_;
-  std::vector<stack_block> free_;
+  std::vector<stack_block> free_;         // warm, oldest first
+  std::vector<stack_block> dropped_;      // pages given back
+  std::size_t dropped_total_ = 0;
   struct chunk { char* base; std::size_t bytes; };
   std::vector<chunk> chunks_;
   char* carve_next_ = nullptr;
@@ -80,6 +104,10 @@ class stack_cache {
   }
   std::uint64_t reused() const noexcept { return reused_; }
   std::uint64_t refills() const noexcept { return refills_; }
+
+  // The largest frame a ULT may reserve on these stacks, read by every spawn;
+  // 0 until the worker's first spawn sets it (sched::check_frame).
+  std::size_t frame_limit = 0;
 
  private:
   stack_block slots_[capacity];
