@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Two commands on a fresh Debian 12 machine: `make demo` and `make test`.
 # Each installs what is missing (apt-get, as root), configures and builds.
 JOBS ?= $(shell nproc)

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The subcommands. Each runs ito and its comparison systems in one process and
 // hands every row to the reporter; `demo` calls them with small sizes.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Many live, blocked threads: 1e6 ULTs each waiting on one gate vs 1e4 NPTL
 // threads waiting on a pthread condition variable. Reports the time to create them all
 // (each has run up to its wait), the time to release them all (open the gate,

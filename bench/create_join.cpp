@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Create + join of an empty thread, N times in a row (seed 001's table 3 row:
 // "create/join, same core / other core"). ito vs NPTL pthread_create/join and
 // std::thread.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ito-bench delegate: seed 001's system-call delegation. The round trip of one
 // delegated call from a ULT (both modes) vs a pool hand-off from a plain
 // thread and std::async; then 1,000 ULTs on 2 workers delegating at once:

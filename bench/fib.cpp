@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // fib(n) with one thread/task per call: fib(n) = spawn fib(n-1), call fib(n-2),
 // join. ito vs sequential recursion vs oneTBB task_group vs OpenMP tasks.
 #include <algorithm>

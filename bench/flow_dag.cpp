@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `ito-bench flow`: a wide and deep DAG, the 2-D wavefront: node (i,j) runs
 // after (i-1,j) and (i,j-1) and sums their cells (paths mod 2^64), n x n nodes
 // (default 1000 x 1000 = 10^6). ito::flow against oneTBB's flow graph

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The benchmark harness: command-line flags, repeated timed runs (median, min,
 // max), peak RSS, and the two output formats (a table, or JSON lines).
 #pragma once

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # httpd (one ULT per connection, ito::io) vs httpd-threads (one OS thread per
 # connection) under wrk on loopback. For each connection count and run: start
 # the server, run wrk for a bounded time, read the server's peak RSS, stop it.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ito-bench: one subcommand per benchmark; each measures ito and the systems it
 // is compared with in the same run. See BENCHMARKS.md for results.
 #include <cstdio>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Mutex lock/unlock pairs: uncontended (one thread, 1e7 pairs) and contended
 // (T threads, 1e6 pairs each, on one counter). ito::mutex vs pthread_mutex.
 #include <pthread.h>

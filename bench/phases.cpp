@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `ito-bench phases`: fork-join phases from the program's main thread after
 // its workers went idle. Each phase forks W children that each spin for
 // --work-us, joins them, then leaves the workers idle long enough to park

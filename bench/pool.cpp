@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ito-bench pool: seed 002's measurement. n jobs run one after another, each on
 // a fresh pthread (create + join) vs on an os_pool built for them (the pool's
 // creation and destruction included, as in the paper); reports the number of

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `ito-bench posix`: seed 001's table 3 (MULiTh vs Linux NPTL) for ito's POSIX
 // layer and NPTL in one process: attr_init, attr_setdetachstate, create/join
 // on one core and across cores, and mutex lock/unlock x10,000 by 1, 2 and 4

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Regenerates the tables of BENCHMARKS.md: the full set, medians of --runs.
 # usage: bench/run_all.sh [path/to/ito-bench] [extra flags, e.g. --json]
 set -euo pipefail

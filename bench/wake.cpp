@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `ito-bench wake`: seed 004's table 1, the cost of waking n waiters whose
 // requests complete one at a time. A shared wait queue wakes every waiter on
 // each completion and each checks its own request (n^2 switches); a direct

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Two threads on one worker/CPU yielding to each other: ito::yield vs
 // sched_yield of two OS threads pinned to one CPU vs Boost.Fiber.
 #include <pthread.h>

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # ito::split_stack: what a program needs for the lazy and fair_use stack policies
 # (docs/SPLIT_STACKS.md). Link it instead of ito::ito:
 #   -fsplit-stack -fcf-protection=none on every source (code running on ULTs must

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The first ito program: Fibonacci with one ULT per call. create_thread runs
 // the child at once; its parent may be stolen by an idle worker meanwhile.
 //   ./fib [n]            (ITO_WORKERS=4 ./fib 35 to choose the workers)

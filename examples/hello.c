@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* ito from C (ito/ito.h): start the runtime, create ULTs, join them. Every
  * call returns 0 or a POSIX error code.
  *   ./hello_c */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What both example servers share: command line, listening socket, and one
 // connection's loop (HTTP/1.1 keep-alive, pipelining, a static response). The
 // loop is written once over an "io" policy, so the two servers differ only in

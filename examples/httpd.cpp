@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // httpd: a small HTTP/1.1 server (keep-alive, static response) with one ULT per
 // connection on ito::io. A connection's ULT parks whenever its socket would
 // block; the poller wakes exactly that ULT when data arrives. Loopback only.

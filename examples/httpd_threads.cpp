@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // httpd-threads: httpd's twin with one OS thread per connection and plain
 // blocking system calls; the same connection loop (http_common.hpp).
 //

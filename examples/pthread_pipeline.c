@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A plain POSIX threads program, with nothing of ito in it: a producer, two
  * workers and a collector passing numbers through a mutex- and condvar-guarded
  * ring. Run it as is (NPTL) or on ULTs with the preload library:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Parallel quicksort: each partition sorts its two halves in two ULTs. Small
 // ranges are sorted in place: a ULT costs tens of nanoseconds, not nothing.
 //   ./quicksort [elements]

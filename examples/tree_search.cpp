@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Branch-and-bound over a tree of choices, one ULT per subtree: the best
 // result so far is shared, kept under an ito::mutex (a ULT that waits for it
 // lets its worker run other ULTs instead of blocking the OS thread).

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Installs the Debian packages ito builds, tests and benchmarks with, if any is
 # missing. Needs root for apt-get; without it, names what to install and fails.
 set -euo pipefail

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # gdb helper for ito: the ULTs of a running (or stopped) program.
 #
 #   (gdb) source /usr/local/share/ito/ito-gdb.py     # or scripts/ito-gdb.py

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """Plots chain's peak stack memory against the block size, lazy vs fair_use.
 
 Reads the text table(s) that `ito-bench-split chain` prints (the notes column

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Every source file carries an SPDX line. `scripts/spdx.sh check` lists the
 # files without one (and fails); `scripts/spdx.sh add` puts one at the top of
 # each, in the file's comment syntax (after a #! line).

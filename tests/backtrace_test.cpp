@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A backtrace taken inside a ULT (by gdb, perf --call-graph dwarf, or the
 // unwinder itself) walks the ULT's own frames and ends cleanly at its entry,
 // for a child started at once (child first) and for one queued and started

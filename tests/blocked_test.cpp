@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A million ULTs alive at once, all blocked on one barrier, then all
 // released: every one must run to completion, in bounded memory (each blocked
 // ULT holds one 64 KiB stack, of which it touches a page or two). The same

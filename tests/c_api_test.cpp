@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The C API (ito/ito.h) from C++: lifecycle, results, ito_exit, handles that
 // went stale, and every documented error code, none of which may exit.
 #include "ito/ito.h"

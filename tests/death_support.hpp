@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Shared by the misuse tests: a bad ITO_* variable must stop a C++ program
 // with status 2 and a message matching `pattern`.
 #pragma once

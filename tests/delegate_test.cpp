@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ito::delegate: many delegated sleeps overlap while the workers keep running
 // other ULTs; each call wakes exactly its own ULT; seed 001's two modes; values,
 // references and exceptions come back; outside a ULT the call runs inline.

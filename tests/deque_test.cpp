@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The Chase-Lev deque (src/sched/deque.hpp) alone: its sequential contract,
 // then the owner pushing and popping while OS-thread thieves steal, with every
 // item taken exactly once, growth past the initial capacity included.

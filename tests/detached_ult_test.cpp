@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What a detached ULT leaves behind: its result's destructor runs where ULT
 // calls are legal (it may lock an ito::mutex), and an exception nobody will
 // join is reported on stderr, never silently dropped.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Exceptions and ito::exit: what a ULT throws comes out of join/get with its
 // type and contents intact, across workers and through nested joins;
 // ito::exit() unwinds the ULT's stack (destructors run) to its entry.

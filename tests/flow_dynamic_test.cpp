@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Dynamic graphs: nodes made by running nodes (a binary tree of spawns whose
 // joins continue their parents' joins), inside a re-run static graph.
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Exclusive nodes: never two activations at once, every queued continuation
 // processed in order, ports; and the paper's split-phase I/O chain on a
 // simulated device and on real I/O delegated to an os_pool thread.

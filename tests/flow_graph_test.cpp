@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ito::flow static graphs: counters and ordering on random DAGs, re-runs,
 // values, cycle rejection, counters continued below zero.
 #include <gtest/gtest.h>

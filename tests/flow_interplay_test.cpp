@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Nodes and ULTs on the same workers: a ULT waits for a node (suspending,
 // not spinning), a node spawns ULTs, an OS thread waits for a graph.
 #include <gtest/gtest.h>

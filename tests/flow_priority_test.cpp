@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Priorities: a runnable high-priority node runs at the next node boundary,
 // before normal nodes that were runnable first (quasi-preemption).
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // C and POSIX handles stay safe when stale: they are checked in a table, never
 // by reading the ULT's (maybe unmapped) stack, and their reuse count is wide
 // enough that a stale handle does not come to name a live ULT.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // An idle runtime parks its workers: they use (almost) no CPU, and they wake
 // promptly when work or a timer needs them.
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ito::io on files, pipes and clocks: delegated calls return what the system
 // call returns with its errno, a blocking pipe read does not stall the worker,
 // and sleeps suspend only the ULT.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Waits "forever" stay asleep. A sleep or timed wait of hours::max(),
 // LLONG_MAX nanoseconds or a deadline centuries away must saturate to "never",
 // not overflow now + timeout into the past and return at once. Each case runs

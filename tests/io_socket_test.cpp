@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ito::io on sockets: a loopback echo with many concurrent ULT clients, a
 // large transfer that parks on writability, poll with a timeout that does not
 // stall the worker, close waking a parked reader, and the errno of misuse.

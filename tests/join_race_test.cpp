@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Two calls racing on one ULT: join vs join, join vs detach, detach vs detach,
 // through the C API and the low-level C++ API. Exactly one may win; the other
 // gets EINVAL (detached / being joined) or ESRCH (already gone), and nobody

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ULT-local keys: per-ULT values, destructors exactly once per ULT that set a
 // value, the POSIX rounds rule, key_delete, and plain OS threads.
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Seed 003's low-level API: allocate(size) gives room at the top of a new
 // ULT's stack; construct anything there, fork(th, fn) runs fn(ptr), join(id)
 // waits and frees. detach(id) ULTs free themselves; yield(); exit().

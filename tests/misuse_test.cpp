@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Misuse is reported, never undefined: bad ITO_* variables stop a C++ program
 // with status 2 and a message naming the variable and what it accepts (the C
 // API returns EINVAL instead); bad options throw config_error; ULT-only calls

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ito::os_pool: seed 002's retire rule stepped by hand, then the real pool
 // growing, queueing and shrinking exactly as the rule says, futures (ready,
 // get from a thread and from a ULT, exceptions), destruction with queued jobs,

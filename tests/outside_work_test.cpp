@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Work that arrives from outside a worker's deque — expired timers, ULTs made
 // ready by other OS threads — must run even while the worker's own ULTs never
 // run out (so it never reaches its scheduler loop).

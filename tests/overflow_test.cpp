@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A ULT that overflows its stack hits the guard page below it; the runtime
 // reports which ULT and how large its stack was, then aborts.
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The POSIX layer's error codes (exactly POSIX's) and errno across switches.
 // Each test runs inside one lazily started runtime (the first call starts it).
 #define ITO_PTHREAD_NO_RENAME 1

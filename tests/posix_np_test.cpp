@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The calls that take a pthread_t beyond create/join/detach, on ULT handles
 // (source mode): what glibc would crash on. The side-by-side run against
 // NPTL is tests/posix/progs/threads_np.c; these are the ito-only codes.

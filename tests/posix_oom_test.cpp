@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // pthread_create when memory runs out: EAGAIN, as POSIX says, never an
 // abort. Runs in a death-test child under RLIMIT_AS, so this process keeps
 // its own address space; the runtime starts only in that child.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // libito-preload.so as a whole: every glibc entry point that touches a
 // mutex, condition variable, rwlock, barrier, spinlock, semaphore or thread
 // handle is interposed (or listed below as safe on ito's objects), a bad

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // pthread_create's stack attributes on ULTs: a caller's own memory
 // (pthread_attr_setstack) and a stack larger than the runtime's pool stacks
 // (pthread_attr_setstacksize), each really used, reusable, and bounded.

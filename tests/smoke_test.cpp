@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The first end-to-end checks: fib's results at several worker counts.
 #include <gtest/gtest.h>
 

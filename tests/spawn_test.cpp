@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Spawning and joining through the C++ API: ten million spawns counted, trees
 // at several worker counts, results of every kind (references, move-only),
 // future semantics, detaching by dropping a future, futures handed between ULTs.

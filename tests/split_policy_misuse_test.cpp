@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A program built without -fsplit-stack (this one) that selects the lazy or
 // fair_use stack policy stops at start-up with a clear message, never runs
 // split-stack policies on code that cannot grow its stack. The new ITO_STACK_*

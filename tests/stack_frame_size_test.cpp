@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A frame that cannot fit the new ULT's stack (create_thread's decay-copied
 // callable and arguments, allocate(size)) is refused with usage_error(E2BIG)
 // before anything is copied; one that fits leaves the ULT room to run.

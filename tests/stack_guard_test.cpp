@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Frames larger than a page must not jump over the guard below a ULT's stack
 // into the neighbouring stack: every frame up to the guard's size that runs
 // off the stack is reported as an overflow (docs/ARCHITECTURE.md, Stacks).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Stack memory goes back to the kernel after a burst: once many ULTs alive at
 // once have ended, resident memory falls back near where it was, while a
 // steady create/join loop keeps reusing warm stacks without system calls.

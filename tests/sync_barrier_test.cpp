@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ito::barrier: many phases with one serial arriver each, writes published
 // across the barrier, reuse, and plain OS threads as participants.
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The C synchronisation API (ito/sync.h): return codes instead of exceptions,
 // static initialisers, and each primitive used from ULTs.
 #include <gtest/gtest.h>

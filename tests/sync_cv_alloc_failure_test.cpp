@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A timed wait whose timer cannot be armed (std::bad_alloc from the timer
 // queue's node) must fail cleanly: the mutex still held, and no record of the
 // failed wait left in the condition variable's queue, where it would dangle

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ito::condition_variable: a bounded buffer with no lost wake-ups, notify_all,
 // timeouts, the race between a notify and a timeout, and plain OS threads.
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ito::mutex: mutual exclusion under contention at several worker counts,
 // FIFO hand-off, try_lock, misuse errors, and use from plain OS threads.
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ito::call_once: exactly once under contention, callers parked until it is
 // done, and retried after an exception, as std::call_once.
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ito::counting_semaphore: it bounds concurrency, hands permits to waiters,
 // and try_acquire never blocks.
 #include <gtest/gtest.h>

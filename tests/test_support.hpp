@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Shared by the tests: sizes that shrink under sanitizers (which slow ULT
 // switches 10-100x and give each TSan fiber megabytes of shadow state).
 #pragma once

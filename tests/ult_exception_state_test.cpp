@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The C++ exception state (the caught-exception stack and the uncaught count,
 // __cxa_get_globals) belongs to a ULT, not to the worker running it: a ULT that
 // yields, sleeps or migrates inside a catch block or a destructor run by

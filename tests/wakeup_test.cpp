@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Work pushed while workers sleep wakes as many of them as it can use: a run
 // of children spawned by the main ULT (help-first, one deque) must reach every
 // parked worker through wake-ups, not through their park timeouts.

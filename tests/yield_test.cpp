@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ito::yield: many ULTs yielding at random (to the tail or to the head) all
 // finish with the right results; on one worker the order is exact: two
 // yielding ULTs alternate, and yield(true) lets every queued ULT run first.

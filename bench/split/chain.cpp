@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Seed 000's benchmark 2 (listing 4.2): create and sync repeatedly. Each parent
 // frame holds an 8 KiB zeroed array, spawns a child that waits on its flag,
 // releases and joins the previous child, then recurses. Children end while

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The cost of a call that crosses a segment boundary: __morestack, a segment
 // from the worker's hot-split cache, the call, and the way back. Compared with
 // the same call where the segment has room.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // fib(n) (one ULT per call) and seed 000's benchmark 1, matfib: every frame
 // holds two 64x64 double matrices; spawn fibo(n-1), call fibo(n-2), add, join.
 #include <cstring>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ito-bench-split: seed 000's benchmarks under the fixed, lazy and fair_use
 // stack policies. Built with -fsplit-stack (see bench/split/CMakeLists.txt).
 #include <cstdio>

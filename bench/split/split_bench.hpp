@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The seed-000 benchmarks, run under each stack policy (ito-bench-split).
 #pragma once
 

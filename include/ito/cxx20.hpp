@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ito's C++ headers need C++20: say so plainly instead of a template error.
 // (The C headers, ito/ito.h and ito/sync.h, need nothing.)
 #pragma once

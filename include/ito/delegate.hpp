@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ito::delegate: system-call delegation (seed 001). A ULT hands a blocking
 // function to an OS thread of the delegation pool and is suspended; the pool
 // thread that finishes wakes exactly that ULT (direct wake-up). Seed 001's two

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ito::io: system calls that never stall a worker. Each function has the shape
 // of its system call: it returns what the call returns, and -1 with errno set
 // as the call sets it (errno is left alone on success).

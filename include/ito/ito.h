@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* ito's C API: user-level threads (ULTs) on an M:N work-stealing runtime.
  *
  * Every call returns 0 or a POSIX error code and never exits the process nor

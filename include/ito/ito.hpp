@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ito's C++ API in one include.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Runtime options: what a program can set in code, and the ITO_* variables that
 // fill in whatever it leaves at zero.
 #pragma once

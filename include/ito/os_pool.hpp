@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ito::os_pool: an elastic pool of reusable OS threads (seed 002). A thread
 // runs a job, then sleeps until it is handed the next one; the pool grows when a
 // job finds no sleeping thread and retires threads by seed 002's rule (see

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* POSIX threads on ito's user-level threads (ULTs), source-compatible.
  *
  * Include this header (or compile with `-include ito/pthread.h`) and link

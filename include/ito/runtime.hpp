@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The runtime: workers, stacks, timers. Constructing it turns the calling OS
 // thread into the main ULT, bound to worker 0; destroying it waits for every
 // ULT to finish and stops the workers.

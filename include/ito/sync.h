@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* ito's C synchronisation API: mutexes, condition variables, barriers,
  * semaphores, once and ULT-local keys that park the calling ULT (its worker
  * runs other ULTs) instead of blocking an OS thread. Plain OS threads may use

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ULT-aware synchronisation: a blocked caller parks (its worker runs other
 // ULTs) instead of blocking the worker's OS thread. Every type here also works
 // from a plain OS thread, which then sleeps on a futex (see docs/SYNC.md).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Machine contexts: make a fresh one on a stack, switch between them.
 #pragma once
 

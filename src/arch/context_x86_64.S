@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Context switch for x86-64 System V.
  *
  * A suspended context is a stack pointer; the words above it hold the SSE and

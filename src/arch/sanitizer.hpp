@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Tells ASan and TSan about stack switches, so they follow ULTs across stacks.
 // Compiles to nothing in builds without sanitizers.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The ITO_* environment variables ito knows, in one list, and the warning for
 // a name that is not one of them (a typo would otherwise be ignored silently).
 #include <algorithm>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The ITO_* variables as a whole (environment.cpp): which exist, and the ones
 // whose values more than one layer reads.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Reads and checks the ITO_* environment variables and the options struct.
 #include <sched.h>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The C API (include/ito/ito.h) on the internal scheduler. Every entry point
 // catches everything and returns a POSIX code; only ito_exit unwinds, on purpose.
 //

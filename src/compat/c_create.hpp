@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ito_create with a choice of stack, for pthread_create's stack attributes.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The C synchronisation API (include/ito/sync.h) on the C++ classes. Each C
 // object's storage holds the C++ object; the static initialisers rely on the
 // all-zero bytes of mutex, condition_variable and once_flag being their

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // glibc's own layout of pthread_attr_t (nptl/internaltypes.h, stable ABI on
 // x86-64). ito keeps the same fields where glibc does, so the attribute
 // calls ito does not rename (setscope, setguardsize, getstack, ...) still

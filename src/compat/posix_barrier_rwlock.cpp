@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // pthread barriers, read-write locks and spinlocks for ULTs, each inside its
 // glibc type's storage. Blocked callers park their ULT, never the worker.
 #include <cstddef>

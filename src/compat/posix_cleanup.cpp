@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // pthread_cleanup_push/pop handlers on ULTs, and pthread_exit, which runs
 // them.
 //

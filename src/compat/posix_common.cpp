@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The POSIX layer's common parts: lazy start and clean exit of the runtime,
 // deadlines, timed parking. See include/ito/pthread.h and docs/POSIX.md.
 #include <cstdio>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // pthread condition variables for ULTs, on the POSIX layer's mutex. The
 // object lives in glibc's pthread_cond_t (48 bytes); all-zero bytes
 // (PTHREAD_COND_INITIALIZER) are a condition on CLOCK_REALTIME, which is

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Shared by the POSIX layer (posix_*.cpp): starting the runtime on first use,
 // keeping errno per ULT across switches, deadlines, and timed parking.
 #pragma once

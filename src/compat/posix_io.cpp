@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The POSIX layer's blocking system calls: from a ULT they go through ito::io
 // (sockets park on the poller, files are delegated, sleeps use the runtime's
 // timers), so a thread that blocks never stalls its worker. Outside a ULT each

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // pthread mutexes for ULTs: normal, errorcheck and recursive, with timed lock.
 //
 // The object lives in glibc's pthread_mutex_t storage (40 bytes) with its

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The POSIX layer's mutex object and its fast paths, shared by the mutex and
 // condition-variable files (a condition wait unlocks and relocks it).
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // pthread_once and thread-specific data. Keys are ito's ULT-local keys
 // (per ULT, destructors for PTHREAD_DESTRUCTOR_ITERATIONS rounds when a ULT
 // ends, pthread_exit included); once lives in glibc's 4-byte pthread_once_t.

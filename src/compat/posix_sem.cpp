@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // POSIX unnamed semaphores for ULTs, inside glibc's 32-byte sem_t: a waiter
 // parks its ULT, never the worker (CPython's locks are semaphores).
 //

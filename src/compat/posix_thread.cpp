@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // pthread_create/join/detach/exit/self/yield and thread attributes, on the C
 // API's ULTs. A pthread_t is an ito_ult_t handle (address + generation), so a
 // stale one is ESRCH rather than a stranger's thread.

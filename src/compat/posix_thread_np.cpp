@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The calls that take a pthread_t beyond create/join/detach: stack
 // attributes, signals, scheduling, names, CPU clocks, affinity, and the
 // non-blocking and timed joins. glibc's versions read the pthread_t as its

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Conversions between the public flow types and the runtime's view of them.
 #pragma once
 

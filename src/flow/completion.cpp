@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The completion words (see completion.hpp).
 #include "flow/completion.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // How waiters learn that something finished, without a lock on the path that
 // finishes it: one atomic word per event holds the count of completions, how
 // many completers are still inside their wake-up code (busy), and whether any

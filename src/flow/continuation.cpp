@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // continue_to: decrement a counter (or queue on an exclusive node's port) and
 // make the node runnable when it is due.
 #include <cerrno>

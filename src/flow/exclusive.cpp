@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Port rings and exclusive state: construction (the rest is inline).
 #include "flow/exclusive.hpp"
 

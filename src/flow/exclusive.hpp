@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // An exclusive node's input: one FIFO per port, and an ownership count.
 //
 // Static dataflow's rule: a port holds one value per activation; the node

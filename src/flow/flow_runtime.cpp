@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The flow layer's state per runtime, created on first use, and the hook
 // through which workers run nodes between ULTs (sched::task_source).
 //

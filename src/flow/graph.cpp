@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // graph: building static nodes and edges, run, wait, hold/release, teardown.
 #include <cerrno>
 #include <cstdio>

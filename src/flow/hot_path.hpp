@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The node-to-node path, inline: continuing a node, making it runnable,
 // taking an in-flight credit. Everything unusual (exclusive nodes, high
 // priority, other threads, errors) leaves through an out-of-line call.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // node, future and context members, and dynamic node creation.
 #include <cerrno>
 

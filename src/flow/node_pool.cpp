@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Storage for dynamic nodes (made by running nodes): per-worker LIFO lists,
 // evened out through one shared list, refilled from slabs. A worker that
 // makes as many nodes as it runs never takes the lock.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Running one activation of a node on a worker's scheduler stack: its body,
 // the completion futures, then its static successors.
 #include <cerrno>

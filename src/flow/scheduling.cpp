@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Runnable nodes: where they go, which one runs next, and the in-flight
 // credits that let graph::wait() know when a graph is idle.
 //

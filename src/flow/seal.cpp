@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // graph::seal: successor lists, counters and ports from the static edges, and
 // the rejection of cycles (a static graph must be a DAG), naming the cycle.
 #include <algorithm>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The flow layer's internal state: per node (extra), per graph, per worker.
 #pragma once
 

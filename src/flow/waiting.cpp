@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Suspending ULTs and parking OS threads until a flow event happens.
 #include "flow/waiting.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Waiting for flow events without spinning: a ULT suspends (its worker runs
 // other work), a plain OS thread sleeps on a futex. The records live on the
 // waiters' stacks; a short spinlock guards each list (never held across a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // One-shot completion: the signaller wakes exactly the one waiter, a ULT
 // directly (make_ready) or an OS thread through a futex.
 #include <cstdint>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The delegation pool and the default mode. The pool is created on first use
 // and deliberately never destroyed: ULTs and threads may still delegate while
 // static destructors run, and its threads only sleep.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A system call run through delegation, with its errno carried back: errno is
 // per thread, and the call ran on a pool thread.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // errno of the OS thread running the caller *now*.
 //
 // A ULT may resume on another OS thread after any wait (a park, a delegated

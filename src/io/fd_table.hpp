@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What ito remembers per file descriptor: its kind, its epoll registration,
 // who owns its O_NONBLOCK flag, and the ULTs parked on it. Indexed by the
 // descriptor number in a two-level table whose chunks are never freed, so a

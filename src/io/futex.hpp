@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The two futex calls the pool and completions sleep and wake with. A futex
 // wake on an address whose owner is already gone is harmless (the kernel finds
 // no sleeper), which lets a waker release its last hold first and wake after.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Shared by the io functions: is the caller a ULT, and the wait loop for a
 // socket call that would block.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Files and every other descriptor that epoll cannot watch: delegated from a
 // ULT (the pool thread blocks, the worker does not), plain calls outside one.
 // close and open also keep the descriptor table honest about numbers reused.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Socket calls from ULTs: tried without blocking (MSG_DONTWAIT, or O_NONBLOCK
 // set by ito where a call has no per-call flag), parked on the poller when
 // they would block. read and write land here too, and fall back to

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Waiting without a descriptor call: poll on one descriptor, and sleeps.
 #include <sys/stat.h>
 #include <time.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The pool's engine. Threads sleep on a futex word of their own, pushed on a
 // LIFO of idle threads (the most recently active thread is woken first: its
 // stack and caches are warm). A job goes straight to a sleeping thread, else to

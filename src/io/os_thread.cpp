@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "io/os_thread.hpp"
 
 #include <pthread.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Starting the helper OS threads of this layer (pool threads, the poller).
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The readiness poller: one OS thread blocked in epoll_wait. Sockets are
 // registered once, edge-triggered, for both directions; a ULT whose call would
 // block parks on the descriptor's entry, and the poller makes exactly the ULTs

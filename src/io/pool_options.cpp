@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ITO_POOL_MIN, ITO_POOL_MAX, ITO_POOL_BIAS: read for every option a program
 // leaves unset, and checked with the options it sets.
 #include <algorithm>

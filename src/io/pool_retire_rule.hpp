@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Seed 002's thread garbage collection, as a pure class the pool steps at each
 // transition to sleep (so tests can drive it without threads or timers).
 //

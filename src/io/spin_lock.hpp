@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A test-and-test-and-set lock for the per-descriptor state: held for a few
 // instructions, by a parking ULT's suspend hook (which must not sleep) and by
 // the poller thread.

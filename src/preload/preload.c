@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libito-preload.so: defines the real pthread_* names and forwards them to
  * ito's POSIX layer (src/compat/posix_*.cpp), so that an unmodified program
  * run with LD_PRELOAD=libito-preload.so runs its threads as ULTs.

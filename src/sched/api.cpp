@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The C++ API's non-template parts: seed 003's low-level calls, checked.
 #include <cxxabi.h>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "sched/custom_stack.hpp"
 
 #include <sys/mman.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Stacks that do not come from the runtime's pool of equal stacks: a larger
 // one mapped for a single ULT (pthread_attr_setstacksize above ITO_STACK_SIZE)
 // and a caller's own memory (pthread_attr_setstack). Both are slow paths.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ito_debug: what a debugger needs to list ULTs, as plain C data with field
 // offsets, so that the gdb helper (scripts/ito-gdb.py) works on release
 // builds without debug information and whatever C++ library layout. Written
@@ -24,6 +25,10 @@ struct ito_debug_table {
   std::uint32_t context_words;
 };
 
+// offsetof on these non-standard-layout types (private members, no virtual
+// bases) is exact with GCC and Clang, which is all ito builds with.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Winvalid-offsetof"
 // Not static, not const: debuggers look it up by name and it must stay in the
 // symbol table of every build.
 [[gnu::used, gnu::visibility("default")]] ito_debug_table ito_debug = {
@@ -37,6 +42,7 @@ struct ito_debug_table {
     offsetof(ito::sched::ult, stack) + offsetof(ito::stack::stack_block, hi),
     9,
 };
+#pragma GCC diagnostic pop
 
 }  // extern "C"
 

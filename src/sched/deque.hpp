@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Chase–Lev work-stealing deque (Lê, Pop, Cohen, Zappa Nardelli, PPoPP 2013).
 // The owner pushes and pops at the bottom; any thread steals from the top.
 // Lock-free; grows by doubling, keeping retired buffers until destruction

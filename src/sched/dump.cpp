@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ito::dump_ults and ITO_DUMP_SIGNAL: the live ULTs, listed on request. The
 // signal handler only writes a byte to a pipe (async-signal-safe); a thread of
 // ito's reads it and writes the list, which takes locks and calls stdio.

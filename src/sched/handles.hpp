@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Handles for the C and POSIX APIs (ito_ult_t, pthread_t): a slot index and
 // that slot's reuse count, checked in a table that outlives every ULT. So a
 // stale handle is recognised without reading the memory of the ULT it once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Idle workers park on a futex; whoever makes work visible wakes one.
 //
 // A parking worker registers in `parked` (seq_cst), then re-scans for work; a

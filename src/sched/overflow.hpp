@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Stack overflows: a SIGSEGV in a ULT's guard prints the ULT and its stack
 // size and aborts (any other SIGSEGV goes to the previous handler); a frame
 // that cannot fit a new ULT's stack is refused before anything is copied.

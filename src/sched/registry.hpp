@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Every ULT descriptor that holds a stack (live ULTs and the ones cached for
 // reuse), per worker, so that a hang report or a dump can list the live ones.
 // Touched only when a descriptor is made or gives its stack back — never when

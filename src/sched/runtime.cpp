@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Starting and stopping the runtime: workers, the main ULT, stats at exit.
 #include "ito/runtime.hpp"
 

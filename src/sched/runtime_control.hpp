@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Creating and destroying the process's runtime (used by the C++ and C APIs).
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The hot paths: spawn (child-first), finish (quick resume, direct join
 // wake-up), join, yield, suspend. No locks, no allocation, no system calls here
 // in steady state; stacks come from the worker's cache.

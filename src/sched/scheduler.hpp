@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The scheduler's protocol: spawn, join, yield, suspend/wake, finish.
 // Everything here except make_ready must be called from a ULT.
 #pragma once

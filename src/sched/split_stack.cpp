@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The lazy and fair_use policies. A ULT's stack is a chain of segments; the
 // limit word at %fs:0x70 is the lowest address its split-stack code may use
 // (`backoff` more lie below it for __morestack). Descriptors are small heap

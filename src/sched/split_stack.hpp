@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The lazy and fair_use stack policies: ULTs on linked split-stack segments
 // (gcc -fsplit-stack), children placed on their parent's unused segment tail,
 // and the C side of ito's own __morestack (src/split/). docs/SPLIT_STACKS.md.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Deadlines for timed waits and sleeps. Workers fire expired timers from their
 // scheduler loop and sleep no longer than the next deadline when idle.
 #pragma once

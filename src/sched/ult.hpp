@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The ULT descriptor. With the fixed policy it lives at the top of the ULT's own
 // stack, so a spawn needs no allocation besides the (cached) stack itself; with
 // lazy/fair_use it is a small chunk recycled per worker.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // An intrusive FIFO of ULTs behind a small lock, for the paths that are not hot:
 // ULTs woken from outside a worker, and ULTs bound to one worker.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Lists the live ULTs of a runtime, for people: when the runtime's end waits
 // too long, and on request (a dump). Reads other workers' state without
 // stopping them, so a line may be a moment out of date; never used for

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Workers (one OS thread each) and the state they share.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The scheduler loop each worker runs when its ULTs run out: fire timers,
 // take local work, steal from a random victim, spin briefly, then park.
 #include <linux/futex.h>
@@ -128,8 +129,9 @@ bool park(worker* w) {
     if (wait <= 0) break;
     timespec ts{wait / 1'000'000'000, wait % 1'000'000'000};
     if (futex(&w->wake_word, FUTEX_WAIT, 0, &ts) != 0 && errno == ETIMEDOUT) {
-      // Only the park timeout counts: a timer's deadline is an expected wake-up.
-      timed_out = wait == park_timeout_ns;
+      // Only the park timeout counts: a timer's deadline is an expected
+      // wake-up, and so is a waker that chose this worker as it timed out.
+      timed_out = wait == park_timeout_ns && w->wake_word.load(std::memory_order_acquire) == 0;
       break;
     }
   }

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* ito's __morestack for gcc -fsplit-stack code on x86-64 (no libgcc runtime).
  *
  * A split-stack prologue that finds too little room between sp and the limit

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The C++ half of ito's split-stack runtime, linked into programs built with
 // -fsplit-stack (CMake: ito::split_stack). Built WITHOUT -fsplit-stack. With
 // morestack_x86_64.S it defines every libgcc split-stack symbol such programs

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The guard region below each pool stack, and how it is made: with
 // MADV_GUARD_INSTALL (Linux 6.13+: page-table markers, the mapping is not
 // split), else mprotect (two more mappings each, so only for a share of

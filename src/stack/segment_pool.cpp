@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "stack/segment_pool.hpp"
 
 #include <sys/mman.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Stack blocks for the lazy and fair_use policies: allocation (mmap or malloc),
 // reference counts, and fair_use's pool of freed regions any ULT may take.
 #pragma once

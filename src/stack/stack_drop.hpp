@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Giving a free stack's pages back to the kernel. The pool drops the stacks it
 // holds beyond what steady state needs (see stack_pool::release_batch); the
 // memory stays mapped (it reads zeros until touched again) and nothing of ito

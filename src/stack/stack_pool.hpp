@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The `fixed` stack policy: equal-sized stacks, each above a guard region,
 // carved from large mappings and recycled through a per-worker cache.
 #pragma once

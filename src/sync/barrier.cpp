@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ito::barrier. Arrivals are counted under the queue's spinlock; the last
 // arriver of a phase takes the whole queue, resets the count for the next
 // phase and wakes everyone outside the lock. Waiters of a finished phase are

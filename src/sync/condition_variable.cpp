@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ito::condition_variable. A waiter joins the queue before it releases the
 // mutex, so a notify issued after that release always finds it.
 //

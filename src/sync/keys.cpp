@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ULT-local keys with pthread_key semantics.
 //
 // The registry is a fixed array, so get/set index it without a lock. Each

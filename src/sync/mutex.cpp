@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ito::mutex: Go's sync.Mutex algorithm, with ULTs parked on the mutex's own
 // queue instead of a runtime semaphore.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ito::once_flag. The done state is read without a lock by call_once; every
 // transition happens under the flag's spinlock, so a caller that finds the
 // function running can queue itself without missing its end.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ito::counting_semaphore. count_ alone serves the uncontended cases. A caller
 // that finds no permit decrements it below zero, which registers it as a
 // waiter before it reaches the queue; a release that sees a negative count

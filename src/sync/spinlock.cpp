@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The wait queues' spinlock under contention. Holders never block or switch,
 // so waiting is short unless the OS preempted the holder: then yield the CPU
 // to it rather than burn the rest of our time slice.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Parking and waking: a suspended ULT for ULTs, a futex for plain OS threads.
 #include "sync/waiter.hpp"
 

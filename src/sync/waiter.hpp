@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A blocked caller's record, and how to park and wake it. The record lives on
 // the blocked caller's own stack, so blocking allocates nothing.
 //

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A plain C11 program using ito.h end to end: options, create/join with
  * results, detach, yield, sleep, self, ito_exit, error codes, finalize. Exits
  * 0 when every check passes; prints the failed check otherwise. */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A program that deadlocks: ULTs 1024 and 2048 take two mutexes in opposite
 // order, ULT 3072 waits on a condition variable nobody signals. The main ULT
 // then stops the process with SIGTRAP, for gdb to look at (run_gdb_test.cmake).

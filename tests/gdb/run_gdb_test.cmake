@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Runs the deadlocked program under gdb -batch with ito's helper and checks that
 # `info ito-ults` lists the three blocked ULTs and what they wait on, and that
 # `ito-ult bt` walks a blocked ULT's stack from its switch to its entry.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # One step of the install test (cmake -P). STEP=install: `cmake --install` this
 # build into WORK_DIR/prefix and check what lands there. STEP=find_package /
 # pkg_config: build the consumer project against that prefix and run it.

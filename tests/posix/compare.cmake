@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Runs program A and program B (B optionally with LD_PRELOAD=PRELOAD_B), both
 # with ARGS; fails unless both exit with 0 and print the same stdout.
 separate_arguments(args UNIX_COMMAND "${ARGS}")

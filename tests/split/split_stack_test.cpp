@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The lazy and fair_use stack policies on split-stack segments: deep recursion
 // over thousands of segments, lazy children on their parent's tail, merging,
 // fair_use's pool, exceptions and libc calls across segments, no leaked blocks.

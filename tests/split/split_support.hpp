@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Helpers for the split-stack tests: a runtime with a given policy, the
 // worker counters, the limit word.
 #pragma once

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Uses the installed C header and library. */
 #include <stdint.h>
 #include <stdio.h>

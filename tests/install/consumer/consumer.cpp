@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Uses the installed C++ headers and library: fib on two workers.
 #include <cstdio>
 

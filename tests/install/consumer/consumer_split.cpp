@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Uses the installed ito::split_stack interface: fib on two workers under the
 // lazy stack policy, children on their parents' segment tails.
 #include <cstdio>

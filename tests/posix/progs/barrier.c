@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Barrier phases: every thread writes its slot, waits, checks all slots of
  * the phase, waits again; one thread per phase gets the serial value. */
 #include <pthread.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Threads that block in system calls: sleeps (sleep, usleep, nanosleep, poll
  * with no descriptor), pipe hand-offs (read/write), a socketpair echo
  * (send/recv) and a loopback server (accept/connect/read/write/close).

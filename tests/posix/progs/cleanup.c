@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* pthread_cleanup_push/pop: handlers run in reverse order at pthread_exit
  * (from any depth, after the thread has switched and maybe moved to
  * another worker), pop(1) runs one, pop(0) does not, and the main thread's

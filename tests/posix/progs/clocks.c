@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The clock-taking and timed lock calls glibc added beside the classic ones
  * (what libstdc++'s timed waits call): pthread_cond_clockwait,
  * pthread_mutex_clocklock, pthread_rwlock_{timed,clock}{rd,wr}lock. Each

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Detached threads, pthread_exit from deep in a call chain (its value is what
  * join returns), and a main thread that ends with pthread_exit: the process
  * lives until the last thread ends, then exits with status 0. */

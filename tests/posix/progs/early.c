@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Locks, keys and semaphores used before the first pthread_create: every
  * call must agree on who the caller is once threads exist (the main thread
  * is the same thread before and after). */

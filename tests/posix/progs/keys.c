@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Thread-specific data: per-thread values, destructors run at thread exit
  * (pthread_exit included), a destructor that sets a new value is called
  * again (PTHREAD_DESTRUCTOR_ITERATIONS rounds at most). */

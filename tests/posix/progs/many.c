@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* 10,000 threads alive at once (argv[1] overrides the count): each blocks on
  * a condition variable until all exist, then returns its index. */
 #include <pthread.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A fixed thread pool: a task queue, workers that sleep on a condition
  * variable, a shutdown broadcast; the main thread waits for completion. */
 #include <pthread.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Producer/consumer on a bounded buffer: mutex + two condition variables. */
 #include <pthread.h>
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 #define _GNU_SOURCE 1
 /* Mutex kinds: a recursive mutex (static initialiser and mutexattr) locked
  * recursively by several threads, and an errorcheck mutex's error codes. */

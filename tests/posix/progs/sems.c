@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unnamed semaphores: four threads pass a token around a ring of
  * semaphores (with one worker, a semaphore that blocks the worker in the
  * kernel never lets the others run), plus the error cases. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Threads with stack attributes: a stack the program allocates itself
  * (pthread_attr_setstack), reused thread after thread, and a stack size far
  * above the default, used by deep recursion. Prints results only. */

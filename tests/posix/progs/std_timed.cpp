@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // libstdc++'s timed waits, which call glibc's clock variants
 // (pthread_cond_clockwait, pthread_mutex_clocklock,
 // pthread_rwlock_clockrdlock/clockwrlock): run as built against NPTL and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The calls that take a pthread_t beyond create/join/detach: the stack that
  * pthread_getattr_np reports (what Rust's std::thread reads to place its
  * guard page), liveness by pthread_kill(t, 0), a signal to oneself, names,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Timed waits: cond_timedwait on CLOCK_REALTIME and CLOCK_MONOTONIC, a
  * timedlock that times out and one that succeeds, and a timed wait that a
  * signal ends before its deadline. */
