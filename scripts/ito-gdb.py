@@ -32,7 +32,7 @@ def _cstring(addr):
 class Table:
     FIELDS = ["worker_index", "worker_current", "worker_registry_head", "ult_sp", "ult_id",
               "ult_join_state", "ult_blocked_in", "ult_blocked_on", "ult_registry_next",
-              "ult_stack_lo", "ult_stack_hi", "context_words"]
+              "ult_stack_lo", "ult_stack_hi", "ult_join_target", "context_words"]
 
     def __init__(self):
         sym = gdb.lookup_global_symbol("ito_debug") or gdb.lookup_symbol("ito_debug")[0]
@@ -44,8 +44,8 @@ class Table:
         else:
             base = int(sym.value().address)
         self.version = _u32(base)
-        if self.version != 1:
-            raise gdb.GdbError("ito: ito_debug version %d, this helper knows 1" % self.version)
+        if self.version != 2:
+            raise gdb.GdbError("ito: ito_debug version %d, this helper knows 2" % self.version)
         self.worker_count = _u32(base + 4)
         self.workers = _u64(base + 8)
         self.main_ult = _u64(base + 16)
@@ -62,6 +62,12 @@ class Table:
             cur = _u64(w + self.worker_current)
             if cur:
                 running[cur] = _u32(w + self.worker_index)
+        self.registered = set()
+        for w in self.workers_list():
+            u = _u64(w + self.worker_registry_head)
+            while u:
+                self.registered.add(u)
+                u = _u64(u + self.ult_registry_next)
         out = []
         for w in self.workers_list():
             u = _u64(w + self.worker_registry_head)
@@ -83,10 +89,12 @@ class Table:
             return "finished, not joined yet"
         if u in running:
             return "running on worker %d%s" % (running[u], detached)
+        # A joiner: its join_target is a live descriptor whose state names it.
+        target = _u64(u + self.ult_join_target)
+        if target in self.registered and _u64(target + self.ult_join_state) == u:
+            return "blocked in join of ULT %d%s" % (_u64(target + self.ult_id), detached)
         what = _cstring(_u64(u + self.ult_blocked_in))
         on = _u64(u + self.ult_blocked_on)
-        if what == "join" and on:
-            return "blocked in join of ULT %d%s" % (_u64(on + self.ult_id), detached)
         if what:
             return "blocked in %s%s%s" % (what, " on 0x%x" % on if on else "", detached)
         return "runnable, waiting for a worker" + detached

@@ -19,7 +19,7 @@ struct ito_debug_table {
   std::uint32_t worker_index, worker_current, worker_registry_head;
   // ito::sched::ult
   std::uint32_t ult_sp, ult_id, ult_join_state, ult_blocked_in, ult_blocked_on, ult_registry_next;
-  std::uint32_t ult_stack_lo, ult_stack_hi;
+  std::uint32_t ult_stack_lo, ult_stack_hi, ult_join_target;
   // The saved context at ult.sp: 16 bytes of control words and limit, then
   // r15, r14, r13, r12, rbx, rbp and the return address (arch/context_x86_64.S).
   std::uint32_t context_words;
@@ -32,7 +32,7 @@ struct ito_debug_table {
 // Not static, not const: debuggers look it up by name and it must stay in the
 // symbol table of every build.
 [[gnu::used, gnu::visibility("default")]] ito_debug_table ito_debug = {
-    1, 0, nullptr, nullptr,
+    2, 0, nullptr, nullptr,
     offsetof(ito::sched::worker, index), offsetof(ito::sched::worker, current),
     offsetof(ito::sched::worker, registry) + offsetof(ito::sched::ult_registry, head),
     offsetof(ito::sched::ult, sp), offsetof(ito::sched::ult, id),
@@ -40,6 +40,7 @@ struct ito_debug_table {
     offsetof(ito::sched::ult, blocked_on), offsetof(ito::sched::ult, registry_next),
     offsetof(ito::sched::ult, stack) + offsetof(ito::stack::stack_block, lo),
     offsetof(ito::sched::ult, stack) + offsetof(ito::stack::stack_block, hi),
+    offsetof(ito::sched::ult, join_target),
     9,
 };
 #pragma GCC diagnostic pop

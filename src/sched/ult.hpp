@@ -93,14 +93,6 @@ struct ult {
   void* locals = nullptr;         // ULT-local key values, allocated on first set
   eh_state eh;                    // its C++ exception globals while switched out
   std::uint32_t handle = 0;       // its slot in the handle table (handles.hpp), or 0
-  // While suspended: what it waits in ("mutex", "join", "sleep", ...) and on
-  // which object; for hang reports and dumps (ult_report.hpp).
-  const char* blocked_in = nullptr;
-  const void* blocked_on = nullptr;
-  // Its place in the registry of descriptors (registry.hpp).
-  ult_registry* registry = nullptr;
-  ult* registry_prev = nullptr;
-  ult* registry_next = nullptr;
   arch::sanitizer_fiber fiber;
 
   bool on_segments() const noexcept { return stack_from == stack_origin::segments; }
@@ -117,6 +109,16 @@ struct ult {
   stack::region root;               // its own segment when not on a parent's tail
   split_frame* frames = nullptr;    // innermost __morestack record
   void* allocas = nullptr;          // alloca blocks made on its first segment
+
+  // Cold, last (off the lines the spawn and join paths touch): while
+  // suspended, what it waits in ("mutex", "join", "sleep", ...) and on which
+  // object, for hang reports and dumps (ult_report.hpp); its place in the
+  // registry of descriptors (registry.hpp).
+  const char* blocked_in = nullptr;
+  const void* blocked_on = nullptr;
+  ult_registry* registry = nullptr;
+  ult* registry_prev = nullptr;
+  ult* registry_next = nullptr;
 };
 
 }  // namespace ito::sched

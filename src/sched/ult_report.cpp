@@ -2,6 +2,7 @@
 #include "sched/ult_report.hpp"
 
 #include <cstring>
+#include <unordered_set>
 
 #include "sched/scheduler.hpp"
 
@@ -12,7 +13,18 @@ struct report {
   runtime_state* rt;
   std::FILE* out;
   std::size_t live = 0;
+  std::unordered_set<const ult*> registered;  // mapped descriptors: safe to read
 };
+
+// The ULT u waits to join, if any: its join_target, when that is a live
+// descriptor whose join_state names u (join_target is never cleared).
+const ult* joining(const ult* u, const report& r) {
+  const ult* t = u->join_target;
+  if (!t || !r.registered.count(t)) return nullptr;
+  return t->join_state.load(std::memory_order_acquire) == reinterpret_cast<std::uintptr_t>(u)
+             ? t
+             : nullptr;
+}
 
 int running_on(runtime_state* rt, const ult* u) {
   for (auto& w : rt->workers)
@@ -30,11 +42,10 @@ void describe(const ult* u, report& r) {
     std::fprintf(r.out, "finished, not joined yet\n");
   } else if (int w = running_on(r.rt, u); w >= 0) {
     std::fprintf(r.out, "running on worker %d\n", w);
+  } else if (const ult* child = joining(u, r)) {
+    std::fprintf(r.out, "blocked in join of ULT %llu\n", static_cast<unsigned long long>(child->id));
   } else if (u->blocked_in) {
-    if (u->blocked_on && !std::strcmp(u->blocked_in, "join"))
-      std::fprintf(r.out, "blocked in join of ULT %llu\n",
-                   static_cast<unsigned long long>(static_cast<const ult*>(u->blocked_on)->id));
-    else if (u->blocked_on)
+    if (u->blocked_on)
       std::fprintf(r.out, "blocked in %s on %p\n", u->blocked_in, u->blocked_on);
     else
       std::fprintf(r.out, "blocked in %s\n", u->blocked_in);
@@ -46,10 +57,15 @@ void describe(const ult* u, report& r) {
 }  // namespace
 
 std::size_t report_live_ults(runtime_state* rt, std::FILE* out) {
-  report r{rt, out};
+  report r{rt, out, 0, {}};
+  registry_visit(
+      rt, [](ult* u, void* p) { static_cast<report*>(p)->registered.insert(u); }, &r);
   registry_visit(rt, [](ult* u, void* p) { describe(u, *static_cast<report*>(p)); }, &r);
   const ult& main = rt->main_ult;
-  if (main.blocked_in)
+  if (const ult* child = joining(&main, r))
+    std::fprintf(out, "ito:   main ULT: blocked in join of ULT %llu\n",
+                 static_cast<unsigned long long>(child->id));
+  else if (main.blocked_in)
     std::fprintf(out, "ito:   main ULT: blocked in %s\n", main.blocked_in);
   return r.live;
 }

@@ -78,7 +78,6 @@ struct alignas(64) worker {
   stack::stack_block scheduler_stack;  // worker 0 only: its OS stack belongs to the main ULT
 
   stack::stack_cache stacks;
-  ult_registry registry;  // descriptors made on this worker (registry.hpp)
   // Released descriptors with their stacks, reused first (LIFO: warm lines).
   static constexpr unsigned max_free_ults = 64;
   ult* free_ults = nullptr;
@@ -113,6 +112,7 @@ struct alignas(64) worker {
   unsigned free_block_count = 0;
   std::size_t free_block_bytes = 0;
 
+  ult_registry registry;  // descriptors made on this worker (registry.hpp); cold
   pthread_t os_thread{};
   void* altstack = nullptr;
   void* extension = nullptr;  // per-worker state of a task_source (flow)
