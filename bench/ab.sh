@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# A/B of the fast paths between two ito-bench binaries (e.g. the tree before a
+# change and after it), alternating which runs first each round, then the
+# median ns/op of each row over the rounds:
+#   bench/ab.sh OLD/ito-bench NEW/ito-bench [rounds]     (default 6 rounds)
+set -euo pipefail
+old=$1 new=$2 rounds=${3:-6}
+out=$(mktemp)
+trap 'rm -f "$out"' EXIT
+run() {  # label binary
+  "$2" create-join --runs 3 --only ito --workers 1 --iters 1000000 2>/dev/null | grep '^create-join' | sed "s/^/$1 /"
+  "$2" yield --runs 3 --only ito 2>/dev/null | grep '^yield' | sed "s/^/$1 /"
+  "$2" fib --n 32 --runs 3 --workers 1 --only ito 2>/dev/null | grep '^fib' | sed "s/^/$1 /"
+}
+for r in $(seq 1 "$rounds"); do
+  if [ $((r % 2)) -eq 1 ]; then run OLD "$old"; run NEW "$new"; else run NEW "$new"; run OLD "$old"; fi >> "$out"
+done
+python3 - "$out" <<'PY'
+import collections, re, statistics, sys
+rows = collections.defaultdict(list)
+for line in open(sys.argv[1]):
+    m = re.match(r'(OLD|NEW) (\S+)\s+(.+?)\s{2,}(\d+)\s{2,}(.+?)\s{2,}([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)', line)
+    if m:
+        rows[(m.group(2), m.group(5).strip(), m.group(1))].append(float(m.group(9)))
+for bench, impl in sorted({(b, i) for b, i, _ in rows}):
+    o, n = rows[(bench, impl, 'OLD')], rows[(bench, impl, 'NEW')]
+    print(f"{bench:12} {impl:34} old {statistics.median(o):7.2f} (best {min(o):6.2f})"
+          f"   new {statistics.median(n):7.2f} (best {min(n):6.2f})   ns/op, {len(o)} rounds")
+PY
