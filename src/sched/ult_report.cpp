@@ -9,6 +9,11 @@
 namespace ito::sched {
 namespace {
 
+// The report reads other workers' current ULT and descriptors of ULTs that may
+// be running: a snapshot of a program that looks hung, racy by design (each
+// read is of a word-sized field that only ever holds a valid value).
+#define ITO_RACY_READ __attribute__((no_sanitize("thread")))
+
 struct report {
   runtime_state* rt;
   std::FILE* out;
@@ -18,7 +23,7 @@ struct report {
 
 // The ULT u waits to join, if any: its join_target, when that is a live
 // descriptor whose join_state names u (join_target is never cleared).
-const ult* joining(const ult* u, const report& r) {
+ITO_RACY_READ const ult* joining(const ult* u, const report& r) {
   const ult* t = u->join_target;
   if (!t || !r.registered.count(t)) return nullptr;
   return t->join_state.load(std::memory_order_acquire) == reinterpret_cast<std::uintptr_t>(u)
@@ -26,13 +31,13 @@ const ult* joining(const ult* u, const report& r) {
              : nullptr;
 }
 
-int running_on(runtime_state* rt, const ult* u) {
+ITO_RACY_READ int running_on(runtime_state* rt, const ult* u) {
   for (auto& w : rt->workers)
     if (w->current == u) return static_cast<int>(w->index);
   return -1;
 }
 
-void describe(const ult* u, report& r) {
+ITO_RACY_READ void describe(const ult* u, report& r) {
   auto s = u->join_state.load(std::memory_order_acquire);
   if (s == join_released) return;  // a cached descriptor, no ULT
   ++r.live;
@@ -56,7 +61,7 @@ void describe(const ult* u, report& r) {
 
 }  // namespace
 
-std::size_t report_live_ults(runtime_state* rt, std::FILE* out) {
+ITO_RACY_READ std::size_t report_live_ults(runtime_state* rt, std::FILE* out) {
   report r{rt, out, 0, {}};
   registry_visit(
       rt, [](ult* u, void* p) { static_cast<report*>(p)->registered.insert(u); }, &r);
