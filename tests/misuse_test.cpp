@@ -8,6 +8,7 @@
 
 #include <unistd.h>
 
+#include <atomic>
 #include <csignal>
 #include <cerrno>
 #include <mutex>
@@ -353,6 +354,25 @@ TEST(dump_ults, the_dump_signal_lists_them_on_stderr) {
         std::exit(0);
       },
       ::testing::ExitedWithCode(0), "ito: live ULTs(.|\n)*blocked in sleep(.|\n)*1 live ULT");
+}
+
+// A dump from another OS thread races runtimes that start and stop: it sees a
+// runtime whole or none, never one being torn down (ASan/TSan would say).
+TEST(dump_ults, a_dump_racing_a_stopping_runtime_sees_it_whole_or_not_at_all) {
+  std::FILE* sink = std::fopen("/dev/null", "w");
+  ASSERT_NE(sink, nullptr);
+  std::atomic<bool> done{false};
+  std::thread dumper([&] {
+    while (!done.load()) ito::dump_ults(sink);
+  });
+  for (int round = 0; round < 20; ++round)
+    ito::start_main_thread_with_worker_size(2, [] {
+      auto child = ito::create_thread([] { ito::yield(); });
+      ito::join(child);
+    });
+  done = true;
+  dumper.join();
+  std::fclose(sink);
 }
 
 TEST(dump_ults, a_bad_dump_signal_stops_the_program_at_start) {

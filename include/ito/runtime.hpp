@@ -33,7 +33,8 @@ int current_worker_index() noexcept;
 // variable, join, sleep, I/O... and on which object; finished, not joined).
 // For a hung program: also on a signal, with ITO_DUMP_SIGNAL=SIGUSR2 (or any
 // signal name or number), and from gdb with the helper docs/DEBUGGING.md
-// describes. Returns how many ULTs it listed (0 when no runtime runs).
+// describes. Returns how many ULTs it listed (0 when no runtime runs). Safe
+// from any thread, also while the runtime stops (the stop waits for it).
 std::size_t dump_ults(std::FILE* out = stderr);
 
 }  // namespace ito

@@ -21,6 +21,7 @@
 namespace ito {
 
 std::size_t dump_ults(std::FILE* out) {
+  std::lock_guard hold(sched::dump_lock());
   sched::runtime_state* rt = sched::g_runtime.load(std::memory_order_acquire);
   if (!rt) return 0;
   std::fprintf(out, "ito: live ULTs of the runtime (%zu workers):\n", rt->workers.size());
@@ -33,6 +34,12 @@ std::size_t dump_ults(std::FILE* out) {
 }  // namespace ito
 
 namespace ito::sched {
+
+std::mutex& dump_lock() noexcept {
+  static std::mutex m;
+  return m;
+}
+
 namespace {
 
 int g_dump_pipe[2] = {-1, -1};

@@ -146,6 +146,7 @@ runtime_state* start_runtime(const options& resolved) {
   runtime_state* expected = nullptr;
   auto* rt = new runtime_state(resolved);
   rt->tasks = g_task_source;
+  std::unique_lock no_dump(dump_lock());  // a dump sees the workers once all exist
   if (!g_runtime.compare_exchange_strong(expected, rt)) {
     delete rt;
     throw usage_error(EBUSY, "ito: a runtime is already running in this process");
@@ -159,6 +160,7 @@ runtime_state* start_runtime(const options& resolved) {
     w->alone = n == 1;
     rt->workers.push_back(std::move(w));
   }
+  no_dump.unlock();
   install_overflow_handler();
   install_dump_signal();
 
@@ -215,6 +217,7 @@ void stop_runtime(runtime_state* rt) {
   for (unsigned i = 1; i < rt->workers.size(); ++i) pthread_join(rt->workers[i]->os_thread, nullptr);
   if (rt->opts.stats.value_or(false)) print_stats(rt);
 
+  std::unique_lock no_dump(dump_lock());  // a dump from another thread waits, then sees none
   w0->current = nullptr;
   arch::sanitizer_destroy_fiber(w0->scheduler_fiber);
   remove_overflow_altstack(w0->altstack);
@@ -229,6 +232,7 @@ void stop_runtime(runtime_state* rt) {
   handles::drop_all();  // handles to ULTs never joined die with the runtime
   report_orphaned_exception_count();
   g_runtime.store(nullptr, std::memory_order_release);
+  no_dump.unlock();
   delete rt;
 }
 

@@ -2,6 +2,8 @@
 // Creating and destroying the process's runtime (used by the C++ and C APIs).
 #pragma once
 
+#include <mutex>
+
 #include "ito/options.hpp"
 #include "sched/worker.hpp"
 
@@ -15,6 +17,10 @@ void stop_runtime(runtime_state* rt);
 // With ITO_DUMP_SIGNAL set: that signal makes ito list the live ULTs on stderr
 // (dump.cpp). Once per process; called at each start.
 void install_dump_signal();
+// Held by ito::dump_ults while it reads the runtime, and by stop_runtime from
+// the workers' end until the runtime is unpublished: a dump never reads a
+// runtime being torn down.
+std::mutex& dump_lock() noexcept;
 // Points the ito_debug table (debug_table.cpp) at rt's workers, or clears it.
 void publish_debug_table(runtime_state* rt) noexcept;
 
