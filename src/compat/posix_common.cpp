@@ -1,11 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 // The POSIX layer's common parts: lazy start and clean exit of the runtime,
 // deadlines, timed parking. See include/ito/pthread.h and docs/POSIX.md.
+#include <pthread.h>
+
 #include <cstdio>
 #include <cstdlib>
 
 #include "compat/posix_internal.hpp"
 #include "ito/options.hpp"
+#include "sched/fork_child.hpp"
 #include "sched/idle.hpp"
 #include "sched/runtime_control.hpp"
 
@@ -14,6 +17,13 @@ namespace {
 
 std::atomic<sched::runtime_state*> g_posix_runtime{nullptr};
 std::atomic<pthread_t> g_main_os_thread{0};
+
+// In a child forked while the runtime ran: that runtime is gone (see
+// sched/fork_child.hpp); the next entry point starts a new one.
+void forget_runtime_in_child() noexcept {
+  g_posix_runtime.store(nullptr, std::memory_order_relaxed);
+  g_main_os_thread.store(0, std::memory_order_relaxed);
+}
 
 }  // namespace
 }  // namespace ito::posix
@@ -61,7 +71,10 @@ int start_runtime_now(bool* bad_config = nullptr) noexcept {
                            std::memory_order_release);
     g_posix_runtime.store(rt, std::memory_order_release);
     static bool registered = false;  // one runtime per process, but it may be restarted
-    if (!registered) registered = std::atexit(&stop_at_exit) == 0;
+    if (!registered) {
+      registered = std::atexit(&stop_at_exit) == 0;
+      pthread_atfork(nullptr, nullptr, &forget_runtime_in_child);
+    }
     return 0;
   } catch (const config_error& e) {
     std::fprintf(stderr, "%s\n", e.what());
@@ -80,7 +93,11 @@ bool main_os_thread_known() noexcept {
 }
 pthread_t main_os_thread() noexcept { return g_main_os_thread.load(std::memory_order_acquire); }
 
-int start_runtime_slow() noexcept { return preloaded() ? EPERM : start_runtime_now(); }
+// A forked child starts on first use even when preloaded: its libraries are
+// initialised long since.
+int start_runtime_slow() noexcept {
+  return preloaded() && !sched::forked_from_a_runtime() ? EPERM : start_runtime_now();
+}
 
 void wait_for_others_then_exit() {
   sched::runtime_state* rt = sched::g_runtime.load(std::memory_order_acquire);

@@ -12,6 +12,7 @@
 #include <mutex>
 #include <optional>
 
+#include "io/fork_child.hpp"
 #include "sched/scheduler.hpp"
 
 namespace ito {
@@ -83,6 +84,15 @@ void configure_delegation_pool(const os_pool_options& options) {
 }
 
 namespace detail {
+
+void pool_before_fork() noexcept { g_pool_mutex.lock(); }
+void pool_after_fork_in_parent() noexcept { g_pool_mutex.unlock(); }
+void pool_after_fork_in_child() noexcept {
+  g_pool_mutex.unlock();
+  // Its threads are the parent's: a new pool starts at the next delegation
+  // (the old one's memory stays, as the parent's thread stacks do).
+  g_pool.store(nullptr, std::memory_order_relaxed);
+}
 
 bool delegation_applies() noexcept { return sched::current_ult() != nullptr; }
 

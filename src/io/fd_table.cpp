@@ -3,6 +3,8 @@
 
 #include <new>
 
+#include "io/fork_child.hpp"
+
 namespace ito::detail {
 namespace {
 
@@ -30,6 +32,22 @@ fd_state* fd_lookup(int fd) noexcept {
     }
   }
   return &chunk[n & ((1u << chunk_bits) - 1)];
+}
+
+void fd_table_after_fork_in_child() noexcept {
+  // Only this thread exists: plain writes, and a lock some other thread held
+  // at the fork is simply made free.
+  for (auto& top : g_chunks) {
+    fd_state* chunk = top.load(std::memory_order_relaxed);
+    if (!chunk) continue;
+    for (std::size_t i = 0; i < (std::size_t{1} << chunk_bits); ++i) {
+      fd_state& st = chunk[i];
+      new (&st.lock) spin_lock;
+      st.waiters = nullptr;
+      st.ready = 0;
+      st.registered.store(false, std::memory_order_relaxed);
+    }
+  }
 }
 
 }  // namespace ito::detail

@@ -1,9 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "io/poller.hpp"
 
+#include <poll.h>
 #include <sys/epoll.h>
 #include <time.h>
+#include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -11,6 +15,7 @@
 #include <mutex>
 
 #include "io/errno_now.hpp"
+#include "io/fork_child.hpp"
 #include "io/futex.hpp"
 #include "io/os_thread.hpp"
 #include "sched/idle.hpp"
@@ -163,20 +168,26 @@ void* poller_main(void*) {
   }
 }
 
+// The poller starts on first use, and again in a forked child (whose epoll
+// set would be the parent's): guarded by a lock fork handlers hold over fork.
+std::mutex g_start_lock;
+std::atomic<bool> g_started{false};
+int g_start_error = 0;  // guarded by g_start_lock
+
 // Starts the poller once; returns false (errno set) if it cannot.
 bool poller_running() {
-  static std::once_flag once;
-  static int start_error = 0;
-  std::call_once(once, [] {
+  if (g_started.load(std::memory_order_acquire)) [[likely]] return true;
+  std::lock_guard hold(g_start_lock);
+  if (!g_started.load(std::memory_order_relaxed) && g_start_error == 0) {
     g_epoll_fd = epoll_create1(EPOLL_CLOEXEC);
     if (g_epoll_fd < 0) {
-      start_error = errno;
-      return;
+      g_start_error = errno;
+    } else if ((g_start_error = start_helper_thread(&poller_main, nullptr)) == 0) {
+      g_started.store(true, std::memory_order_release);
     }
-    start_error = start_helper_thread(&poller_main, nullptr);
-  });
-  if (start_error != 0) errno_now() = start_error;
-  return start_error == 0;
+  }
+  if (g_start_error != 0) errno_now() = g_start_error;
+  return g_start_error == 0;
 }
 
 bool ensure_registered(int fd, fd_state& st) {
@@ -244,12 +255,29 @@ void on_timeout(sched::timer_entry* t) {
   if (wake) sched::make_ready(w->self);
 }
 
+// A vfork child may not park (its scheduler is the parent's): it blocks in
+// poll, as a plain thread would, and says "woken" or "timed out" alike.
+int wait_in_vfork_child(int fd, std::uint32_t interest, std::int64_t deadline_ns) {
+  pollfd p{fd, static_cast<short>(((interest & ready_in) ? POLLIN : 0) |
+                                  ((interest & ready_out) ? POLLOUT : 0)),
+           0};
+  int timeout_ms = -1;
+  if (deadline_ns != no_deadline)
+    timeout_ms = static_cast<int>(
+        std::min<std::int64_t>((std::max<std::int64_t>(deadline_ns - sched::monotonic_ns(), 0) +
+                                999'999) / 1'000'000,
+                               INT32_MAX));
+  const int n = ::poll(&p, 1, timeout_ms);
+  return n < 0 ? -1 : n;
+}
+
 }  // namespace
 
 int park_until_ready(int fd, fd_state& st, std::uint32_t generation, std::uint32_t interest,
                      std::int64_t deadline_ns, std::int64_t in_edges_seen) {
   // Closed since the call began: do not register whatever took the number.
   if (st.current_generation() != generation) return fail_closed();
+  if (in_vfork_child()) [[unlikely]] return wait_in_vfork_child(fd, interest, deadline_ns);
   if (!ensure_registered(fd, st)) return -1;
   fd_waiter w;
   w.self = sched::current_ult();
@@ -303,6 +331,20 @@ void wake_all_parked(fd_state& st) noexcept {
   for (fd_waiter* w = all; w; w = w->next) w->state = fd_waiter::phase::woken;
   st.lock.unlock();
   wake_list(all);
+}
+
+void poller_before_fork() noexcept { g_start_lock.lock(); }
+void poller_after_fork_in_parent() noexcept { g_start_lock.unlock(); }
+void poller_after_fork_in_child() noexcept {
+  g_start_lock.unlock();
+  if (!g_started.load(std::memory_order_relaxed)) return;
+  // The poller thread is the parent's and so is the epoll set: drop our
+  // reference to it (the parent's stays) and start afresh on first use.
+  close(g_epoll_fd);
+  g_epoll_fd = -1;
+  g_worker_found_at.store(0, std::memory_order_relaxed);
+  g_poller_napping.store(0, std::memory_order_relaxed);
+  g_started.store(false, std::memory_order_relaxed);
 }
 
 }  // namespace ito::detail

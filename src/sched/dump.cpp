@@ -70,6 +70,9 @@ void install_dump_signal() {
   int sig = dump_signal_from(v);  // checked by resolve_options already
   if (sig == 0) return;
   if (pipe2(g_dump_pipe, O_CLOEXEC) != 0) return;
+  // Never block in the handler: not when signals come faster than dumps, nor
+  // in a forked child, where no thread reads the pipe.
+  fcntl(g_dump_pipe[1], F_SETFL, O_NONBLOCK);
   pthread_t t;
   if (pthread_create(&t, nullptr, &dump_thread, nullptr) != 0) return;
   pthread_detach(t);

@@ -17,6 +17,7 @@
 
 #include "arch/context.hpp"
 #include "ito/error.hpp"
+#include "sched/fork_child.hpp"
 #include "sched/handles.hpp"
 #include "sched/idle.hpp"
 #include "sched/overflow.hpp"
@@ -163,6 +164,7 @@ runtime_state* start_runtime(const options& resolved) {
   no_dump.unlock();
   install_overflow_handler();
   install_dump_signal();
+  install_fork_handler();
 
   // Worker 0 is this thread; its current stack becomes the main ULT.
   worker* w0 = rt->workers[0].get();

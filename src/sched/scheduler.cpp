@@ -11,6 +11,7 @@
 #include <new>
 
 #include "arch/context.hpp"
+#include "sched/fork_child.hpp"
 #include "sched/handles.hpp"
 #include "sched/idle.hpp"
 #include "sched/overflow.hpp"
@@ -227,6 +228,8 @@ ito_exit_switch ult_main(void* data) noexcept {
       self->join_state.load(std::memory_order_acquire) == join_detached) [[unlikely]]
     clean_orphaned_frame(self->frame);
   if (self->on_segments()) [[unlikely]] split::on_finish(self);
+  // The only thread of a child forked from a runtime: it has no worker to finish on.
+  if (!current_worker()) [[unlikely]] end_forked_child_thread();
   ito_exit_switch exit = finish(self);
   worker* w = current_worker();
   arch::sanitizer_before_switch(self->fiber, w->current ? w->current->fiber : w->scheduler_fiber,
