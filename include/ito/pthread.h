@@ -32,8 +32,11 @@
 #include <sched.h>
 #include <semaphore.h>
 #include <signal.h>
+#include <sys/epoll.h>
+#include <sys/select.h>
 #include <sys/socket.h>
 #include <sys/types.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -183,6 +186,20 @@ int ito_poll(struct pollfd* fds, nfds_t nfds, int timeout_ms);
 int ito_nanosleep(const struct timespec* request, struct timespec* remaining);
 int ito_usleep(useconds_t usec);
 unsigned ito_sleep(unsigned seconds);
+/* Waits with no parking of their own: from a ULT the whole call is delegated
+ * to a pool thread, so the worker runs other threads meanwhile. */
+pid_t ito_waitpid(pid_t pid, int* status, int options);
+pid_t ito_wait(int* status);
+int ito_waitid(idtype_t idtype, id_t id, siginfo_t* info, int options);
+int ito_select(int nfds, fd_set* readfds, fd_set* writefds, fd_set* exceptfds,
+               struct timeval* timeout);
+int ito_pselect(int nfds, fd_set* readfds, fd_set* writefds, fd_set* exceptfds,
+                const struct timespec* timeout, const sigset_t* sigmask);
+int ito_ppoll(struct pollfd* fds, nfds_t nfds, const struct timespec* timeout,
+              const sigset_t* sigmask);
+int ito_epoll_wait(int epfd, struct epoll_event* events, int maxevents, int timeout_ms);
+int ito_epoll_pwait(int epfd, struct epoll_event* events, int maxevents, int timeout_ms,
+                    const sigset_t* sigmask);
 
 #ifdef __cplusplus
 }
@@ -214,6 +231,17 @@ extern int poll(struct pollfd*, nfds_t, int) __asm__("ito_poll");
 extern int nanosleep(const struct timespec*, struct timespec*) __asm__("ito_nanosleep");
 extern int usleep(useconds_t) __asm__("ito_usleep");
 extern unsigned sleep(unsigned) __asm__("ito_sleep");
+extern pid_t waitpid(pid_t, int*, int) __asm__("ito_waitpid");
+extern pid_t wait(int*) __asm__("ito_wait");
+extern int waitid(idtype_t, id_t, siginfo_t*, int) __asm__("ito_waitid");
+extern int select(int, fd_set*, fd_set*, fd_set*, struct timeval*) __asm__("ito_select");
+extern int pselect(int, fd_set*, fd_set*, fd_set*, const struct timespec*,
+                   const sigset_t*) __asm__("ito_pselect");
+extern int ppoll(struct pollfd*, nfds_t, const struct timespec*, const sigset_t*)
+    __asm__("ito_ppoll");
+extern int epoll_wait(int, struct epoll_event*, int, int) __asm__("ito_epoll_wait");
+extern int epoll_pwait(int, struct epoll_event*, int, int, const sigset_t*)
+    __asm__("ito_epoll_pwait");
 #ifdef __cplusplus
 }
 #endif

@@ -6,12 +6,15 @@
 #include <cerrno>
 
 #include "io/errno_now.hpp"
+#include "io/fork_child.hpp"
 #include "ito/delegate.hpp"
 
 namespace ito::detail {
 
 template <class Call>
 auto delegated_syscall(Call&& call) -> decltype(call()) {
+  // A pool thread would run it in the parent (see io/fork_child.hpp).
+  if (in_vfork_child()) [[unlikely]] return call();
   using R = decltype(call());
   struct outcome {
     R value;

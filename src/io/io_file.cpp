@@ -50,6 +50,8 @@ int open(const char* path, int flags, mode_t mode) {
 }
 
 int close(int fd) {
+  // The descriptor is the vfork child's own; the table entry is the parent's.
+  if (detail::in_vfork_child()) [[unlikely]] return ::close(fd);
   fd_state* st = fd_lookup(fd);
   if (!st) return run_blocking(fd, [&] { return ::close(fd); });
   const fd_kind kind = st->kind.load(std::memory_order_relaxed);

@@ -251,6 +251,19 @@ ITO_FORWARD(int, poll, (struct pollfd * p, nfds_t n, int t), (p, n, t))
 ITO_FORWARD(int, nanosleep, (const struct timespec* r, struct timespec* m), (r, m))
 ITO_FORWARD(int, usleep, (useconds_t u), (u))
 ITO_FORWARD(unsigned, sleep, (unsigned s), (s))
+ITO_FORWARD(pid_t, waitpid, (pid_t p, int* s, int o), (p, s, o))
+ITO_FORWARD(pid_t, wait, (int* s), (s))
+ITO_FORWARD(int, waitid, (idtype_t t, id_t i, siginfo_t* s, int o), (t, i, s, o))
+ITO_FORWARD(int, select, (int n, fd_set* r, fd_set* w, fd_set* e, struct timeval* t),
+            (n, r, w, e, t))
+ITO_FORWARD(int, pselect,
+            (int n, fd_set* r, fd_set* w, fd_set* e, const struct timespec* t, const sigset_t* m),
+            (n, r, w, e, t, m))
+ITO_FORWARD(int, ppoll, (struct pollfd * p, nfds_t n, const struct timespec* t, const sigset_t* m),
+            (p, n, t, m))
+ITO_FORWARD(int, epoll_wait, (int f, struct epoll_event* e, int n, int t), (f, e, n, t))
+ITO_FORWARD(int, epoll_pwait, (int f, struct epoll_event* e, int n, int t, const sigset_t* m),
+            (f, e, n, t, m))
 
 /* open is variadic: the mode exists only with O_CREAT or O_TMPFILE. */
 __attribute__((visibility("default"))) int open(const char* path, int flags, ...) {
