@@ -60,6 +60,15 @@ int ito_pthread_cancel(pthread_t thread); /* ENOSYS: cancellation is not support
 int ito_pthread_getattr_np(pthread_t thread, pthread_attr_t* attr);
 int ito_pthread_kill(pthread_t thread, int sig);
 int ito_pthread_sigqueue(pthread_t thread, int sig, const union sigval value);
+/* Signal masks and waits (docs/POSIX.md, "Signals"): the main thread's mask
+ * is its OS thread's; the other threads share one; waits are delegated. */
+int ito_pthread_sigmask(int how, const sigset_t* set, sigset_t* old);
+int ito_sigprocmask(int how, const sigset_t* set, sigset_t* old);
+int ito_raise(int sig);
+int ito_sigwait(const sigset_t* set, int* sig);
+int ito_sigwaitinfo(const sigset_t* set, siginfo_t* info);
+int ito_sigtimedwait(const sigset_t* set, siginfo_t* info, const struct timespec* timeout);
+int ito_sigsuspend(const sigset_t* mask);
 int ito_pthread_getschedparam(pthread_t thread, int* policy, struct sched_param* param);
 int ito_pthread_setschedparam(pthread_t thread, int policy, const struct sched_param* param);
 int ito_pthread_setschedprio(pthread_t thread, int priority);
@@ -231,6 +240,13 @@ extern int poll(struct pollfd*, nfds_t, int) __asm__("ito_poll");
 extern int nanosleep(const struct timespec*, struct timespec*) __asm__("ito_nanosleep");
 extern int usleep(useconds_t) __asm__("ito_usleep");
 extern unsigned sleep(unsigned) __asm__("ito_sleep");
+extern int sigprocmask(int, const sigset_t*, sigset_t*) __asm__("ito_sigprocmask");
+extern int raise(int) __asm__("ito_raise");
+extern int sigwait(const sigset_t*, int*) __asm__("ito_sigwait");
+extern int sigwaitinfo(const sigset_t*, siginfo_t*) __asm__("ito_sigwaitinfo");
+extern int sigtimedwait(const sigset_t*, siginfo_t*, const struct timespec*)
+    __asm__("ito_sigtimedwait");
+extern int sigsuspend(const sigset_t*) __asm__("ito_sigsuspend");
 extern pid_t waitpid(pid_t, int*, int) __asm__("ito_waitpid");
 extern pid_t wait(int*) __asm__("ito_wait");
 extern int waitid(idtype_t, id_t, siginfo_t*, int) __asm__("ito_waitid");
@@ -278,6 +294,7 @@ extern int sem_getvalue(sem_t*, int*) __asm__("ito_posix_sem_getvalue");
 #define pthread_getattr_np ito_pthread_getattr_np
 #define pthread_kill ito_pthread_kill
 #define pthread_sigqueue ito_pthread_sigqueue
+#define pthread_sigmask ito_pthread_sigmask
 #define pthread_getschedparam ito_pthread_getschedparam
 #define pthread_setschedparam ito_pthread_setschedparam
 #define pthread_setschedprio ito_pthread_setschedprio

@@ -69,6 +69,7 @@ int start_runtime_now(bool* bad_config = nullptr) noexcept {
     // the preload library would have to tell from its own.
     g_main_os_thread.store(reinterpret_cast<pthread_t>(__builtin_thread_pointer()),
                            std::memory_order_release);
+    remember_main_signal_mask();
     g_posix_runtime.store(rt, std::memory_order_release);
     static bool registered = false;  // one runtime per process, but it may be restarted
     if (!registered) {

@@ -57,6 +57,10 @@ inline int enter() noexcept {
   return e == EPERM ? 0 : e;
 }
 
+// Called on the main thread as the POSIX layer starts the runtime: the other
+// ULTs' shared signal mask starts as the main thread's (posix_signal.cpp).
+void remember_main_signal_mask() noexcept;
+
 // glibc's pthread_t of the OS thread on which the POSIX layer started the
 // runtime (the main ULT's thread), for pthread_getattr_np of the main thread
 // from another thread. Unknown when the C or C++ API started the runtime.

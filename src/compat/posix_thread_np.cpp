@@ -169,8 +169,9 @@ int ito_pthread_kill(pthread_t thread, int sig) {
   if (!ito::posix::valid_signal(sig)) return EINVAL;
   target t;
   if (int e = resolve(thread, &t)) return e;
-  if (t.os_self || ito::posix::is_calling_ult(t)) return ::pthread_kill(::pthread_self(), sig);
+  if (t.os_self) return ::pthread_kill(::pthread_self(), sig);
   if (sig == 0) return 0;
+  if (ito::posix::is_calling_ult(t)) return ito_raise(sig) == 0 ? 0 : errno;
   return ::kill(::getpid(), sig) == 0 ? 0 : errno;
 }
 

@@ -25,6 +25,7 @@
 #include "sched/scheduler.hpp"
 #include "sched/split_stack.hpp"
 #include "sched/ult_report.hpp"
+#include "sched/worker_signals.hpp"
 
 namespace ito::sched {
 
@@ -66,6 +67,7 @@ void* worker_thread_main(void* p) {
   char name[16];
   std::snprintf(name, sizeof name, "ito-worker-%u", w->index);
   pthread_setname_np(pthread_self(), name);
+  block_asynchronous_signals();
   enter_worker_thread(w);
   arch::sanitizer_adopt_current(w->scheduler_fiber);
   scheduler_loop(w);

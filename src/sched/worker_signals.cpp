@@ -1,0 +1,25 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "sched/worker_signals.hpp"
+
+#include <pthread.h>
+
+#include <initializer_list>
+
+namespace ito::sched {
+
+const sigset_t& asynchronous_signals() noexcept {
+  static const sigset_t set = [] {
+    sigset_t s;
+    sigfillset(&s);
+    for (int sync : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGSYS, SIGPIPE, SIGXFSZ})
+      sigdelset(&s, sync);
+    return s;
+  }();
+  return set;
+}
+
+void block_asynchronous_signals() noexcept {
+  pthread_sigmask(SIG_BLOCK, &asynchronous_signals(), nullptr);
+}
+
+}  // namespace ito::sched
