@@ -92,7 +92,7 @@ const std::set<std::string> allowed = {
     "pthread_rwlockattr_setkind_np", "pthread_rwlockattr_setpshared",
     "__pthread_mutexattr_destroy", "__pthread_mutexattr_init", "__pthread_mutexattr_settype",
     // Process-wide or per-OS-thread state, no thread handle or ito object.
-    "pthread_atfork", "pthread_getconcurrency", "pthread_setconcurrency", "pthread_sigmask",
+    "pthread_atfork", "pthread_getconcurrency", "pthread_setconcurrency",
     "pthread_kill_other_threads_np", "__pthread_get_minstack",
     // Cancellation state of the worker's OS thread: ito never cancels.
     "pthread_setcancelstate", "pthread_setcanceltype", "pthread_testcancel",
