@@ -8,11 +8,14 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <strings.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -27,6 +30,7 @@ struct settings {
   int port = 8080;
   unsigned workers = 0;  // httpd only; 0: ito's default (ITO_WORKERS or the CPUs)
   std::size_t stack_kib = 64;  // httpd-threads only: each thread's stack
+  int request_timeout_ms = 10'000;  // a request must arrive whole within this
 };
 
 inline settings parse_args(int argc, char** argv, const char* usage) {
@@ -49,6 +53,7 @@ inline settings parse_args(int argc, char** argv, const char* usage) {
     if (a == "--port") s.port = static_cast<int>(value());
     else if (a == "--workers") s.workers = static_cast<unsigned>(value());
     else if (a == "--stack-kib") s.stack_kib = static_cast<std::size_t>(value());
+    else if (a == "--request-timeout-ms") s.request_timeout_ms = static_cast<int>(value());
     else {
       std::fprintf(stderr, "%s", usage);
       std::exit(a == "-h" || a == "--help" ? 0 : 2);
@@ -81,6 +86,12 @@ inline int listen_on(int port) {
   return fd;
 }
 
+inline std::int64_t monotonic_ms() {
+  timespec t{};
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return std::int64_t{t.tv_sec} * 1000 + t.tv_nsec / 1'000'000;
+}
+
 inline void set_nodelay(int fd) {
   int one = 1;
   setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
@@ -91,7 +102,23 @@ struct request {
   enum { incomplete, complete, bad } state = incomplete;
   std::size_t length = 0;  // head + body
   bool keep_alive = true;
+  bool http10 = false;  // an HTTP/1.0 client keeps the connection only when told so
 };
+
+// A Content-Length: digits only, and no larger than a request this server
+// can hold (a huge value must not wrap the request's length).
+inline bool parse_length(std::string_view v, std::size_t limit, std::size_t* out) {
+  while (!v.empty() && (v.back() == ' ' || v.back() == '\t')) v.remove_suffix(1);
+  if (v.empty()) return false;
+  std::size_t n = 0;
+  for (char c : v) {
+    if (c < '0' || c > '9') return false;
+    n = n * 10 + static_cast<std::size_t>(c - '0');
+    if (n > limit) return false;
+  }
+  *out = n;
+  return true;
+}
 
 inline bool header_is(std::string_view line, std::string_view name, std::string_view* value) {
   if (line.size() <= name.size() || line[name.size()] != ':') return false;
@@ -116,7 +143,8 @@ inline request scan(const char* data, std::size_t n) {
     r.state = request::bad;
     return r;
   }
-  r.keep_alive = line.substr(sp + 1) != "HTTP/1.0";  // 1.0 closes unless asked
+  r.http10 = line.substr(sp + 1) == "HTTP/1.0";
+  r.keep_alive = !r.http10;  // 1.0 closes unless asked
   std::size_t body = 0;
   for (std::size_t pos = eol + 2; pos < head.size();) {
     const std::size_t next = head.find("\r\n", pos);
@@ -125,7 +153,10 @@ inline request scan(const char* data, std::size_t n) {
       if (strncasecmp(v.data(), "close", 5) == 0) r.keep_alive = false;
       else if (strncasecmp(v.data(), "keep-alive", 10) == 0) r.keep_alive = true;
     } else if (header_is(h, "Content-Length", &v)) {
-      body = std::strtoul(std::string(v).c_str(), nullptr, 10);
+      if (!parse_length(v, n, &body)) {  // longer than what we could ever hold
+        r.state = request::bad;
+        return r;
+      }
     }
     pos = next + 2;
   }
@@ -138,26 +169,42 @@ inline constexpr std::string_view body = "Hello, World!\n";
 inline constexpr std::string_view ok_keep_alive =
     "HTTP/1.1 200 OK\r\nServer: ito-example\r\nContent-Type: text/plain\r\n"
     "Content-Length: 14\r\n\r\nHello, World!\n";
+inline constexpr std::string_view ok_keep_alive_http10 =
+    "HTTP/1.1 200 OK\r\nServer: ito-example\r\nContent-Type: text/plain\r\n"
+    "Content-Length: 14\r\nConnection: keep-alive\r\n\r\nHello, World!\n";
 inline constexpr std::string_view ok_close =
     "HTTP/1.1 200 OK\r\nServer: ito-example\r\nContent-Type: text/plain\r\n"
     "Content-Length: 14\r\nConnection: close\r\n\r\nHello, World!\n";
 inline constexpr std::string_view bad_request =
     "HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
+inline constexpr std::string_view timed_out =
+    "HTTP/1.1 408 Request Timeout\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
 inline constexpr std::string_view too_large =
     "HTTP/1.1 431 Request Header Fields Too Large\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
 
 // Serves one connection until the client closes or asks to. Small buffers on
 // purpose: they live on the connection's stack, and stacks are the memory a
 // server with 10,000 connections holds (a request head up to 512 bytes; a
-// longer one gets 431).
+// longer one gets 431). A request must arrive whole within timeout_ms of the
+// previous answer (or of the connection): an idle or slow (slowloris) client
+// is dropped instead of holding its stack forever.
 template <class Io>
-void serve(Io& io, int fd) {
+void serve(Io& io, int fd, int timeout_ms) {
   char in[512];
   char out[512];
   std::size_t have = 0;
   bool open = true;
+  std::int64_t deadline = io.now_ms() + timeout_ms;
   while (open) {
-    const ssize_t n = io.recv(fd, in + have, sizeof in - have);
+    // Without waiting first (what is there is read in one call); else wait,
+    // but only until the request's deadline.
+    const ssize_t n = io.recv(fd, in + have, sizeof in - have, MSG_DONTWAIT);
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      const std::int64_t left = deadline - io.now_ms();
+      if (left > 0 && io.wait_readable(fd, static_cast<int>(left))) continue;
+      if (have > 0) io.send(fd, timed_out.data(), timed_out.size());  // part of a request came
+      break;
+    }
     if (n <= 0) break;
     have += static_cast<std::size_t>(n);
     std::size_t used = 0, pending = 0;
@@ -178,7 +225,7 @@ void serve(Io& io, int fd) {
         open = false;
         break;
       }
-      reply(r.keep_alive ? ok_keep_alive : ok_close);
+      reply(!r.keep_alive ? ok_close : r.http10 ? ok_keep_alive_http10 : ok_keep_alive);
       used += r.length;
       if (!r.keep_alive) open = false;
     }
@@ -186,6 +233,7 @@ void serve(Io& io, int fd) {
     if (used > 0) {
       std::memmove(in, in + used, have - used);
       have -= used;
+      deadline = io.now_ms() + timeout_ms;  // the next request's time starts now
     } else if (have == sizeof in) {
       io.send(fd, too_large.data(), too_large.size());
       break;

@@ -17,21 +17,29 @@
 namespace {
 
 const char* const usage =
-    "usage: httpd [--port P] [--workers N]\n"
+    "usage: httpd [--port P] [--workers N] [--request-timeout-ms T]\n"
     "  HTTP/1.1 on 127.0.0.1:P (default 8080), one ULT per connection, N workers\n"
-    "  (default: ITO_WORKERS, else one per CPU)\n";
+    "  (default: ITO_WORKERS, else one per CPU); a request must arrive whole within\n"
+    "  T ms of the last answer (default 10000)\n";
 
 struct ito_io {
-  ssize_t recv(int fd, void* b, std::size_t n) { return ito::io::recv(fd, b, n, 0); }
+  ssize_t recv(int fd, void* b, std::size_t n, int flags) { return ito::io::recv(fd, b, n, flags); }
   ssize_t send(int fd, const void* b, std::size_t n) {
     return ito::io::send(fd, b, n, MSG_NOSIGNAL);
   }
+  bool wait_readable(int fd, int timeout_ms) {
+    pollfd p{fd, POLLIN, 0};
+    return ito::io::poll(p, timeout_ms) > 0;
+  }
+  std::int64_t now_ms() { return http::monotonic_ms(); }
   void close(int fd) { ito::io::close(fd); }
 };
 
+int g_request_timeout_ms = 0;
+
 void connection(int fd) {
   ito_io io;
-  http::serve(io, fd);
+  http::serve(io, fd, g_request_timeout_ms);
 }
 
 [[noreturn]] void accept_loop(int listen_fd) {
@@ -56,6 +64,7 @@ int main(int argc, char** argv) {
   const http::settings s = http::parse_args(argc, argv, usage);
   http::raise_descriptor_limit();
   signal(SIGPIPE, SIG_IGN);
+  g_request_timeout_ms = s.request_timeout_ms;
   ito::options o;
   o.workers = s.workers;
   ito::runtime rt(o);

@@ -14,19 +14,27 @@
 namespace {
 
 const char* const usage =
-    "usage: httpd-threads [--port P] [--stack-kib K]\n"
+    "usage: httpd-threads [--port P] [--stack-kib K] [--request-timeout-ms T]\n"
     "  HTTP/1.1 on 127.0.0.1:P (default 8080), one OS thread per connection with a\n"
-    "  K KiB stack (default 64, as ito's ULT stacks)\n";
+    "  K KiB stack (default 64, as ito's ULT stacks); a request must arrive whole\n"
+    "  within T ms of the last answer (default 10000)\n";
 
 struct blocking_io {
-  ssize_t recv(int fd, void* b, std::size_t n) { return ::recv(fd, b, n, 0); }
+  ssize_t recv(int fd, void* b, std::size_t n, int flags) { return ::recv(fd, b, n, flags); }
   ssize_t send(int fd, const void* b, std::size_t n) { return ::send(fd, b, n, MSG_NOSIGNAL); }
+  bool wait_readable(int fd, int timeout_ms) {
+    pollfd p{fd, POLLIN, 0};
+    return ::poll(&p, 1, timeout_ms) > 0;
+  }
+  std::int64_t now_ms() { return http::monotonic_ms(); }
   void close(int fd) { ::close(fd); }
 };
 
+int g_request_timeout_ms = 0;
+
 void* connection(void* arg) {
   blocking_io io;
-  http::serve(io, static_cast<int>(reinterpret_cast<std::intptr_t>(arg)));
+  http::serve(io, static_cast<int>(reinterpret_cast<std::intptr_t>(arg)), g_request_timeout_ms);
   return nullptr;
 }
 
@@ -36,6 +44,7 @@ int main(int argc, char** argv) {
   const http::settings s = http::parse_args(argc, argv, usage);
   http::raise_descriptor_limit();
   signal(SIGPIPE, SIG_IGN);
+  g_request_timeout_ms = s.request_timeout_ms;
   const int listen_fd = http::listen_on(s.port);
   pthread_attr_t attr;
   pthread_attr_init(&attr);

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "io/delegated_syscall.hpp"
+#include "io/fairness.hpp"
 #include "io/io_common.hpp"
 #include "ito/io.hpp"
 
@@ -131,13 +132,20 @@ ssize_t send_in_ult(int fd, fd_state& st, const void* buf, std::size_t count, in
   return static_cast<ssize_t>(sent);
 }
 
+// A socket call of a ULT succeeded: the descriptor is a socket, and the
+// ULT's run of calls that did not park grows (io/fairness.hpp).
+void socket_call_done(fd_state& st) noexcept {
+  note_socket(st);
+  detail::count_call_without_park();
+}
+
 }  // namespace
 
 ssize_t recv(int fd, void* buf, std::size_t count, int flags) {
   fd_state* st = caller_is_ult() ? fd_lookup(fd) : nullptr;
   if (!st) return ::recv(fd, buf, count, flags);
   const ssize_t r = recv_in_ult(fd, *st, buf, count, flags);
-  if (r >= 0) note_socket(*st);
+  if (r >= 0) socket_call_done(*st);
   return r;
 }
 
@@ -145,7 +153,7 @@ ssize_t send(int fd, const void* buf, std::size_t count, int flags) {
   fd_state* st = caller_is_ult() ? fd_lookup(fd) : nullptr;
   if (!st) return ::send(fd, buf, count, flags);
   const ssize_t r = send_in_ult(fd, *st, buf, count, flags);
-  if (r >= 0) note_socket(*st);
+  if (r >= 0) socket_call_done(*st);
   return r;
 }
 
@@ -163,7 +171,7 @@ ssize_t socket_or_delegated(int fd, Plain plain, OnSocket on_socket) {
   const int saved = errno_now();
   const ssize_t r = on_socket(*st);
   if (r >= 0) {
-    note_socket(*st);
+    socket_call_done(*st);
     return r;
   }
   if (errno_now() != ENOTSOCK) return -1;

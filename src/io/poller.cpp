@@ -15,6 +15,7 @@
 #include <mutex>
 
 #include "io/errno_now.hpp"
+#include "io/fairness.hpp"
 #include "io/fork_child.hpp"
 #include "io/futex.hpp"
 #include "io/os_thread.hpp"
@@ -279,6 +280,7 @@ int park_until_ready(int fd, fd_state& st, std::uint32_t generation, std::uint32
   if (st.current_generation() != generation) return fail_closed();
   if (in_vfork_child()) [[unlikely]] return wait_in_vfork_child(fd, interest, deadline_ns);
   if (!ensure_registered(fd, st)) return -1;
+  end_run_without_park();
   fd_waiter w;
   w.self = sched::current_ult();
   w.fd = &st;
