@@ -14,6 +14,10 @@ if(ITO_HAVE_SPLIT_STACK)
   install(TARGETS ito_split_runtime ito_split_static ito_split_stack EXPORT itoTargets
     ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
 endif()
+if(ITO_HAVE_DIST)
+  # ito::dist: the distributed mode; find_package(ito) finds MPI for it.
+  install(TARGETS ito_dist EXPORT itoTargets ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
+endif()
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/ito DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(FILES ${PROJECT_BINARY_DIR}/include/ito/version.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/ito)
 install(FILES ${PROJECT_SOURCE_DIR}/LICENSE ${PROJECT_SOURCE_DIR}/NOTICE

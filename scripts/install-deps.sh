@@ -9,6 +9,7 @@ packages=(
   libgtest-dev gdb                          # tests (gdb: the ito-gdb.py helper's test)
   libtbb-dev libboost-fiber-dev libboost-context-dev  # benchmark comparisons
   pigz pbzip2 lbzip2 zstd xz-utils p7zip-full sqlite3 python3 bash  # real programs under the preload (tests/programs)
+  mpich libmpich-dev                        # the distributed mode (ito::dist) and its tests
 )
 
 missing=()

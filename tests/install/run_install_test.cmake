@@ -67,6 +67,9 @@ elseif(STEP STREQUAL "find_package")
   if(HAVE_SPLIT_STACK)
     list(APPEND exes consumer_split)  # ito::split_stack, lazy policy
   endif()
+  if(HAVE_DIST)
+    list(APPEND exes consumer_dist)  # ito::dist, one rank without mpiexec
+  endif()
   foreach(exe ${exes})
     file(GLOB_RECURSE path LIST_DIRECTORIES false ${build}/${exe} ${build}/*/${exe})
     if(NOT path)
@@ -133,7 +136,15 @@ elseif(STEP STREQUAL "pkg_config")
   run("link the C consumer statically with pkg-config --static flags" ${C_COMPILER} -std=c11
       -Wall -Werror ${san_flags} ${cflags} ${CONSUMER_DIR}/consumer.c -o ${build}/consumer_c_static
       ${static_libs})
-  foreach(exe consumer_c consumer_c_static consumer_cxx)
+  set(pkg_exes consumer_c consumer_c_static consumer_cxx)
+  if(HAVE_DIST)  # ito-dist.pc: the distributed mode with its MPI
+    run("pkg-config --cflags --libs ito-dist" ${pkg} --cflags --libs ito-dist)
+    separate_arguments(dist_flags UNIX_COMMAND "${last_output}")
+    run("compile the ito::dist consumer with pkg-config flags" ${CXX_COMPILER} -std=c++20 -Wall
+        -Werror ${san_flags} ${CONSUMER_DIR}/consumer_dist.cpp -o ${build}/consumer_dist ${dist_flags})
+    list(APPEND pkg_exes consumer_dist)
+  endif()
+  foreach(exe ${pkg_exes})
     run("run ${exe}" ${CMAKE_COMMAND} -E env LD_LIBRARY_PATH=${libdir} ${build}/${exe})
     if(NOT last_output MATCHES "consumer: ok")
       message(FATAL_ERROR "install test: ${exe} printed:\n${last_output}")

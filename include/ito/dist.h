@@ -1,0 +1,26 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* ito's distributed mode from C (see ito/dist.hpp). Every function returns 0
+ * or a positive error number: EPERM outside a distributed runtime, EBUSY for a
+ * second one, EINVAL for bad options (the reason on stderr). */
+#ifndef ITO_DIST_H
+#define ITO_DIST_H
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* region_bytes 0: ITO_DSM_SIZE, else 64 GiB. */
+int ito_dist_init(int* argc, char*** argv, size_t region_bytes);
+int ito_dist_finalize(void);
+int ito_dist_rank(int* rank);
+int ito_dist_size(int* size);
+int ito_dist_barrier(void);
+int ito_dist_region(void** base, size_t* bytes);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,33 @@
+// SPDX-License-Identifier: Apache-2.0
+// The distributed runtime's per-process state (one per process at a time).
+#pragma once
+
+#include <cstddef>
+
+namespace ito::dist::detail {
+
+// The iso-address region: one memfd mapped twice. `view` is the application's
+// view, at the same address on every rank, whose page protections the DSM
+// changes; `alias` is an always-accessible mapping of the same pages, the only
+// one MPI ever sees (MPI touching a protected page deadlocks or crashes it).
+struct iso_region {
+  char* view = nullptr;
+  char* alias = nullptr;
+  std::size_t bytes = 0;
+  int memfd = -1;
+};
+
+struct dist_state {
+  bool owns_mpi = false;  // MPI_Init_thread was ours: so is MPI_Finalize
+  int rank = -1;
+  int size = 0;
+  iso_region region;
+};
+
+// The running distributed runtime's state, or null.
+dist_state* current() noexcept;
+
+// The state of the runtime, or usage_error(EPERM) naming `what`.
+dist_state& require(const char* what);
+
+}  // namespace ito::dist::detail

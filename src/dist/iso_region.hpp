@@ -1,0 +1,20 @@
+// SPDX-License-Identifier: Apache-2.0
+// Reserving the iso-address region: every rank maps the application view at
+// the same address (tried at a few candidates far from where Linux puts
+// heaps, libraries and stacks; all ranks agree on the first that fits on
+// every one), plus an alias of the same memory anywhere. Nothing is committed:
+// pages exist once touched.
+#pragma once
+
+#include <cstddef>
+
+namespace ito::dist::detail {
+
+struct iso_region;
+
+// Collective. Exits with an `ito: dsm:` message when no candidate address
+// fits on every rank, or the memory cannot be had.
+void reserve_region(std::size_t bytes, iso_region& r);
+void release_region(iso_region& r) noexcept;
+
+}  // namespace ito::dist::detail

@@ -1,0 +1,87 @@
+// SPDX-License-Identifier: Apache-2.0
+// ito::dist::runtime: ASLR off, MPI up, the region reserved; and the queries.
+#include <mpi.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include "dist/aslr.hpp"
+#include "dist/dist_state.hpp"
+#include "dist/iso_region.hpp"
+#include "dist/mpi_session.hpp"
+#include "dist/region_size.hpp"
+#include "ito/dist.hpp"
+#include "ito/error.hpp"
+#include "ito/options.hpp"
+
+namespace ito::dist {
+namespace detail {
+namespace {
+
+std::atomic<dist_state*> g_state{nullptr};
+std::atomic<bool> g_starting{false};
+
+}  // namespace
+
+dist_state* current() noexcept { return g_state.load(std::memory_order_acquire); }
+
+dist_state& require(const char* what) {
+  dist_state* st = current();
+  if (!st)
+    throw usage_error(EPERM, std::string("ito: dist: ") + what +
+                                 " needs a running ito::dist::runtime (create one first, on "
+                                 "every rank)");
+  return *st;
+}
+
+}  // namespace detail
+
+runtime::runtime(int* argc, char*** argv, const options& o) {
+  if (detail::g_starting.exchange(true))
+    throw usage_error(EBUSY, "ito: dist: a distributed runtime already runs in this process");
+  std::size_t bytes = 0;
+  try {
+    bytes = detail::resolve_region_bytes(o.region_bytes);
+  } catch (const config_error& e) {
+    detail::g_starting.store(false);
+    if (!e.from_environment()) throw;
+    std::fprintf(stderr, "%s\n", e.what());  // the environment is wrong: every rank stops
+    std::exit(2);
+  }
+  int mpi_up = 0;
+  MPI_Initialized(&mpi_up);
+  if (!mpi_up) detail::reexec_without_aslr();  // returns only when not needed or not possible
+  auto* st = new detail::dist_state;
+  detail::start_mpi(argc, argv, *st);
+  detail::reserve_region(bytes, st->region);
+  detail::g_state.store(st, std::memory_order_release);
+  MPI_Barrier(MPI_COMM_WORLD);  // every rank is ready before any uses the others
+}
+
+runtime::~runtime() {
+  detail::dist_state* st = detail::g_state.load(std::memory_order_acquire);
+  MPI_Barrier(MPI_COMM_WORLD);  // no rank releases what another may still use
+  detail::g_state.store(nullptr, std::memory_order_release);
+  detail::release_region(st->region);
+  detail::stop_mpi(*st);
+  delete st;
+  detail::g_starting.store(false);
+}
+
+int rank() { return detail::require("ito::dist::rank").rank; }
+int size() { return detail::require("ito::dist::size").size; }
+
+void barrier() {
+  detail::require("ito::dist::barrier");
+  MPI_Barrier(MPI_COMM_WORLD);
+}
+
+region_info region() {
+  const detail::dist_state& st = detail::require("ito::dist::region");
+  return {st.region.view, st.region.bytes};
+}
+
+}  // namespace ito::dist
