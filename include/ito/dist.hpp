@@ -47,8 +47,35 @@ class runtime {
 // distributed runtime.
 int rank();
 int size();
-// Waits until every rank has called it.
+// Waits until every rank has called it, with a release fence before and an
+// acquire fence after (sd_fence, si_fence): what any rank wrote before the
+// barrier is seen by every rank after it.
 void barrier();
+
+// --- The distributed shared memory (docs/DISTRIBUTED.md) -------------------
+// Memory in the region is shared by all ranks, page by page, for programs
+// free of data races: what a rank wrote is sent at its next sd_fence
+// (release), and another rank sees it after its own si_fence (acquire) that
+// follows in time (a barrier, or a message, orders the two).
+
+// From this rank's heap in the region: no communication. Only the allocating
+// rank may free a block (usage_error otherwise, or for a double free or a
+// pointer that is not from alloc). bad_alloc when this rank's part is full.
+void* alloc(std::size_t bytes);
+void free(void* p);
+// Collective: every rank calls it with the same size, in the same order, and
+// gets the same pointer. Lives as long as the runtime.
+void* alloc_collective(std::size_t bytes);
+
+// Release: this rank's writes since its last sd_fence reach their pages' homes.
+void sd_fence();
+// Acquire: this rank's copies of pages others may have written are dropped.
+void si_fence();
+// Keeps [p, p+bytes) accessible (and this rank's writes to it pending) across
+// fences until unpin: for memory that must never fault (what MPI or a
+// signal handler touches).
+void pin(void* p, std::size_t bytes);
+void unpin(void* p, std::size_t bytes);
 
 // The iso-address region: the same base and size on every rank.
 struct region_info {

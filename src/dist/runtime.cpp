@@ -10,6 +10,8 @@
 
 #include "dist/aslr.hpp"
 #include "dist/dist_state.hpp"
+#include "dist/dsm.hpp"
+#include "dist/dsm_alloc.hpp"
 #include "dist/iso_region.hpp"
 #include "dist/mpi_session.hpp"
 #include "dist/region_size.hpp"
@@ -57,6 +59,8 @@ runtime::runtime(int* argc, char*** argv, const options& o) {
   auto* st = new detail::dist_state;
   detail::start_mpi(argc, argv, *st);
   detail::reserve_region(bytes, st->region);
+  detail::start_dsm(*st);
+  detail::start_allocator(*st);
   detail::g_state.store(st, std::memory_order_release);
   MPI_Barrier(MPI_COMM_WORLD);  // every rank is ready before any uses the others
 }
@@ -65,6 +69,8 @@ runtime::~runtime() {
   detail::dist_state* st = detail::g_state.load(std::memory_order_acquire);
   MPI_Barrier(MPI_COMM_WORLD);  // no rank releases what another may still use
   detail::g_state.store(nullptr, std::memory_order_release);
+  detail::stop_allocator();
+  detail::stop_dsm(*st);
   detail::release_region(st->region);
   detail::stop_mpi(*st);
   delete st;
@@ -76,8 +82,18 @@ int size() { return detail::require("ito::dist::size").size; }
 
 void barrier() {
   detail::require("ito::dist::barrier");
+  detail::sd_fence();
   MPI_Barrier(MPI_COMM_WORLD);
+  detail::si_fence();
 }
+
+void* alloc(std::size_t bytes) { return detail::allocate(bytes); }
+void free(void* p) { detail::deallocate(p); }
+void* alloc_collective(std::size_t bytes) { return detail::allocate_collective(bytes); }
+void sd_fence() { detail::sd_fence(); }
+void si_fence() { detail::si_fence(); }
+void pin(void* p, std::size_t bytes) { detail::pin(p, bytes); }
+void unpin(void* p, std::size_t bytes) { detail::unpin(p, bytes); }
 
 region_info region() {
   const detail::dist_state& st = detail::require("ito::dist::region");

@@ -83,16 +83,3 @@ TEST(dist, the_c_api_answers_as_the_cxx_one) {
 }
 
 }  // namespace
-
-int main(int argc, char** argv) {
-  ito::dist::runtime dist(&argc, &argv);
-  ::testing::InitGoogleTest(&argc, argv);
-  if (ito::dist::rank() != 0) {  // one rank's report is enough; failures are summed below
-    auto& listeners = ::testing::UnitTest::GetInstance()->listeners();
-    delete listeners.Release(listeners.default_result_printer());
-  }
-  int failed = RUN_ALL_TESTS() != 0, any = 0;
-  MPI_Allreduce(&failed, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-  if (any && ito::dist::rank() == 0) std::fprintf(stderr, "dist_test: a test failed on some rank\n");
-  return any;
-}

@@ -1,0 +1,344 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "dist/dsm.hpp"
+
+#include <mpi.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <ucontext.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <string>
+
+#include "dist/dist_state.hpp"
+#include "ito/error.hpp"
+
+namespace ito::dist::detail {
+namespace {
+
+constexpr std::size_t page_bytes = 4096;
+
+enum page_state : std::uint8_t { invalid = 0, shared = 1, modified = 2, home = 3, pinned = 4 };
+
+// Process-local bookkeeping, in MAP_NORESERVE arrays indexed by page (only the
+// entries of touched pages take memory). Written only with `lock` held.
+struct dsm {
+  char* view = nullptr;
+  char* alias = nullptr;
+  std::size_t pages = 0;
+  int rank = 0;
+  int ranks = 1;
+  MPI_Win data = MPI_WIN_NULL;       // over every rank's alias
+  MPI_Win directory = MPI_WIN_NULL;  // over every rank's managed directory entries
+  std::int64_t* entries = nullptr;   // this rank's: home + 1 of page rank + k * ranks
+  std::size_t entry_count = 0;
+  std::uint8_t* state = nullptr;
+  std::int32_t* home_plus1 = nullptr;  // cache of the directory
+  char* twins = nullptr;               // page i's twin at twins + i * page_bytes
+  std::size_t* shared_list = nullptr;  // pages now Shared (si_fence invalidates them)
+  std::uint8_t* listed = nullptr;      // 1 while a page is on shared_list
+  std::size_t shared_count = 0;
+  std::size_t* modified_list = nullptr;  // pages now Modified or Pinned
+  std::size_t modified_count = 0;
+  std::mutex lock;
+  struct sigaction previous {};
+};
+
+std::atomic<dsm*> g_dsm{nullptr};
+
+template <class T>
+T* reserve_array(std::size_t n) {
+  void* p = mmap(nullptr, n * sizeof(T) + 1, PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (p == MAP_FAILED) {
+    std::fprintf(stderr, "ito: dsm: cannot reserve the page tables: %s\n", std::strerror(errno));
+    std::exit(2);
+  }
+  return static_cast<T*>(p);
+}
+
+template <class T>
+void release_array(T* p, std::size_t n) {
+  if (p) munmap(p, n * sizeof(T) + 1);
+}
+
+[[noreturn]] void mpi_failed(const char* what) {
+  std::fprintf(stderr, "ito: dsm: %s failed\n", what);
+  std::abort();
+}
+
+void protect(dsm& d, std::size_t page, int prot) {
+  if (mprotect(d.view + page * page_bytes, page_bytes, prot) != 0) {
+    std::fprintf(stderr, "ito: dsm: mprotect failed: %s\n", std::strerror(errno));
+    std::abort();
+  }
+}
+
+// The page's home: the cached answer, else the directory's (the first rank to
+// ask becomes the home: first touch).
+int home_of(dsm& d, std::size_t page) {
+  if (const std::int32_t h = d.home_plus1[page]) return h - 1;
+  const int manager = static_cast<int>(page % static_cast<std::size_t>(d.ranks));
+  const auto slot = static_cast<MPI_Aint>(page / static_cast<std::size_t>(d.ranks));
+  const std::int64_t mine = d.rank + 1, none = 0;
+  std::int64_t found = 0;
+  if (MPI_Compare_and_swap(&mine, &none, &found, MPI_INT64_T, manager, slot, d.directory) !=
+          MPI_SUCCESS ||
+      MPI_Win_flush(manager, d.directory) != MPI_SUCCESS)
+    mpi_failed("the directory's compare-and-swap");
+  const int h = found == 0 ? d.rank : static_cast<int>(found - 1);
+  d.home_plus1[page] = h + 1;
+  return h;
+}
+
+void fetch(dsm& d, std::size_t page, int from) {
+  const auto at = static_cast<MPI_Aint>(page * page_bytes);
+  if (MPI_Get(d.alias + page * page_bytes, page_bytes, MPI_BYTE, from, at, page_bytes, MPI_BYTE,
+              d.data) != MPI_SUCCESS ||
+      MPI_Win_flush(from, d.data) != MPI_SUCCESS)
+    mpi_failed("fetching a page from its home");
+}
+
+void list_shared(dsm& d, std::size_t page) {
+  if (d.listed[page]) return;
+  d.listed[page] = 1;
+  d.shared_list[d.shared_count++] = page;
+}
+
+// Makes a non-home page writable with a twin of what it holds now.
+void make_modified(dsm& d, std::size_t page, std::uint8_t how) {
+  std::memcpy(d.twins + page * page_bytes, d.alias + page * page_bytes, page_bytes);
+  protect(d, page, PROT_READ | PROT_WRITE);
+  d.state[page] = how;
+  d.modified_list[d.modified_count++] = page;
+}
+
+// A fault on `page` (write: a store), with d.lock held. Another thread may
+// have served the same page meanwhile: then there is nothing left to do.
+void serve_fault(dsm& d, std::size_t page, bool write) {
+  const std::uint8_t s = d.state[page];
+  if (s == home || s == modified || s == pinned) return;
+  if (s == shared && !write) return;
+  const int h = home_of(d, page);
+  if (h == d.rank) {
+    protect(d, page, PROT_READ | PROT_WRITE);
+    d.state[page] = home;
+    return;
+  }
+  if (s == invalid) fetch(d, page, h);
+  if (write) {
+    make_modified(d, page, modified);
+  } else {
+    protect(d, page, PROT_READ);
+    d.state[page] = shared;
+    list_shared(d, page);
+  }
+}
+
+void chain_to_previous(int sig, siginfo_t* info, void* context) {
+  const struct sigaction& prev = g_dsm.load(std::memory_order_acquire)->previous;
+  if (prev.sa_flags & SA_SIGINFO) {
+    if (prev.sa_sigaction) prev.sa_sigaction(sig, info, context);
+    return;
+  }
+  if (prev.sa_handler == SIG_IGN) return;
+  if (prev.sa_handler == SIG_DFL) {
+    signal(sig, SIG_DFL);  // the access faults again and ends the process, as without ito
+    return;
+  }
+  prev.sa_handler(sig);
+}
+
+void on_fault(int sig, siginfo_t* info, void* context) {
+  dsm* d = g_dsm.load(std::memory_order_acquire);
+  char* at = static_cast<char*>(info->si_addr);
+  if (!d || at < d->view || at >= d->view + d->pages * page_bytes) {
+    if (d) chain_to_previous(sig, info, context);
+    else signal(sig, SIG_DFL);
+    return;
+  }
+  const int saved = errno;
+  const auto* uc = static_cast<const ucontext_t*>(context);
+  const bool write = (uc->uc_mcontext.gregs[REG_ERR] & 2) != 0;  // x86: the fault was a store
+  {
+    std::lock_guard hold(d->lock);
+    serve_fault(*d, static_cast<std::size_t>(at - d->view) / page_bytes, write);
+  }
+  errno = saved;
+}
+
+// Sends page's changes against its twin to its home: exactly the bytes that
+// differ (a word-wide run would carry stale neighbours over bytes another
+// rank wrote), skipping equal words a word at a time.
+void send_diff(dsm& d, std::size_t page) {
+  const int h = home_of(d, page);
+  const char* now = d.alias + page * page_bytes;
+  const char* twin = d.twins + page * page_bytes;
+  auto put = [&](std::size_t from, std::size_t to) {
+    const auto at = static_cast<MPI_Aint>(page * page_bytes + from);
+    const int n = static_cast<int>(to - from);
+    if (MPI_Put(now + from, n, MPI_BYTE, h, at, n, MPI_BYTE, d.data) != MPI_SUCCESS)
+      mpi_failed("sending a diff to its home");
+  };
+  std::size_t run = page_bytes;  // start of the open run of differing bytes, if any
+  for (std::size_t i = 0; i < page_bytes; i += 8) {
+    std::uint64_t a, b;
+    std::memcpy(&a, now + i, 8);
+    std::memcpy(&b, twin + i, 8);
+    if (a == b) {
+      if (run != page_bytes) put(run, i);
+      run = page_bytes;
+      continue;
+    }
+    for (std::size_t k = i; k < i + 8; ++k) {
+      if (now[k] != twin[k]) {
+        if (run == page_bytes) run = k;
+      } else if (run != page_bytes) {
+        put(run, k);
+        run = page_bytes;
+      }
+    }
+  }
+  if (run != page_bytes) put(run, page_bytes);
+}
+
+dsm& require_dsm(const char* what) {
+  dsm* d = g_dsm.load(std::memory_order_acquire);
+  if (!d)
+    throw usage_error(EPERM, std::string("ito: dsm: ") + what +
+                                 " needs a running ito::dist::runtime (create one first, on "
+                                 "every rank)");
+  return *d;
+}
+
+// The pages [first, last] that p..p+bytes covers; usage_error outside the region.
+void page_range(dsm& d, const void* p, std::size_t bytes, const char* what, std::size_t* first,
+                std::size_t* last) {
+  const char* c = static_cast<const char*>(p);
+  if (bytes == 0 || c < d.view || c + bytes > d.view + d.pages * page_bytes || c + bytes < c)
+    throw usage_error(EINVAL, std::string("ito: dsm: ") + what +
+                                  ": the range is empty or not inside the DSM region");
+  *first = static_cast<std::size_t>(c - d.view) / page_bytes;
+  *last = static_cast<std::size_t>(c + bytes - 1 - d.view) / page_bytes;
+}
+
+}  // namespace
+
+void start_dsm(dist_state& st) {
+  auto* d = new dsm;
+  d->view = st.region.view;
+  d->alias = st.region.alias;
+  d->pages = st.region.bytes / page_bytes;
+  d->rank = st.rank;
+  d->ranks = st.size;
+  d->entry_count = (d->pages + static_cast<std::size_t>(d->ranks) - 1) / static_cast<std::size_t>(d->ranks);
+  d->entries = reserve_array<std::int64_t>(d->entry_count);
+  d->state = reserve_array<std::uint8_t>(d->pages);
+  d->home_plus1 = reserve_array<std::int32_t>(d->pages);
+  d->twins = reserve_array<char>(d->pages * page_bytes);
+  d->shared_list = reserve_array<std::size_t>(d->pages);
+  d->listed = reserve_array<std::uint8_t>(d->pages);
+  d->modified_list = reserve_array<std::size_t>(d->pages);
+  if (MPI_Win_create(d->alias, static_cast<MPI_Aint>(st.region.bytes), 1, MPI_INFO_NULL,
+                     MPI_COMM_WORLD, &d->data) != MPI_SUCCESS ||
+      MPI_Win_create(d->entries, static_cast<MPI_Aint>(d->entry_count * sizeof(std::int64_t)),
+                     sizeof(std::int64_t), MPI_INFO_NULL, MPI_COMM_WORLD,
+                     &d->directory) != MPI_SUCCESS ||
+      MPI_Win_lock_all(MPI_MODE_NOCHECK, d->data) != MPI_SUCCESS ||
+      MPI_Win_lock_all(MPI_MODE_NOCHECK, d->directory) != MPI_SUCCESS)
+    mpi_failed("creating the DSM's windows");
+  // After MPI_Init, which installs a SIGSEGV handler of its own: ours serves
+  // the region and hands every other fault to it.
+  struct sigaction sa {};
+  sa.sa_sigaction = &on_fault;
+  sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_NODEFER;
+  sigemptyset(&sa.sa_mask);
+  g_dsm.store(d, std::memory_order_release);
+  sigaction(SIGSEGV, &sa, &d->previous);
+}
+
+void stop_dsm(dist_state& st) noexcept {
+  dsm* d = g_dsm.load(std::memory_order_acquire);
+  if (!d) return;
+  MPI_Barrier(MPI_COMM_WORLD);
+  sigaction(SIGSEGV, &d->previous, nullptr);
+  g_dsm.store(nullptr, std::memory_order_release);
+  MPI_Win_unlock_all(d->data);
+  MPI_Win_unlock_all(d->directory);
+  MPI_Win_free(&d->data);
+  MPI_Win_free(&d->directory);
+  release_array(d->entries, d->entry_count);
+  release_array(d->state, d->pages);
+  release_array(d->home_plus1, d->pages);
+  release_array(d->twins, d->pages * page_bytes);
+  release_array(d->shared_list, d->pages);
+  release_array(d->listed, d->pages);
+  release_array(d->modified_list, d->pages);
+  mprotect(st.region.view, st.region.bytes, PROT_NONE);
+  delete d;
+}
+
+void sd_fence() {
+  dsm& d = require_dsm("sd_fence");
+  std::lock_guard hold(d.lock);
+  std::size_t kept = 0;
+  for (std::size_t k = 0; k < d.modified_count; ++k) {
+    const std::size_t page = d.modified_list[k];
+    const bool keep = d.state[page] == pinned;
+    // Read-only before the diff: a store from another thread of this rank
+    // meanwhile faults, waits for the lock, and takes a fresh twin after.
+    if (!keep) protect(d, page, PROT_READ);
+    send_diff(d, page);
+    if (keep) {
+      std::memcpy(d.twins + page * page_bytes, d.alias + page * page_bytes, page_bytes);
+      d.modified_list[kept++] = page;
+    } else {
+      d.state[page] = shared;
+      list_shared(d, page);
+      madvise(d.twins + page * page_bytes, page_bytes, MADV_DONTNEED);
+    }
+  }
+  d.modified_count = kept;
+  if (MPI_Win_flush_all(d.data) != MPI_SUCCESS) mpi_failed("completing the diffs");
+}
+
+void si_fence() {
+  dsm& d = require_dsm("si_fence");
+  std::lock_guard hold(d.lock);
+  for (std::size_t k = 0; k < d.shared_count; ++k) {
+    const std::size_t page = d.shared_list[k];
+    d.listed[page] = 0;
+    if (d.state[page] != shared) continue;  // written since: on the modified list now
+    protect(d, page, PROT_NONE);
+    d.state[page] = invalid;
+  }
+  d.shared_count = 0;
+}
+
+void pin(void* p, std::size_t bytes) {
+  dsm& d = require_dsm("pin");
+  std::size_t first = 0, last = 0;
+  page_range(d, p, bytes, "pin", &first, &last);
+  std::lock_guard hold(d.lock);
+  for (std::size_t page = first; page <= last; ++page) {
+    serve_fault(d, page, false);  // fetched (or ours, if we are its home)
+    if (d.state[page] == shared) make_modified(d, page, pinned);
+    else if (d.state[page] == modified) d.state[page] = pinned;
+  }
+}
+
+void unpin(void* p, std::size_t bytes) {
+  dsm& d = require_dsm("unpin");
+  std::size_t first = 0, last = 0;
+  page_range(d, p, bytes, "unpin", &first, &last);
+  std::lock_guard hold(d.lock);
+  for (std::size_t page = first; page <= last; ++page)
+    if (d.state[page] == pinned) d.state[page] = modified;
+}
+
+}  // namespace ito::dist::detail

@@ -1,0 +1,42 @@
+// SPDX-License-Identifier: Apache-2.0
+// The page-based DSM over the iso-address region (seed 003, §3), home-based,
+// multiple readers and multiple writers, for data-race-free programs:
+//
+// - Every page has a home rank, fixed by the first rank to touch it (a
+//   compare-and-swap in the page's directory entry, kept by its manager rank,
+//   page % P). The home's copy is the master: the home reads and writes it
+//   directly, with no fault after the first.
+// - Elsewhere a page is Invalid (PROT_NONE), Shared (a read-only copy fetched
+//   from the home at a read fault) or Modified (writable, with a twin taken at
+//   the write fault). Pinned pages stay Modified across fences.
+// - sd_fence (release) sends each Modified page's diff against its twin to
+//   the home (only the bytes this rank changed: writers of different bytes of
+//   one page merge) and makes the page Shared again. si_fence (acquire) makes
+//   every Shared copy Invalid, so the next read fetches what others released.
+//   Data moves only at faults and at this rank's own fences.
+//
+// MPI only ever reads and writes the region's alias (never a protected page).
+// A rank that services a fault calls MPI from its SIGSEGV handler: the fault
+// is synchronous, and no thread holds the DSM lock while touching the view.
+// One-sided transfers need the target rank to make MPI progress: a rank waits
+// in a fault or a fence until the home next calls MPI (fences and barriers do).
+#pragma once
+
+#include <cstddef>
+
+namespace ito::dist::detail {
+
+struct dist_state;
+
+// Collective, after the region is reserved: windows, page tables, the fault
+// handler (installed after MPI's own, which it chains to for other addresses).
+void start_dsm(dist_state& st);
+// Collective: releases what start_dsm set up.
+void stop_dsm(dist_state& st) noexcept;
+
+void sd_fence();
+void si_fence();
+void pin(void* p, std::size_t bytes);
+void unpin(void* p, std::size_t bytes);
+
+}  // namespace ito::dist::detail

@@ -1,0 +1,166 @@
+// SPDX-License-Identifier: Apache-2.0
+// The DSM through mpiexec at 2 and 4 ranks: what fences make visible, pages
+// written by several ranks, a data-race-free computation against its
+// sequential result, the allocators, pin/unpin, and misuse.
+#include <gtest/gtest.h>
+#include <mpi.h>
+
+#include <cstdint>
+#include <cstring>
+#include <numeric>
+#include <set>
+#include <vector>
+
+#include "ito/dist.hpp"
+#include "ito/error.hpp"
+
+namespace {
+
+int me() { return ito::dist::rank(); }
+int ranks() { return ito::dist::size(); }
+
+TEST(dsm, a_write_before_sd_is_seen_after_si_on_another_rank) {
+  auto* box = static_cast<std::uint64_t*>(ito::dist::alloc_collective(sizeof(std::uint64_t) * 4));
+  const int writer = ranks() - 1;  // not rank 0, which is the page's likely home
+  if (me() == writer) box[1] = 0xC0FFEE;
+  ito::dist::sd_fence();
+  MPI_Barrier(MPI_COMM_WORLD);  // orders the writer's release before the readers' acquire
+  ito::dist::si_fence();
+  EXPECT_EQ(box[1], 0xC0FFEEu);
+  MPI_Barrier(MPI_COMM_WORLD);
+}
+
+TEST(dsm, a_copy_read_before_a_write_stays_until_the_readers_si) {
+  auto* v = static_cast<std::uint64_t*>(ito::dist::alloc_collective(4096));
+  if (me() == 0) v[0] = 1;  // rank 0 is home (first touch)
+  ito::dist::barrier();
+  EXPECT_EQ(v[0], 1u);  // every rank now holds a copy
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (me() == 0) v[0] = 2;  // the home writes in place
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (me() != 0) {
+    EXPECT_EQ(v[0], 1u) << "a copy changed without an acquire";
+  }
+  ito::dist::si_fence();
+  EXPECT_EQ(v[0], 2u);
+  MPI_Barrier(MPI_COMM_WORLD);
+}
+
+TEST(dsm, writers_of_different_bytes_of_one_page_merge) {
+  auto* page = static_cast<unsigned char*>(ito::dist::alloc_collective(4096));
+  for (int round = 0; round < 3; ++round) {
+    for (int i = me(); i < 4096; i += ranks()) page[i] = static_cast<unsigned char>(i * 7 + round);
+    ito::dist::barrier();
+    int wrong = 0;
+    for (int i = 0; i < 4096; ++i) wrong += page[i] != static_cast<unsigned char>(i * 7 + round);
+    EXPECT_EQ(wrong, 0) << "round " << round;
+    ito::dist::barrier();
+  }
+}
+
+// A stencil over a DSM array, each rank its slice, fences between phases:
+// the same numbers as the sequential loop.
+TEST(dsm, a_race_free_stencil_matches_the_sequential_result) {
+  constexpr int n = 20000, steps = 6;
+  auto* a = static_cast<double*>(ito::dist::alloc_collective(sizeof(double) * n));
+  auto* b = static_cast<double*>(ito::dist::alloc_collective(sizeof(double) * n));
+  const int lo = n * me() / ranks(), hi = n * (me() + 1) / ranks();
+  for (int i = lo; i < hi; ++i) a[i] = (i % 97) * 0.5;
+  ito::dist::barrier();
+  for (int s = 0; s < steps; ++s) {
+    for (int i = lo; i < hi; ++i)
+      b[i] = (a[(i + n - 1) % n] + a[i] + a[(i + 1) % n]) / 3.0;
+    ito::dist::barrier();
+    std::swap(a, b);
+  }
+  std::vector<double> x(n), y(n);
+  for (int i = 0; i < n; ++i) x[i] = (i % 97) * 0.5;
+  for (int s = 0; s < steps; ++s) {
+    for (int i = 0; i < n; ++i) y[i] = (x[(i + n - 1) % n] + x[i] + x[(i + 1) % n]) / 3.0;
+    std::swap(x, y);
+  }
+  int wrong = 0;
+  for (int i = 0; i < n; ++i) wrong += a[i] != x[i];
+  EXPECT_EQ(wrong, 0);
+  ito::dist::barrier();
+}
+
+TEST(dsm, blocks_from_every_rank_are_distinct_and_readable_everywhere) {
+  auto* slots = static_cast<std::uint64_t**>(ito::dist::alloc_collective(sizeof(void*) * 64));
+  auto* mine = static_cast<std::uint64_t*>(ito::dist::alloc(1000));
+  for (int i = 0; i < 125; ++i) mine[i] = static_cast<std::uint64_t>(me()) * 1000 + i;
+  slots[me()] = mine;  // each rank writes its own slot of one page
+  ito::dist::barrier();
+  std::set<void*> seen;
+  for (int r = 0; r < ranks(); ++r) {
+    ASSERT_NE(slots[r], nullptr);
+    seen.insert(slots[r]);
+    EXPECT_EQ(slots[r][124], static_cast<std::uint64_t>(r) * 1000 + 124);
+  }
+  EXPECT_EQ(seen.size(), static_cast<std::size_t>(ranks()));
+  ito::dist::barrier();
+  ito::dist::free(mine);
+  EXPECT_EQ(ito::dist::alloc(1000), mine) << "a freed block of the same class is reused";
+  ito::dist::free(mine);
+  ito::dist::barrier();
+}
+
+TEST(dsm, misuse_is_named_never_a_crash) {
+  auto* shared = static_cast<char*>(ito::dist::alloc_collective(64));
+  auto* slots = static_cast<void**>(ito::dist::alloc_collective(sizeof(void*) * 64));
+  void* mine = ito::dist::alloc(100);
+  slots[me()] = mine;
+  ito::dist::barrier();
+  void* theirs = slots[(me() + 1) % ranks()];
+  auto code = [](auto&& f) {
+    try {
+      f();
+    } catch (const ito::usage_error& e) {
+      return e.code();
+    }
+    return 0;
+  };
+  int local = 0;
+  EXPECT_EQ(code([&] { ito::dist::free(&local); }), EINVAL);  // not in the region
+  EXPECT_EQ(code([&] { ito::dist::free(shared); }), EINVAL);  // collective
+  if (ranks() > 1) {
+    EXPECT_EQ(code([&] { ito::dist::free(theirs); }), EINVAL);  // another rank's
+  }
+  ito::dist::free(mine);
+  EXPECT_EQ(code([&] { ito::dist::free(mine); }), EINVAL);  // twice
+  EXPECT_EQ(code([&] { ito::dist::pin(&local, 8); }), EINVAL);
+  // Different sizes in one collective call: every rank is told.
+  EXPECT_EQ(code([&] { ito::dist::alloc_collective(64 + static_cast<std::size_t>(me())); }),
+            ranks() > 1 ? EINVAL : 0);
+  ito::dist::barrier();
+}
+
+TEST(dsm, pinned_pages_keep_their_writes_pending_and_never_fault_until_unpinned) {
+  auto* v = static_cast<std::uint64_t*>(ito::dist::alloc_collective(2 * 4096));
+  const int writer = ranks() - 1;
+  if (me() == writer) {
+    ito::dist::pin(v, 2 * 4096);
+    v[0] = 11;   // no fault: already writable
+    v[600] = 12;
+  }
+  ito::dist::barrier();  // the pinned pages' diffs go at the writer's SD all the same
+  EXPECT_EQ(v[0], 11u);
+  EXPECT_EQ(v[600], 12u);
+  ito::dist::barrier();
+  if (me() == writer) ito::dist::unpin(v, 2 * 4096);
+  ito::dist::barrier();
+}
+
+TEST(dsm, a_hundred_thousand_pages_touched) {
+  constexpr std::size_t pages = 100'000 / 4;  // per test run at 4 ranks: 10^5 page faults in all
+  auto* big = static_cast<unsigned char*>(ito::dist::alloc_collective(pages * 4096));
+  for (std::size_t p = static_cast<std::size_t>(me()); p < pages; p += static_cast<std::size_t>(ranks()))
+    big[p * 4096 + 5] = static_cast<unsigned char>(p);
+  ito::dist::barrier();
+  std::size_t wrong = 0;
+  for (std::size_t p = 0; p < pages; p += 97) wrong += big[p * 4096 + 5] != static_cast<unsigned char>(p);
+  EXPECT_EQ(wrong, 0u);
+  ito::dist::barrier();
+}
+
+}  // namespace
