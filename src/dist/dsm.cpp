@@ -45,6 +45,8 @@ struct dsm {
   std::size_t shared_count = 0;
   std::size_t* modified_list = nullptr;  // pages now Modified or Pinned
   std::size_t modified_count = 0;
+  int run_at[page_bytes / 2];  // send_diff's runs of changed bytes: where, how long
+  int run_length[page_bytes / 2];
   std::mutex lock;
   struct sigaction previous {};
 };
@@ -72,11 +74,26 @@ void release_array(T* p, std::size_t n) {
   std::abort();
 }
 
+// Every run of pages with one protection is a mapping of its own to Linux,
+// which allows vm.max_map_count of them per process (65530 by default).
 void protect(dsm& d, std::size_t page, int prot) {
-  if (mprotect(d.view + page * page_bytes, page_bytes, prot) != 0) {
-    std::fprintf(stderr, "ito: dsm: mprotect failed: %s\n", std::strerror(errno));
-    std::abort();
+  if (mprotect(d.view + page * page_bytes, page_bytes, prot) == 0) return;
+  if (errno == ENOMEM) {
+    unsigned long limit = 0;
+    if (std::FILE* f = std::fopen("/proc/sys/vm/max_map_count", "r")) {
+      if (std::fscanf(f, "%lu", &limit) != 1) limit = 0;
+      std::fclose(f);
+    }
+    std::fprintf(stderr,
+                 "ito: dsm: rank %d reached Linux's limit of memory mappings (vm.max_map_count = "
+                 "%lu): every run of DSM pages whose access differs from its neighbours' takes "
+                 "one; raise it (sysctl -w vm.max_map_count=1048576) or touch fewer, more "
+                 "contiguous pages between fences\n",
+                 d.rank, limit);
+    std::_Exit(2);
   }
+  std::fprintf(stderr, "ito: dsm: mprotect failed: %s\n", std::strerror(errno));
+  std::abort();
 }
 
 // The page's home: the cached answer, else the directory's (the first rank to
@@ -176,35 +193,45 @@ void on_fault(int sig, siginfo_t* info, void* context) {
 // differ (a word-wide run would carry stale neighbours over bytes another
 // rank wrote), skipping equal words a word at a time.
 void send_diff(dsm& d, std::size_t page) {
-  const int h = home_of(d, page);
   const char* now = d.alias + page * page_bytes;
   const char* twin = d.twins + page * page_bytes;
-  auto put = [&](std::size_t from, std::size_t to) {
-    const auto at = static_cast<MPI_Aint>(page * page_bytes + from);
-    const int n = static_cast<int>(to - from);
-    if (MPI_Put(now + from, n, MPI_BYTE, h, at, n, MPI_BYTE, d.data) != MPI_SUCCESS)
-      mpi_failed("sending a diff to its home");
-  };
+  int runs = 0;
   std::size_t run = page_bytes;  // start of the open run of differing bytes, if any
+  auto close_run = [&](std::size_t end) {
+    d.run_at[runs] = static_cast<int>(run);
+    d.run_length[runs++] = static_cast<int>(end - run);
+    run = page_bytes;
+  };
   for (std::size_t i = 0; i < page_bytes; i += 8) {
     std::uint64_t a, b;
     std::memcpy(&a, now + i, 8);
     std::memcpy(&b, twin + i, 8);
     if (a == b) {
-      if (run != page_bytes) put(run, i);
-      run = page_bytes;
+      if (run != page_bytes) close_run(i);
       continue;
     }
     for (std::size_t k = i; k < i + 8; ++k) {
       if (now[k] != twin[k]) {
         if (run == page_bytes) run = k;
       } else if (run != page_bytes) {
-        put(run, k);
-        run = page_bytes;
+        close_run(k);
       }
     }
   }
-  if (run != page_bytes) put(run, page_bytes);
+  if (run != page_bytes) close_run(page_bytes);
+  if (runs == 0) return;
+  // One put per page, its runs described by an indexed type on both sides:
+  // a put per run (up to 2048 for interleaved writers) costs a round of
+  // bookkeeping each, and MPICH 4.0 over UCX's shared-memory transports lost
+  // some of a thousand outstanding one-byte puts here (tests/dist merge test).
+  MPI_Datatype runs_type;
+  if (MPI_Type_indexed(runs, d.run_length, d.run_at, MPI_BYTE, &runs_type) != MPI_SUCCESS ||
+      MPI_Type_commit(&runs_type) != MPI_SUCCESS)
+    mpi_failed("describing a diff");
+  const auto at = static_cast<MPI_Aint>(page * page_bytes);
+  if (MPI_Put(now, 1, runs_type, home_of(d, page), at, 1, runs_type, d.data) != MPI_SUCCESS)
+    mpi_failed("sending a diff to its home");
+  MPI_Type_free(&runs_type);  // MPI keeps it alive until the put completes
 }
 
 dsm& require_dsm(const char* what) {

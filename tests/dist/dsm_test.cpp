@@ -51,9 +51,13 @@ TEST(dsm, writers_of_different_bytes_of_one_page_merge) {
   for (int round = 0; round < 3; ++round) {
     for (int i = me(); i < 4096; i += ranks()) page[i] = static_cast<unsigned char>(i * 7 + round);
     ito::dist::barrier();
-    int wrong = 0;
-    for (int i = 0; i < 4096; ++i) wrong += page[i] != static_cast<unsigned char>(i * 7 + round);
-    EXPECT_EQ(wrong, 0) << "round " << round;
+    int wrong = 0, first_wrong = -1;
+    for (int i = 0; i < 4096; ++i)
+      if (page[i] != static_cast<unsigned char>(i * 7 + round)) {
+        if (first_wrong < 0) first_wrong = i;
+        ++wrong;
+      }
+    EXPECT_EQ(wrong, 0) << "round " << round << ", rank " << me() << ", first wrong byte " << first_wrong;
     ito::dist::barrier();
   }
 }
@@ -151,8 +155,11 @@ TEST(dsm, pinned_pages_keep_their_writes_pending_and_never_fault_until_unpinned)
   ito::dist::barrier();
 }
 
-TEST(dsm, a_hundred_thousand_pages_touched) {
-  constexpr std::size_t pages = 100'000 / 4;  // per test run at 4 ranks: 10^5 page faults in all
+// Pages interleaved between ranks: each rank's view alternates protections
+// page by page, so this stays under Linux's 65530 mappings per process
+// (docs/DISTRIBUTED.md, "Limits").
+TEST(dsm, twenty_five_thousand_interleaved_pages_written_and_read_back) {
+  constexpr std::size_t pages = 25'000;
   auto* big = static_cast<unsigned char*>(ito::dist::alloc_collective(pages * 4096));
   for (std::size_t p = static_cast<std::size_t>(me()); p < pages; p += static_cast<std::size_t>(ranks()))
     big[p * 4096 + 5] = static_cast<unsigned char>(p);
