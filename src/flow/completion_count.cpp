@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// The completion words (see completion.hpp).
-#include "flow/completion.hpp"
+// The completion words (see completion_count.hpp).
+#include "flow/completion_count.hpp"
 
 #include "arch/context.hpp"
 
