@@ -157,7 +157,7 @@ void pool_engine::thread_loop(pool_job* job) {
       if (last) delete this;
       return;
     }
-    // The transition to sleep, where seed 002 profiles (no timers). The pool
+    // The transition to sleep, where the retire rule is applied (no timers). The pool
     // object holds the engine meanwhile, so a retiring thread is never last.
     if (rule_.should_retire(total_, sleeping_ + 1)) {
       --total_;
