@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "arch/context.hpp"
+#include "common/random.hpp"
 #include "os/futex.hpp"
 #include "sched/idle.hpp"
 #include "sched/scheduler.hpp"
@@ -14,20 +15,11 @@ namespace {
 constexpr int spin_rounds = 200;       // steal rounds before parking (~tens of µs)
 constexpr int pauses_per_round = 32;
 
-std::uint64_t next_random(worker* w) noexcept {  // xorshift64*
-  std::uint64_t x = w->rng;
-  x ^= x >> 12;
-  x ^= x << 25;
-  x ^= x >> 27;
-  w->rng = x;
-  return x * 0x2545F4914F6CDD1Dull;
-}
-
 ult* try_steal(worker* w) noexcept {
   const auto n = static_cast<unsigned>(w->rt->workers.size());
   if (n < 2) return nullptr;
   for (unsigned attempt = 0; attempt < n; ++attempt) {
-    auto v = static_cast<unsigned>(next_random(w) % (n - 1));
+    auto v = static_cast<unsigned>(common::next_random(w->rng) % (n - 1));
     if (v >= w->index) ++v;
     worker* victim = w->rt->workers[v].get();
     worker_stats::bump(w->stats.steal_attempts);
