@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// The spinlock under contention. Holders never block or switch,
-// so waiting is short unless the OS preempted the holder: then yield the CPU
-// to it rather than burn the rest of our time slice.
+// The spinlock under contention. Holders never block or switch, so waiting
+// is short unless the OS preempted the holder: then yield the CPU to it rather
+// than burn the rest of our time slice.
 #include <sched.h>
 
 #include "arch/context.hpp"
