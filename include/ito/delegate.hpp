@@ -1,8 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// ito::delegate: system-call delegation (seed 001). A ULT hands a blocking
-// function to an OS thread of the delegation pool and is suspended; the pool
-// thread that finishes wakes exactly that ULT (direct wake-up). Seed 001's two
-// blocking modes:
+// ito::delegate: system-call delegation. A ULT hands a blocking function to
+// an OS thread of the delegation pool and is suspended; the pool thread that
+// finishes wakes exactly that ULT (direct wake-up). Two blocking modes:
 //   delegate_mode::block_worker  (mode 1) the worker waits, running nothing else;
 //   delegate_mode::keep_running  (mode 2, the default) the worker runs other ULTs.
 //
@@ -23,8 +22,8 @@
 namespace ito {
 
 enum class delegate_mode {
-  block_worker = 1,  // seed 001 mode 1: block the ULT and its worker
-  keep_running = 2,  // seed 001 mode 2: block only the ULT
+  block_worker = 1,  // block the ULT and its worker
+  keep_running = 2,  // block only the ULT; the worker runs others
 };
 
 // The mode delegate(fn) uses: set_default_delegate_mode's, else

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// ito::flow — zero-wait, run-to-completion tasks (seed 004) on the same workers
+// ito::flow — zero-wait, run-to-completion tasks on the same workers
 // as ULTs. A node is a body plus a synchronisation counter; continuing a node
 // decrements its counter and at 0 the node becomes runnable. Bodies never
 // wait: what would wait is split into a request node and a node that receives

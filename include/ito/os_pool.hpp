@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-// ito::os_pool: an elastic pool of reusable OS threads (seed 002). A thread
-// runs a job, then sleeps until it is handed the next one; the pool grows when a
-// job finds no sleeping thread and retires threads by seed 002's rule (see
-// docs/IO.md). It works with or without the ULT runtime.
+// ito::os_pool: an elastic pool of reusable OS threads. A thread runs a job,
+// then sleeps until it is handed the next one; the pool grows when a job finds
+// no sleeping thread, and a thread going to sleep retires when more than
+// total/8 + bias threads would be idle (see docs/IO.md). It works with or without the ULT runtime.
 //
 //   ito::os_pool pool;                       // ITO_POOL_MIN/MAX/BIAS or defaults
 //   auto f = pool.submit(std::plus<>{}, 1, 2);
@@ -35,7 +35,7 @@ struct os_pool_options {
   std::optional<unsigned> min_threads;
   // The most threads at once; further jobs wait in a FIFO queue.
   std::optional<unsigned> max_threads;
-  // Seed 002's positive constant: idle threads tolerated beyond total/8.
+  // Idle threads tolerated beyond total/8 before one retires (positive).
   std::optional<unsigned> bias;
 
   static constexpr unsigned default_min = 0;

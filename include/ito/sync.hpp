@@ -9,6 +9,7 @@
 #pragma once
 
 #include "ito/cxx20.hpp"
+#include "ito/detail/spinlock.hpp"
 
 #include <atomic>
 #include <chrono>
@@ -26,20 +27,6 @@ namespace ito {
 namespace detail {
 
 struct waiter;  // a parked caller's record, on its own stack (src/sync/waiter.hpp)
-
-// Guards a wait queue for a few instructions; never held across a switch.
-class spinlock {
- public:
-  constexpr spinlock() noexcept = default;
-  void lock() noexcept {
-    if (word_.exchange(1, std::memory_order_acquire) != 0) lock_contended();
-  }
-  void unlock() noexcept { word_.store(0, std::memory_order_release); }
-
- private:
-  void lock_contended() noexcept;
-  std::atomic<std::uint32_t> word_{0};
-};
 
 // An intrusive FIFO of waiter records; guarded by its owner's spinlock.
 struct wait_queue {

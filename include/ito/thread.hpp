@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// Seed 000's C++ API: start_main_thread, create_thread, join, yield; futures
+// The C++ ULT API: start_main_thread, create_thread, join, yield; futures
 // whose result lives at the top of the child's stack (no heap allocation).
 #pragma once
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// Seed 003's low-level ULT API: allocate a ULT with room at the top of its
+// The low-level ULT API: allocate a ULT with room at the top of its
 // stack, construct anything there, then fork it. Also join, detach, yield, exit.
 #pragma once
 

@@ -10,20 +10,12 @@
 // deque (LIFO, like ULTs), then the injector, then steals.
 #include <cerrno>
 
+#include "common/random.hpp"
 #include "flow/hot_path.hpp"
 #include "sched/idle.hpp"
 
 namespace ito::flow::detail {
 namespace {
-
-std::uint64_t next_random(flow_worker* fw) noexcept {  // xorshift64*
-  std::uint64_t x = fw->rng;
-  x ^= x >> 12;
-  x ^= x << 25;
-  x ^= x >> 27;
-  fw->rng = x;
-  return x * 0x2545F4914F6CDD1Dull;
-}
 
 using deque_ptr = sched::chase_lev_deque<node_core*> flow_worker::*;
 
@@ -32,7 +24,7 @@ node_core* steal(flow_worker* fw, deque_ptr which) noexcept {
   const auto n = static_cast<unsigned>(all.size());
   if (n < 2) return nullptr;
   for (unsigned attempt = 0; attempt < n; ++attempt) {
-    auto v = static_cast<unsigned>(next_random(fw) % (n - 1));
+    auto v = static_cast<unsigned>(common::next_random(fw->rng) % (n - 1));
     if (v >= fw->index) ++v;
     auto& victim = (*all[v]).*which;
     node_core* got = nullptr;

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "flow/access.hpp"
-#include "flow/completion.hpp"
+#include "flow/completion_count.hpp"
 #include "flow/exclusive.hpp"
 #include "ito/flow.hpp"
 #include "sched/deque.hpp"

@@ -2,14 +2,10 @@
 // Suspending ULTs and parking OS threads until a flow event happens.
 #include "flow/waiting.hpp"
 
-#include <linux/futex.h>
-#include <sys/syscall.h>
-#include <unistd.h>
-
 #include <cerrno>
 
-#include "arch/context.hpp"
 #include "ito/flow.hpp"
+#include "os/futex.hpp"
 #include "sched/scheduler.hpp"
 
 namespace ito::flow::detail {
@@ -28,12 +24,6 @@ void enlist_after_suspend(sched::ult* self, void* p) {
 }
 
 }  // namespace
-
-void waiter_list::lock() noexcept {
-  while (locked_.exchange(true, std::memory_order_acquire)) {
-    while (locked_.load(std::memory_order_relaxed)) arch::cpu_relax();
-  }
-}
 
 flow_waiter* waiter_list::take_reached(std::uint64_t reached) noexcept {
   flow_waiter* taken = nullptr;
@@ -58,8 +48,7 @@ void wake(flow_waiter* w) noexcept {
   w->woken.store(1, std::memory_order_release);
   // The thread may have seen the store and left already; a futex wake on a
   // stale address at worst wakes some other futex sleeper spuriously.
-  syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&w->woken), FUTEX_WAKE | FUTEX_PRIVATE_FLAG,
-          1, nullptr, nullptr, 0);
+  os::futex_wake_one(&w->woken);
 }
 
 void block(bool (*enlist)(flow_waiter*, void*), void* arg, std::uint64_t target) {
@@ -76,10 +65,7 @@ void block(bool (*enlist)(flow_waiter*, void*), void* arg, std::uint64_t target)
     return;
   }
   if (!enlist(&record, arg)) return;
-  while (record.woken.load(std::memory_order_acquire) == 0) {
-    syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&record.woken),
-            FUTEX_WAIT | FUTEX_PRIVATE_FLAG, 0u, nullptr, nullptr, 0);
-  }
+  while (record.woken.load(std::memory_order_acquire) == 0) os::futex_wait(&record.woken, 0);
 }
 
 }  // namespace ito::flow::detail

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <cstdint>
 
+#include "ito/detail/spinlock.hpp"
 #include "sched/ult.hpp"
 
 namespace ito::flow::detail {
@@ -21,8 +22,8 @@ struct flow_waiter {
 
 class waiter_list {
  public:
-  void lock() noexcept;
-  void unlock() noexcept { locked_.store(false, std::memory_order_release); }
+  void lock() noexcept { lock_.lock(); }
+  void unlock() noexcept { lock_.unlock(); }
   // With the lock held.
   void push(flow_waiter* w) noexcept {
     w->next = head_;
@@ -34,7 +35,7 @@ class waiter_list {
   flow_waiter* take_reached(std::uint64_t reached) noexcept;
 
  private:
-  std::atomic<bool> locked_{false};
+  ito::detail::spinlock lock_;
   flow_waiter* head_ = nullptr;
 };
 

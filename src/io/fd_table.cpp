@@ -42,7 +42,7 @@ void fd_table_after_fork_in_child() noexcept {
     if (!chunk) continue;
     for (std::size_t i = 0; i < (std::size_t{1} << chunk_bits); ++i) {
       fd_state& st = chunk[i];
-      new (&st.lock) spin_lock;
+      new (&st.lock) spinlock;
       st.waiters = nullptr;
       st.ready = 0;
       st.registered.store(false, std::memory_order_relaxed);

@@ -8,7 +8,7 @@
 #include <atomic>
 #include <cstdint>
 
-#include "io/spin_lock.hpp"
+#include "ito/detail/spinlock.hpp"
 
 namespace ito::detail {
 
@@ -25,7 +25,7 @@ inline constexpr std::uint32_t ready_out = 2;
 struct fd_waiter;
 
 struct alignas(64) fd_state {  // a line each: the poller and workers touch neighbours
-  spin_lock lock;
+  spinlock lock;
   std::uint32_t ready = 0;       // edges seen while nobody waited for them (guarded by lock)
   fd_waiter* waiters = nullptr;  // ULTs parked on this descriptor (guarded by lock)
   std::atomic<fd_kind> kind{fd_kind::unknown};

@@ -20,7 +20,8 @@
 #include <system_error>
 #include <utility>
 
-#include "io/futex.hpp"
+#include "os/adaptive_spin.hpp"
+#include "os/futex.hpp"
 #include "io/os_thread.hpp"
 #include "io/pool_retire_rule.hpp"
 #include "ito/os_pool.hpp"
@@ -65,7 +66,7 @@ class pool_engine {
   // The sleeper waits for this, so it is still there to receive it; only one
   // already asleep on the futex needs the system call.
   static void wake(sleeper* s) noexcept {
-    if (s->wake.exchange(1, std::memory_order_acq_rel) == 2) futex_wake_one(&s->wake);
+    if (s->wake.exchange(1, std::memory_order_acq_rel) == 2) os::futex_wake_one(&s->wake);
   }
   void enqueue(pool_job* job) {  // with mutex_ held
     job->next = nullptr;
@@ -119,7 +120,7 @@ void* pool_engine::thread_main(void* arg) {
 void pool_engine::thread_loop(pool_job* job) {
   bool starting = job == nullptr;  // counted in starting_ until it takes the lock
   sleeper me;
-  adaptive_spin linger;  // this thread's own record of how spinning pays
+  os::adaptive_spin linger;  // this thread's own record of how spinning pays
   std::unique_lock lock(mutex_, std::defer_lock);
   for (;;) {
     pool_job* finished = nullptr;
@@ -156,7 +157,7 @@ void pool_engine::thread_loop(pool_job* job) {
       if (last) delete this;
       return;
     }
-    // The transition to sleep, where seed 002 profiles (no timers). The pool
+    // The transition to sleep, where the retire rule is applied (no timers). The pool
     // object holds the engine meanwhile, so a retiring thread is never last.
     if (rule_.should_retire(total_, sleeping_ + 1)) {
       --total_;
@@ -177,7 +178,7 @@ void pool_engine::thread_loop(pool_job* job) {
     if (!linger.wait([&] { return me.wake.load(std::memory_order_acquire) != 0; })) {
       std::uint32_t waiting = 0;
       if (me.wake.compare_exchange_strong(waiting, 2, std::memory_order_acq_rel))
-        while (me.wake.load(std::memory_order_acquire) == 2) futex_wait(&me.wake, 2);
+        while (me.wake.load(std::memory_order_acquire) == 2) os::futex_wait(&me.wake, 2);
     }
     job = me.job;
   }

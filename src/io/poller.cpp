@@ -17,7 +17,7 @@
 #include "io/errno_now.hpp"
 #include "io/fairness.hpp"
 #include "io/fork_child.hpp"
-#include "io/futex.hpp"
+#include "os/futex.hpp"
 #include "io/os_thread.hpp"
 #include "sched/idle.hpp"
 #include "sched/scheduler.hpp"
@@ -142,7 +142,7 @@ void harvest_from_worker() {
   g_worker_found_at.store(0, std::memory_order_seq_cst);
   if (g_poller_napping.load(std::memory_order_seq_cst) != 0) {
     g_poller_napping.store(0, std::memory_order_relaxed);
-    futex_wake_one(&g_poller_napping);
+    os::futex_wake_one(&g_poller_napping);
   }
 }
 
@@ -155,9 +155,7 @@ void* poller_main(void*) {
     if (now < quiet_until) {
       g_poller_napping.store(1, std::memory_order_seq_cst);
       if (g_worker_found_at.load(std::memory_order_seq_cst) + nap_ns > now) {
-        const timespec ts{0, static_cast<long>(quiet_until - now)};
-        syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&g_poller_napping),
-                FUTEX_WAIT | FUTEX_PRIVATE_FLAG, 1u, &ts, nullptr, 0);
+        os::futex_wait_for(&g_poller_napping, 1, quiet_until - now);
       }
       g_poller_napping.store(0, std::memory_order_relaxed);
       continue;

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// Seed 002's thread garbage collection, as a pure class the pool steps at each
-// transition to sleep (so tests can drive it without threads or timers).
+// The pool's thread garbage collection (retiring surplus idle threads), as a
+// pure class the pool steps at each transition to sleep (so tests can drive it
+// without threads or timers).
 //
 // The slack is total/8 + bias (12.5 %: a shift, as the paper chose). When
 // slack < sleeping holds on (max - total) consecutive sleeps, the thread going

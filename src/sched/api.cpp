@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// The C++ API's non-template parts: seed 003's low-level calls, checked.
+// The C++ API's non-template parts: the low-level calls (allocate, fork,
+// join, detach), checked.
 #include <cxxabi.h>
 
 #include <atomic>

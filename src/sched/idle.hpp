@@ -20,9 +20,10 @@ namespace ito::sched {
 void wake_one(runtime_state* rt);
 void wake_worker(worker* w);
 void wake_all(runtime_state* rt);
-// Blocks until woken, work may be visible, or the next timer is due.
+// Parks an idle worker's OS thread on its futex until it is woken, work may
+// be visible, or the next timer is due.
 // Returns true if the park timeout ran out (no wake-up, no timer).
-bool park(worker* w);
+bool sleep_idle_worker(worker* w);
 
 // The longest a parked worker sleeps without a wake-up before looking again.
 inline constexpr long park_timeout_ns = 10'000'000;

@@ -100,8 +100,8 @@ inline ult* pop_local(worker* w) noexcept {
 }
 // A worker whose ULTs never run out never reaches its scheduler loop, which
 // fires timers and takes ULTs made ready by other threads (injector, inbox).
-// So every poll_interval-th pick after a ULT ends, blocks or joins looks there
-// first, as Go's scheduler looks at its global run queue every 61st tick.
+// So every 64th (poll_interval) pick after a ULT ends, blocks or joins looks
+// there first; Go's scheduler does the same with its global run queue.
 // `tick` counts those picks; a ULT's end reuses the `finished` statistic (no
 // extra store on the spawn path).
 inline constexpr std::uint64_t poll_interval = 64;

@@ -1,15 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 // The scheduler loop each worker runs when its ULTs run out: fire timers,
 // take local work, steal from a random victim, spin briefly, then park.
-#include <linux/futex.h>
-#include <sys/syscall.h>
-#include <time.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
 
 #include "arch/context.hpp"
+#include "common/random.hpp"
+#include "os/futex.hpp"
 #include "sched/idle.hpp"
 #include "sched/scheduler.hpp"
 
@@ -19,20 +15,11 @@ namespace {
 constexpr int spin_rounds = 200;       // steal rounds before parking (~tens of µs)
 constexpr int pauses_per_round = 32;
 
-std::uint64_t next_random(worker* w) noexcept {  // xorshift64*
-  std::uint64_t x = w->rng;
-  x ^= x >> 12;
-  x ^= x << 25;
-  x ^= x >> 27;
-  w->rng = x;
-  return x * 0x2545F4914F6CDD1Dull;
-}
-
 ult* try_steal(worker* w) noexcept {
   const auto n = static_cast<unsigned>(w->rt->workers.size());
   if (n < 2) return nullptr;
   for (unsigned attempt = 0; attempt < n; ++attempt) {
-    auto v = static_cast<unsigned>(next_random(w) % (n - 1));
+    auto v = static_cast<unsigned>(common::next_random(w->rng) % (n - 1));
     if (v >= w->index) ++v;
     worker* victim = w->rt->workers[v].get();
     worker_stats::bump(w->stats.steal_attempts);
@@ -56,17 +43,12 @@ bool work_visible(worker* w) noexcept {
   return false;
 }
 
-long futex(std::atomic<std::uint32_t>* word, int op, std::uint32_t value, const timespec* timeout) {
-  return syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(word), op | FUTEX_PRIVATE_FLAG, value,
-                 timeout, nullptr, 0);
-}
-
 void wake_locked(runtime_state* rt, worker* w) {  // with idle_mutex held
   w->on_idle_list = false;
   rt->idle.erase(std::find(rt->idle.begin(), rt->idle.end(), w));
   rt->parked.fetch_sub(1, std::memory_order_relaxed);
   w->wake_word.store(1, std::memory_order_release);
-  futex(&w->wake_word, FUTEX_WAKE, 1, nullptr);
+  os::futex_wake_one(&w->wake_word);
 }
 
 // Takes w off the idle list if nobody did; consumes a wake-up otherwise.
@@ -106,7 +88,7 @@ void wake_all(runtime_state* rt) {
   while (!rt->idle.empty()) wake_locked(rt, rt->idle.back());
 }
 
-bool park(worker* w) {
+bool sleep_idle_worker(worker* w) {
   runtime_state* rt = w->rt;
   {
     std::lock_guard lock(rt->idle_mutex);
@@ -127,8 +109,7 @@ bool park(worker* w) {
     std::int64_t deadline = rt->timers.next_deadline();
     if (deadline != timer_queue::never) wait = std::min(wait, deadline - monotonic_ns());
     if (wait <= 0) break;
-    timespec ts{wait / 1'000'000'000, wait % 1'000'000'000};
-    if (futex(&w->wake_word, FUTEX_WAIT, 0, &ts) != 0 && errno == ETIMEDOUT) {
+    if (os::futex_wait_for(&w->wake_word, 0, wait) == os::futex_status::timed_out) {
       // Only the park timeout counts: a timer's deadline is an expected
       // wake-up, and so is a waker that chose this worker as it timed out.
       timed_out = wait == park_timeout_ns && w->wake_word.load(std::memory_order_acquire) == 0;
@@ -204,7 +185,7 @@ void scheduler_loop(worker* w) {
     // Woken by a producer: spin a while again, counted as looking, so that
     // finding work passes the wake-up on. Timed out: look once, and park
     // again at once if there is still nothing (an idle runtime stays idle).
-    after_timeout = park(w);
+    after_timeout = sleep_idle_worker(w);
     idle_rounds = after_timeout ? spin_rounds - 1 : 0;
     if (!after_timeout) {
       spinning = true;

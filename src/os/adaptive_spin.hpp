@@ -1,18 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
-// The two futex calls the pool and completions sleep and wake with. A futex
-// wake on an address whose owner is already gone is harmless (the kernel finds
-// no sleeper), which lets a waker release its last hold first and wake after.
+// Spinning before a futex sleep, with a budget that adapts to how often it pays.
 #pragma once
 
-#include <linux/futex.h>
-#include <sys/syscall.h>
 #include <time.h>
-#include <unistd.h>
 
-#include <atomic>
-#include <cstdint>
-
-namespace ito::detail {
+namespace ito::os {
 
 // How long a thread about to sleep on a futex first spins for its condition.
 // A hand-off that completes within microseconds then needs no futex sleep and
@@ -60,15 +52,4 @@ class adaptive_spin {
   unsigned skipped_ = 0;
 };
 
-// Sleeps while *word == expected (or until a spurious wake-up: callers loop).
-inline void futex_wait(std::atomic<std::uint32_t>* word, std::uint32_t expected) noexcept {
-  syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(word), FUTEX_WAIT | FUTEX_PRIVATE_FLAG,
-          expected, nullptr, nullptr, 0);
-}
-
-inline void futex_wake_one(std::atomic<std::uint32_t>* word) noexcept {
-  syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(word), FUTEX_WAKE | FUTEX_PRIVATE_FLAG, 1,
-          nullptr, nullptr, 0);
-}
-
-}  // namespace ito::detail
+}  // namespace ito::os

@@ -3,7 +3,8 @@
 // directly (make_ready) or an OS thread through a futex.
 #include <cstdint>
 
-#include "io/futex.hpp"
+#include "os/adaptive_spin.hpp"
+#include "os/futex.hpp"
 #include "ito/os_pool.hpp"
 #include "sched/scheduler.hpp"
 
@@ -36,14 +37,14 @@ void completion::wait(bool block_thread) noexcept {
     return;
   }
   // A short job is often done before a futex sleep would even start.
-  thread_local adaptive_spin linger;
+  thread_local os::adaptive_spin linger;
   if (linger.wait([this] { return state_.load(std::memory_order_acquire) == done_state; }))
     return;
   std::uintptr_t expected = pending;
   if (!state_.compare_exchange_strong(expected, os_waiter, std::memory_order_acq_rel,
                                       std::memory_order_acquire))
     return;  // signalled meanwhile
-  while (os_word_.load(std::memory_order_acquire) == 0) futex_wait(&os_word_, 0);
+  while (os_word_.load(std::memory_order_acquire) == 0) os::futex_wait(&os_word_, 0);
 }
 
 void completion::signal() noexcept {
@@ -51,8 +52,8 @@ void completion::signal() noexcept {
   if (old == os_waiter) {
     os_word_.store(1, std::memory_order_release);
     // The waiter may see the store, return and free us before this wake: a
-    // wake on a dead address finds no sleeper (see futex.hpp).
-    futex_wake_one(&os_word_);
+    // wake on a dead address finds no sleeper (see os/futex.hpp).
+    os::futex_wake_one(&os_word_);
   } else if (old > os_waiter) {
     sched::make_ready(reinterpret_cast<sched::ult*>(old));  // its last touch of *this
   }

@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
-// The wait queues' spinlock under contention. Holders never block or switch,
-// so waiting is short unless the OS preempted the holder: then yield the CPU
-// to it rather than burn the rest of our time slice.
+// The spinlock under contention. Holders never block or switch, so waiting
+// is short unless the OS preempted the holder: then yield the CPU to it rather
+// than burn the rest of our time slice.
 #include <sched.h>
 
 #include "arch/context.hpp"
-#include "ito/sync.hpp"
+#include "ito/detail/spinlock.hpp"
 
 namespace ito::detail {
 

@@ -1,10 +1,33 @@
 // SPDX-License-Identifier: Apache-2.0
-// The completion words (see completion.hpp).
-#include "flow/completion.hpp"
+// The completion words (see completion_count.hpp).
+#include "flow/completion_count.hpp"
 
 #include "arch/context.hpp"
 
 namespace ito::flow::detail {
+namespace {
+
+// Puts w on `list` unless `satisfied(word)` holds already. The CAS that finds
+// it unsatisfied also sets the waiters bit, under the list's lock, so a
+// completer that misses the bit cannot miss w.
+template <class Satisfied>
+bool enlist_unless(std::atomic<std::uint64_t>& word, std::uint64_t waiters_bit, waiter_list& list,
+                   flow_waiter* w, Satisfied satisfied) {
+  list.lock();
+  std::uint64_t old = word.load(std::memory_order_acquire);
+  do {
+    if (satisfied(old)) {
+      list.unlock();
+      return false;
+    }
+  } while (!word.compare_exchange_weak(old, old | waiters_bit, std::memory_order_acq_rel,
+                                       std::memory_order_acquire));
+  list.push(w);
+  list.unlock();
+  return true;
+}
+
+}  // namespace
 
 std::uint64_t completion_count::observe() noexcept {
   observed_.store(true, std::memory_order_seq_cst);
@@ -36,18 +59,8 @@ bool completion_count::reached(std::uint64_t target) const noexcept {
 
 bool completion_count::enlist(flow_waiter* w, void* p) {
   auto* self = static_cast<completion_count*>(p);
-  self->waiters_.lock();
-  std::uint64_t old = self->word_.load(std::memory_order_acquire);
-  do {
-    if (count_of(old) >= w->target) {
-      self->waiters_.unlock();
-      return false;
-    }
-  } while (!self->word_.compare_exchange_weak(old, old | waiters_bit, std::memory_order_acq_rel,
-                                              std::memory_order_acquire));
-  self->waiters_.push(w);
-  self->waiters_.unlock();
-  return true;
+  return enlist_unless(self->word_, waiters_bit, self->waiters_, w,
+                       [w](std::uint64_t word) { return count_of(word) >= w->target; });
 }
 
 void completion_count::wait(std::uint64_t target) {
@@ -87,19 +100,10 @@ bool idle_count::idle() const noexcept {
 bool idle_count::enlist(flow_waiter* w, void* p) {
   auto* self = static_cast<idle_count*>(p);
   const auto seen_drops = static_cast<std::uint32_t>(w->target);
-  self->waiters_.lock();
-  std::uint64_t old = self->word_.load(std::memory_order_acquire);
-  do {
-    // Idle now, or it dropped to zero since the caller looked: no need to wait.
-    if ((old >> outstanding_shift) == 0 || drops_of(old) != seen_drops) {
-      self->waiters_.unlock();
-      return false;
-    }
-  } while (!self->word_.compare_exchange_weak(old, old | waiters_bit, std::memory_order_acq_rel,
-                                              std::memory_order_acquire));
-  self->waiters_.push(w);
-  self->waiters_.unlock();
-  return true;
+  // Idle now, or it dropped to zero since the caller looked: no need to wait.
+  return enlist_unless(self->word_, waiters_bit, self->waiters_, w, [seen_drops](std::uint64_t word) {
+    return (word >> outstanding_shift) == 0 || drops_of(word) != seen_drops;
+  });
 }
 
 void idle_count::wait() {
