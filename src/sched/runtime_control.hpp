@@ -2,6 +2,8 @@
 // Creating and destroying the process's runtime (used by the C++ and C APIs).
 #pragma once
 
+#include <cstdio>
+
 #include "ito/options.hpp"
 #include "sched/worker.hpp"
 
@@ -15,6 +17,9 @@ void stop_runtime(runtime_state* rt);
 // With ITO_DUMP_SIGNAL set: that signal makes ito list the live ULTs on stderr
 // (dump.cpp). Once per process; called at each start.
 void install_dump_signal();
+// ITO_STATS=1: the per-worker counters (runtime_stats.cpp), once the workers
+// have stopped.
+void print_stats(runtime_state* rt, std::FILE* out);
 // Points the ito_debug table (debug_table.cpp) at rt's workers, or clears it.
 void publish_debug_table(runtime_state* rt) noexcept;
 

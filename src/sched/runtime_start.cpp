@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// Starting and stopping the runtime: workers, the main ULT, stats at exit.
-#include "ito/runtime.hpp"
+// Starting and stopping the runtime: workers, the main ULT, the wait for the
+// last ULTs at the end.
+#include "sched/runtime_control.hpp"
 
 #include <pthread.h>
 #include <sched.h>
@@ -20,7 +21,6 @@
 #include "sched/handles.hpp"
 #include "sched/idle.hpp"
 #include "sched/overflow.hpp"
-#include "sched/runtime_control.hpp"
 #include "sched/scheduler.hpp"
 #include "sched/split_stack.hpp"
 #include "sched/ult_report.hpp"
@@ -80,49 +80,6 @@ bool all_finished(runtime_state* rt) {
   for (auto& w : rt->workers) finished += w->stats.finished.load(std::memory_order_acquire);
   for (auto& w : rt->workers) spawned += w->stats.spawns.load(std::memory_order_acquire);
   return finished == spawned;
-}
-
-void print_split_stats(runtime_state* rt) {
-  std::fprintf(stderr,
-               "ito: %s stacks: %zu-byte blocks (%s), peak %zu bytes in stacks, %zu now\n"
-               "ito: %6s %12s %12s %12s %12s %12s\n",
-               rt->opts.stacks == stack_policy::lazy ? "lazy" : "fair_use",
-               rt->segments.block_size(),
-               rt->opts.stack_allocator == stack_alloc::malloc ? "malloc" : "mmap",
-               rt->segments.peak_bytes(), rt->segments.live_bytes(), "worker", "on_tail",
-               "seg_alloc", "seg_merged", "pool_reused", "hot_reused");
-  for (auto& w : rt->workers) {
-    auto& s = w->stats;
-    std::fprintf(stderr, "ito: %6u %12llu %12llu %12llu %12llu %12llu\n", w->index,
-                 static_cast<unsigned long long>(s.lazy_spawns.load()),
-                 static_cast<unsigned long long>(s.segments_allocated.load()),
-                 static_cast<unsigned long long>(s.segments_merged.load()),
-                 static_cast<unsigned long long>(s.segments_pool_reused.load()),
-                 static_cast<unsigned long long>(s.segments_hot_reused.load()));
-  }
-}
-
-void print_stats(runtime_state* rt) {
-  std::fprintf(stderr,
-               "ito: stats: %zu workers, %zu stacks mapped (%zu bytes each)\n"
-               "ito: %6s %12s %12s %12s %12s %8s %8s %12s %12s %12s\n",
-               rt->workers.size(), rt->stacks.stacks_mapped(), rt->stacks.stack_size(), "worker",
-               "spawns", "quick_res", "direct_wake", "steal_tries", "steals", "parks", "late_wk",
-               "stack_reuse", "stack_take");
-  if (rt->opts.stacks != stack_policy::fixed) print_split_stats(rt);
-  for (auto& w : rt->workers) {
-    auto& s = w->stats;
-    std::fprintf(stderr, "ito: %6u %12llu %12llu %12llu %12llu %8llu %8llu %12llu %12llu %12llu\n",
-                 w->index, static_cast<unsigned long long>(s.spawns.load()),
-                 static_cast<unsigned long long>(s.quick_resumes.load()),
-                 static_cast<unsigned long long>(s.direct_join_wakeups.load()),
-                 static_cast<unsigned long long>(s.steal_attempts.load()),
-                 static_cast<unsigned long long>(s.steals.load()),
-                 static_cast<unsigned long long>(s.parks.load()),
-                 static_cast<unsigned long long>(s.late_wakeups.load()),
-                 static_cast<unsigned long long>(s.stacks_reused.load()),
-                 static_cast<unsigned long long>(s.stacks_taken.load()));
-  }
 }
 
 // How long the runtime's end waits for the last ULTs before saying which.
@@ -213,7 +170,7 @@ void stop_runtime(runtime_state* rt) {
   rt->stopping.store(true, std::memory_order_release);
   wake_all(rt);
   for (unsigned i = 1; i < rt->workers.size(); ++i) pthread_join(rt->workers[i]->os_thread, nullptr);
-  if (rt->opts.stats.value_or(false)) print_stats(rt);
+  if (rt->opts.stats.value_or(false)) print_stats(rt, stderr);
 
   w0->current = nullptr;
   arch::sanitizer_destroy_fiber(w0->scheduler_fiber);
@@ -234,42 +191,3 @@ void stop_runtime(runtime_state* rt) {
 
 }  // namespace ito::sched
 
-namespace ito {
-
-namespace {
-sched::runtime_state* g_owned = nullptr;
-}
-
-runtime::runtime(const options& requested) {
-  options resolved;
-  try {
-    resolved = resolve_options(requested);
-  } catch (const config_error& e) {
-    if (e.from_environment()) {
-      // The user's environment, not the program, is wrong: say so and stop.
-      std::fprintf(stderr, "%s\n", e.what());
-      std::exit(2);
-    }
-    throw;
-  }
-  g_owned = sched::start_runtime(resolved);
-}
-
-runtime::~runtime() {
-  sched::stop_runtime(g_owned);
-  g_owned = nullptr;
-}
-
-unsigned runtime::workers() const noexcept {
-  return static_cast<unsigned>(g_owned->workers.size());
-}
-const options& runtime::settings() const noexcept { return g_owned->opts; }
-
-bool in_ult() noexcept { return sched::current_ult() != nullptr; }
-
-int current_worker_index() noexcept {
-  sched::worker* w = sched::current_worker();
-  return w && w->current ? static_cast<int>(w->index) : -1;
-}
-
-}  // namespace ito
