@@ -22,7 +22,6 @@
 #include "sched/idle.hpp"
 #include "sched/overflow.hpp"
 #include "sched/scheduler.hpp"
-#include "sched/split_stack.hpp"
 #include "sched/ult_report.hpp"
 
 namespace ito::sched {
@@ -53,7 +52,6 @@ void enter_worker_thread(worker* w) {
   // glibc leaves the split-stack limit word of a reused thread block as it was:
   // start with none (split-stack code on the scheduler stack never grows).
   arch::set_split_limit(nullptr);
-  w->split_stacks = w->rt->opts.stacks != stack_policy::fixed;
   w->altstack = install_overflow_altstack();
   if (w->rt->opts.bind.value_or(false)) pin_to_allowed_cpu(w->index);
 }
@@ -103,6 +101,7 @@ runtime_state* start_runtime(const options& resolved) {
   runtime_state* expected = nullptr;
   auto* rt = new runtime_state(resolved);
   rt->tasks = g_task_source;
+  rt->stack_provider = stack::make_stack_provider(resolved);
   if (!g_runtime.compare_exchange_strong(expected, rt)) {
     delete rt;
     throw usage_error(EBUSY, "ito: a runtime is already running in this process");
@@ -114,6 +113,8 @@ runtime_state* start_runtime(const options& resolved) {
     w->index = i;
     w->rng = 0x9E3779B97F4A7C15ull * (i + 1);
     w->alone = n == 1;
+    w->stack_provider = rt->stack_provider.get();
+    if (w->stack_provider) w->stack_provider->attach(w.get());
     rt->workers.push_back(std::move(w));
   }
   install_overflow_handler();
@@ -179,9 +180,9 @@ void stop_runtime(runtime_state* rt) {
   for (auto& w : rt->workers) {
     for (ult* u = w->free_ults; u; u = u->next) arch::sanitizer_destroy_fiber(u->fiber);
     w->stacks.drain(rt->stacks);  // the chunks are unmapped with the pool
-    split::drain(w.get());
+    if (rt->stack_provider) rt->stack_provider->drain(w.get());
   }
-  rt->segments.drain();
+  rt->stack_provider.reset();  // after every worker's share went back to it
   publish_debug_table(nullptr);
   handles::drop_all();  // handles to ULTs never joined die with the runtime
   report_orphaned_exception_count();
