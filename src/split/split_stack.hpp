@@ -34,8 +34,9 @@ struct alignas(64) lent_region {
   stack::segment_block* block = nullptr;
 };
 
-// What __morestack (src/split/morestack_x86_64.S) keeps in its frame on the
-// old stack: everything needed to go back when the new segment is left.
+// What __morestack (src/split/morestack/morestack_x86_64.S) keeps in its
+// frame on the old stack: everything needed to go back when the new segment
+// is left.
 struct split_frame {
   void* prev_limit;
   lent_region* prev_lent;
@@ -128,7 +129,7 @@ void drain(worker* w) noexcept;
 }  // namespace split
 }  // namespace ito::sched
 
-// Called from the split-stack runtime's assembly (src/split/).
+// Called from the split-stack runtime's assembly (src/split/morestack/).
 extern "C" {
 void* ito_split_grow(ito::sched::split_frame* record, std::size_t frame_bytes, const char* args,
                      std::size_t arg_bytes, char* sp) noexcept;
