@@ -57,8 +57,8 @@ endif()
 if(ITO_HAVE_SPLIT_STACK)
   # Built WITHOUT -fsplit-stack: it runs while no segment can be grown.
   add_library(ito_split_runtime STATIC
-    ${PROJECT_SOURCE_DIR}/src/split/morestack_x86_64.S
-    ${PROJECT_SOURCE_DIR}/src/split/split_runtime.cpp)
+    ${PROJECT_SOURCE_DIR}/src/split/morestack/morestack_x86_64.S
+    ${PROJECT_SOURCE_DIR}/src/split/morestack/split_runtime.cpp)
   target_include_directories(ito_split_runtime PRIVATE ${PROJECT_SOURCE_DIR}/src)
   target_include_directories(ito_split_runtime PUBLIC $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/include>)
   target_compile_options(ito_split_runtime PRIVATE $<$<COMPILE_LANGUAGE:CXX>:${ito_warnings}>)
@@ -83,7 +83,7 @@ if(ITO_HAVE_SPLIT_STACK)
   # Non-split functions C++ code calls all the time (every cleanup pad calls
   # _Unwind_Resume, every `new` operator new): ito's shims are split-stack code
   # that checks for room itself, so their callers keep the plain check. The
-  # same list as the split_shim lines in src/split/morestack_x86_64.S (a
+  # same list as the split_shim lines in src/split/morestack/morestack_x86_64.S (a
   # mismatch fails the link).
   set(ito_split_wrapped _Unwind_Resume __cxa_allocate_exception __cxa_free_exception
     __cxa_throw __cxa_rethrow __cxa_begin_catch __cxa_end_catch

@@ -28,7 +28,7 @@ namespace {
 // What a call into non-split code costs its (small-frame) split caller. The
 // linker sends every call of a caller of strlen through
 // __morestack_non_split; malloc and free are wrapped by ito's split-stack
-// shims (src/split/morestack_x86_64.S). The same calls through function
+// shims (src/split/morestack/morestack_x86_64.S). The same calls through function
 // pointers, which the linker cannot see, are the floor: no check at all.
 std::size_t (*volatile g_strlen)(const char*) = &std::strlen;
 void* (*volatile g_malloc)(std::size_t) = &std::malloc;

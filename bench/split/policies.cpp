@@ -5,6 +5,7 @@
 #include "ito/runtime.hpp"
 #include "ito/thread.hpp"
 #include "sched/worker.hpp"
+#include "split/split_provider.hpp"
 #include "split_bench.hpp"
 
 namespace bench::split {
@@ -60,13 +61,13 @@ run_info run_under(ito::stack_policy p, unsigned workers, std::size_t block,
   run_info info;
   ito::runtime rt(o);
   auto* state = ito::sched::g_runtime.load();
-  state->segments.reset_peak();
+  if (p != ito::stack_policy::fixed) ito::sched::split::provider(state).segments.reset_peak();
   std::int64_t t0 = now_ns();
   ito::join(ito::create_thread(body));
   info.ns = now_ns() - t0;
   info.peak_stack_bytes = p == ito::stack_policy::fixed
                               ? state->stacks.stacks_mapped() * state->stacks.stack_size()
-                              : state->segments.peak_bytes();
+                              : ito::sched::split::provider(state).segments.peak_bytes();
   return info;
 }
 

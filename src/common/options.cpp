@@ -62,8 +62,9 @@ unsigned allowed_cpus() {
 
 }  // namespace
 
-// Defined only by ito's split-stack runtime library (src/split/), which the
-// ito::split_stack CMake target links into programs built with -fsplit-stack.
+// Defined only by ito's split-stack runtime library (src/split/morestack/),
+// which the ito::split_stack CMake target links into programs built with
+// -fsplit-stack.
 extern "C" [[gnu::weak]] const int ito_split_stack_runtime;
 
 bool split_stack_runtime_linked() noexcept { return &ito_split_stack_runtime != nullptr; }

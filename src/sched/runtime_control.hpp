@@ -2,6 +2,7 @@
 // Creating and destroying the process's runtime (used by the C++ and C APIs).
 #pragma once
 
+#include <cstdio>
 #include <mutex>
 
 #include "ito/options.hpp"
@@ -21,6 +22,9 @@ void install_dump_signal();
 // the workers' end until the runtime is unpublished: a dump never reads a
 // runtime being torn down.
 std::mutex& dump_lock() noexcept;
+// ITO_STATS=1: the per-worker counters (runtime_stats.cpp), once the workers
+// have stopped.
+void print_stats(runtime_state* rt, std::FILE* out);
 // Points the ito_debug table (debug_table.cpp) at rt's workers, or clears it.
 void publish_debug_table(runtime_state* rt) noexcept;
 

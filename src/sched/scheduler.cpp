@@ -16,7 +16,6 @@
 #include "sched/idle.hpp"
 #include "sched/overflow.hpp"
 #include "sched/registry.hpp"
-#include "sched/split_stack.hpp"
 
 #if ITO_ASAN
 #include <sanitizer/asan_interface.h>
@@ -92,7 +91,8 @@ void clean_orphaned_frame(void*) {
 // detached between ult_main's check and its end): run the cleanup as a new
 // ULT on the same stack, which the finished one has just left.
 void clean_frame_on_own_stack(worker* w, ult* self) noexcept {
-  if (self->on_segments()) return release(self, true);  // its stack is given away already
+  // A provider gave its stack away already (exited): clean up here instead.
+  if (self->from_provider()) return release(self, true);
   self->join_state.store(join_detached, std::memory_order_relaxed);
   self->body = &clean_orphaned_frame;
   self->parent = nullptr;  // never a quick resume: its end must be published
@@ -125,7 +125,8 @@ extern "C" void* ito_ult_exit_hook(void* p) noexcept {
   worker* w = current_worker();
   auto tagged = reinterpret_cast<std::uintptr_t>(p);
   auto* self = reinterpret_cast<ult*>(tagged & ~quick_resume_tag);
-  if (self->on_segments()) [[unlikely]] split::on_exit(w, self);  // before a joiner may recycle it
+  // Before a joiner may recycle it.
+  if (self->from_provider()) [[unlikely]] w->stack_provider->exited(w, self);
   if (tagged & quick_resume_tag) {
     // Nobody but the parent, which we resume now, can know this ULT: no joiner
     // or detacher can race us, and a plain store replaces the exchange.
@@ -209,8 +210,9 @@ ito_exit_switch finish(ult* self) noexcept {
 ito_exit_switch ult_main(void* data) noexcept {
   auto* self = static_cast<ult*>(data);
   arch::sanitizer_after_switch(self->fiber);
-  // A context starts with its creator's limit word; a split-stack ULT has its own.
-  if (self->on_segments()) [[unlikely]] arch::set_split_limit(self->start_limit);
+  // Before anything else on a provider's stack (a split-stack ULT loads its
+  // limit word: a context starts with its creator's).
+  if (self->from_provider()) [[unlikely]] current_worker()->stack_provider->enter(self);
   try {
     self->body(self->frame);
   } catch (const exit_unwind& e) {
@@ -227,9 +229,9 @@ ito_exit_switch ult_main(void* data) noexcept {
   if (self->frame_cleanup &&
       self->join_state.load(std::memory_order_acquire) == join_detached) [[unlikely]]
     clean_orphaned_frame(self->frame);
-  if (self->on_segments()) [[unlikely]] split::on_finish(self);
   // The only thread of a child forked from a runtime: it has no worker to finish on.
   if (!current_worker()) [[unlikely]] end_forked_child_thread();
+  if (self->from_provider()) [[unlikely]] current_worker()->stack_provider->finish(self);
   ito_exit_switch exit = finish(self);
   worker* w = current_worker();
   arch::sanitizer_before_switch(self->fiber, w->current ? w->current->fiber : w->scheduler_fiber,
@@ -315,7 +317,7 @@ inline ult* prepare(worker* w, ult* u, std::size_t frame_bytes, void** frame) {
 
 ult* allocate(std::size_t frame_bytes, void** frame) {
   worker* w = current_worker();
-  if (w->split_stacks) [[unlikely]] return split::allocate(w, frame_bytes, frame);
+  if (w->stack_provider) [[unlikely]] return w->stack_provider->allocate(w, frame_bytes, frame);
   // Before anything is taken or copied: throws if the frame cannot fit.
   if (frame_bytes > w->stacks.frame_limit) [[unlikely]] check_frame(w, frame_bytes);
   ult* u = w->free_ults;
@@ -354,7 +356,8 @@ void fork(ult* child, void (*body)(void*), bool id_was_public) noexcept {
     // The parent keeps running with the future, so it may detach or hand it
     // on before the child ends: the child must publish its end atomically.
     child->id_was_public = true;
-    child->sp = arch::make_context(child->on_segments() ? child->sp : child->frame, &ult_main, child);
+    child->sp =
+        arch::make_context(child->from_provider() ? child->sp : child->frame, &ult_main, child);
     push_ready(w, child);
     return;
   }
@@ -364,9 +367,9 @@ void fork(ult* child, void (*body)(void*), bool id_was_public) noexcept {
   w->current = child;
   ++child->resumes;
   arch::sanitizer_before_switch(parent->fiber, child->fiber, false);
-  if (child->on_segments()) [[unlikely]] {
-    // Its stack lies apart from its frame: allocate left the top in sp, and
-    // the child's limit word in the word there.
+  if (child->from_provider()) [[unlikely]] {
+    // Its stack lies apart from its frame: the provider left the top in sp,
+    // and the child's split-stack limit word in the word there.
     ito_context_start_split(&parent->sp, child->sp, child, &hook_push_ready, parent, &ult_main);
   } else {
     ito_context_start(&parent->sp, child->frame, child, &hook_push_ready, parent, &ult_main);
@@ -416,11 +419,12 @@ int join_claim(ult* child) {
 
 namespace {
 
-// release() for a ULT whose stack is not the pool's: split-stack segments (the
-// descriptor goes to its own free list), a dedicated mapping or the caller's
-// memory.
+// release() for a ULT whose stack is not the pool's: the runtime's stack
+// provider's (which owns the descriptor too), a dedicated mapping or the
+// caller's memory.
 [[gnu::noinline]] void release_elsewhere(ult* u) {
-  if (u->on_segments()) return split::release(current_worker(), u);
+  if (u->from_provider())
+    return g_runtime.load(std::memory_order_relaxed)->stack_provider->release(current_worker(), u);
   registry_remove(u);
 #if ITO_ASAN
   // The caller may reuse its memory: clear the redzones our frames left.

@@ -1,37 +1,20 @@
 // SPDX-License-Identifier: Apache-2.0
 // The ULT descriptor. With the fixed policy it lives at the top of the ULT's own
-// stack, so a spawn needs no allocation besides the (cached) stack itself; with
-// lazy/fair_use it is a small chunk recycled per worker.
+// stack, so a spawn needs no allocation besides the (cached) stack itself; a
+// stack provider (stack/provider.hpp: lazy, fair_use) places it where it likes
+// and keeps its own per-ULT state next to it, not in here.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
 
 #include "arch/sanitizer.hpp"
-#include "stack/segment_pool.hpp"
 #include "stack/stack_pool.hpp"
 
 namespace ito::sched {
 
 struct worker;
 struct ult_registry;
-struct split_frame;
-
-// lazy / fair_use: the record at the top of a child's region on its parent's
-// segment tail. The ULT whose limit sits right above it (its "owner") may merge
-// the region back once the child has ended; it outlives the child's descriptor.
-enum class region_state : std::uint8_t {
-  in_use,    // the child has not ended yet
-  free,      // ended; the owner merges it when it needs the room (lazy)
-  orphaned,  // the owner left that segment; the child frees it when it ends
-  pooled,    // ended and given to fair_use's pool; the owner must stop there
-};
-struct alignas(64) lent_region {
-  std::atomic<region_state> state{region_state::in_use};
-  void* final_limit = nullptr;        // the child's limit word when it ended
-  lent_region* final_lent = nullptr;  // the regions it had lent, below that limit
-  stack::segment_block* block = nullptr;
-};
 
 // join_state: who may free a ULT, and whether it has ended. Bit 0 is the
 // "ended" bit, set by one fetch_or when the ULT leaves its stack; the rest says
@@ -64,8 +47,8 @@ enum class stack_origin : unsigned char {
   pool,       // the runtime's stack pool (every ULT unless asked otherwise)
   dedicated,  // mapped for one ULT that asked for more than the pool's size
   caller,     // the caller's own memory (pthread_attr_setstack): left alone
-  segments,   // lazy / fair_use: linked split-stack segments, the descriptor a
-              // heap chunk recycled per worker (see the fields at the end)
+  provided,   // the runtime's stack provider (lazy / fair_use: split-stack
+              // segments); it owns the descriptor too
 };
 
 struct ult {
@@ -95,20 +78,8 @@ struct ult {
   std::uint32_t handle = 0;       // its slot in the handle table (handles.hpp), or 0
   arch::sanitizer_fiber fiber;
 
-  bool on_segments() const noexcept { return stack_from == stack_origin::segments; }
-
-  // lazy / fair_use only (docs/SPLIT_STACKS.md). The descriptor is a small
-  // heap chunk recycled per worker; the stack is a region of some block.
-  bool big_chunk = false;           // frame too large for a recycled chunk
-  lent_region* region = nullptr;    // its record when it runs on a parent's tail
-  void* start_limit = nullptr;      // split-stack limit word it starts with
-  void* final_limit = nullptr;      // ... and the one it had when it ended
-  lent_region* lent = nullptr;      // the region right below its limit
-  lent_region* final_lent = nullptr;  // `lent` when it ended
-  stack::segment_block* cur_block = nullptr;  // block of its current segment
-  stack::region root;               // its own segment when not on a parent's tail
-  split_frame* frames = nullptr;    // innermost __morestack record
-  void* allocas = nullptr;          // alloca blocks made on its first segment
+  // The one test the scheduler makes for a provider's ULT: a byte it reads anyway.
+  bool from_provider() const noexcept { return stack_from == stack_origin::provided; }
 
   // Cold, last (off the lines the spawn and join paths touch): while
   // suspended, what it waits in ("mutex", "join", "sleep", ...) and on which

@@ -17,6 +17,7 @@
 #include "sched/timers.hpp"
 #include "sched/ult.hpp"
 #include "sched/ult_queue.hpp"
+#include "stack/provider.hpp"
 #include "stack/stack_pool.hpp"
 
 namespace ito::sched {
@@ -46,12 +47,6 @@ struct worker_stats {
   std::atomic<std::uint64_t> direct_join_wakeups{0};
   std::atomic<std::uint64_t> stacks_reused{0};  // a released descriptor+stack taken again
   std::atomic<std::uint64_t> stacks_taken{0};   // a stack taken from the cache or the pool
-  // lazy / fair_use
-  std::atomic<std::uint64_t> lazy_spawns{0};        // child placed on its parent's tail
-  std::atomic<std::uint64_t> segments_allocated{0}; // fresh blocks
-  std::atomic<std::uint64_t> segments_merged{0};    // child regions given back to their owner
-  std::atomic<std::uint64_t> segments_pool_reused{0};  // regions taken from fair_use's pool
-  std::atomic<std::uint64_t> segments_hot_reused{0};   // the worker's last freed segment reused
 
   // Single writer: a plain load and store, no locked instruction.
   static void bump(std::atomic<std::uint64_t>& c) noexcept {
@@ -102,15 +97,10 @@ struct alignas(64) worker {
   // such a worker, since one still scanning may leave with work by itself.
   std::atomic<bool> asleep{false};
 
-  // lazy / fair_use: the last segment this worker freed (hot-split cache), and
-  // one abandoned by an exception, freed once the unwinder has left it.
-  bool split_stacks = false;
-  stack::region hot_segment;
-  stack::region deferred_segment;
-  static constexpr unsigned max_free_blocks = 16;  // unused blocks, oldest first
-  stack::segment_block* free_blocks[max_free_blocks] = {};
-  unsigned free_block_count = 0;
-  std::size_t free_block_bytes = 0;
+  // The runtime's stack provider, null for the fixed policy: allocate() tests
+  // it where the fixed path starts (stack/provider.hpp). Its per-worker state.
+  stack::stack_provider* stack_provider = nullptr;
+  void* stack_state = nullptr;
 
   ult_registry registry;  // descriptors made on this worker (registry.hpp); cold
   pthread_t os_thread{};
@@ -122,7 +112,7 @@ struct runtime_state {
   options opts;
   std::vector<std::unique_ptr<worker>> workers;
   stack::stack_pool stacks;
-  stack::segment_pool segments;  // lazy / fair_use blocks
+  std::unique_ptr<stack::stack_provider> stack_provider;  // null: fixed policy
   timer_queue timers;
   ult_queue injector;  // ULTs made runnable by threads that are not workers
 
@@ -137,10 +127,7 @@ struct runtime_state {
   ult main_ult;  // the OS thread that created the runtime, adopted as a ULT
 
   explicit runtime_state(const options& o)
-      : opts(o),
-        stacks(o.stack_size),
-        segments(o.stack_block_size ? o.stack_block_size : options::default_stack_block_size,
-                 o.stack_allocator.value_or(stack_alloc::mmap)) {}
+      : opts(o), stacks(o.stack_size) {}
 };
 
 // Installed by the flow layer when it is linked in (a static initializer);

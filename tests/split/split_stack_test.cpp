@@ -16,7 +16,7 @@
 #include "ito/sync.hpp"
 #include "ito/thread.hpp"
 #include "split_support.hpp"
-#include "stack/segment_pool.hpp"
+#include "split/segment_pool.hpp"
 
 namespace {
 
@@ -24,7 +24,7 @@ using ito::stack_policy;
 using split_test::limit_word;
 using split_test::policy;
 using split_test::segments_used;
-using stats = ito::sched::worker_stats;
+using stats = ito::sched::split::split_stats;
 
 // 512 bytes of frame per level, each filled and checked on the way back.
 [[gnu::noinline]] long deep_sum(int depth, int salt) {
@@ -130,7 +130,7 @@ TEST_P(split_lazy_child, ended_child_region_is_merged_back_when_the_parent_needs
     // when the child ended on the other worker).
     deep_sum(40, 1);
     bool merged_now = split_test::total(&stats::segments_merged) > merged;
-    bool pooled = ito::sched::g_runtime.load()->segments.pooled_regions() > 0;
+    bool pooled = split_test::segments().pooled_regions() > 0;
     EXPECT_TRUE(merged_now || (GetParam() == stack_policy::fair_use && pooled));
     return limit_word() == before;
   });
@@ -183,7 +183,7 @@ TEST(split_pool, region_freed_by_one_ult_is_reused_by_an_unrelated_one) {
     return ito::join(child);
   });
   EXPECT_EQ(ito::join(parent), 0);
-  EXPECT_GE(ito::sched::g_runtime.load()->segments.pooled_regions(), 1u);
+  EXPECT_GE(split_test::segments().pooled_regions(), 1u);
   std::uint64_t reused = split_test::total(&stats::segments_pool_reused);
   auto stranger = ito::create_thread(deep_sum, 3000, 3);
   EXPECT_EQ(ito::join(stranger), 3001L * 128);
@@ -213,7 +213,7 @@ std::size_t chain_peak_bytes(stack_policy p, std::size_t block, int depth) {
     ito::future<void> first = ito::create_thread(chain_child, &flag);
     chain_parent(depth, &first, &flag);
   }));
-  return ito::sched::g_runtime.load()->segments.peak_bytes();
+  return split_test::segments().peak_bytes();
 }
 
 // The thesis' claim for fair_use: peak memory stays flat as blocks grow,

@@ -9,6 +9,7 @@
 #include "ito/runtime.hpp"
 #include "sched/scheduler.hpp"
 #include "sched/worker.hpp"
+#include "split/split_provider.hpp"
 
 namespace split_test {
 
@@ -20,16 +21,22 @@ inline ito::options policy(ito::stack_policy p, unsigned workers, std::size_t bl
   return o;
 }
 
-// Sums one per-worker counter of the running runtime.
+// Sums one per-worker counter of the running runtime's split provider.
 template <class Field>
 std::uint64_t total(Field field) {
   std::uint64_t sum = 0;
-  for (auto& w : ito::sched::g_runtime.load()->workers) sum += ((w->stats).*field).load();
+  for (auto& w : ito::sched::g_runtime.load()->workers)
+    sum += ((ito::sched::split::state(w.get()).stats).*field).load();
   return sum;
 }
 
+// The running runtime's blocks and fair_use pool.
+inline ito::stack::segment_pool& segments() {
+  return ito::sched::split::provider(ito::sched::g_runtime.load()).segments;
+}
+
 inline std::uint64_t segments_used() {
-  using s = ito::sched::worker_stats;
+  using s = ito::sched::split::split_stats;
   return total(&s::segments_allocated) + total(&s::segments_hot_reused) +
          total(&s::segments_pool_reused);
 }

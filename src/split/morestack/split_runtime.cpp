@@ -11,7 +11,7 @@
 #include <cstdlib>
 
 #include "arch/context.hpp"
-#include "sched/split_stack.hpp"
+#include "split/split_stack.hpp"
 
 // Tells libito that lazy and fair_use can run in this program.
 extern "C" const int ito_split_stack_runtime = 1;

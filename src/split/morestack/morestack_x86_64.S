@@ -16,7 +16,7 @@
  * Frame, below %rbp (264 bytes, leaving %rsp 16-byte aligned):
  *   -8 rdi  -16 rsi  -24 rdx  -32 rcx  -40 r8  -48 r9  -56 rax
  *   -200..-73  xmm0-xmm7 (argument registers)
- *   -264..-201 struct split_frame (src/sched/split_stack.hpp)
+ *   -264..-201 struct split_frame (src/split/split_stack.hpp)
  */
     .set    ADJUST_SIZE, 8192      /* == ito::sched::split::adjust_size */
     .set    FRAME, 264

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// Starting and stopping the runtime: workers, the main ULT, stats at exit.
-#include "ito/runtime.hpp"
+// Starting and stopping the runtime: workers, the main ULT, the wait for the
+// last ULTs at the end.
+#include "sched/runtime_control.hpp"
 
 #include <pthread.h>
 #include <sched.h>
@@ -21,9 +22,7 @@
 #include "sched/handles.hpp"
 #include "sched/idle.hpp"
 #include "sched/overflow.hpp"
-#include "sched/runtime_control.hpp"
 #include "sched/scheduler.hpp"
-#include "sched/split_stack.hpp"
 #include "sched/ult_report.hpp"
 #include "sched/worker_signals.hpp"
 
@@ -55,7 +54,6 @@ void enter_worker_thread(worker* w) {
   // glibc leaves the split-stack limit word of a reused thread block as it was:
   // start with none (split-stack code on the scheduler stack never grows).
   arch::set_split_limit(nullptr);
-  w->split_stacks = w->rt->opts.stacks != stack_policy::fixed;
   w->altstack = install_overflow_altstack();
   if (w->rt->opts.bind.value_or(false)) pin_to_allowed_cpu(w->index);
 }
@@ -85,49 +83,6 @@ bool all_finished(runtime_state* rt) {
   return finished == spawned;
 }
 
-void print_split_stats(runtime_state* rt) {
-  std::fprintf(stderr,
-               "ito: %s stacks: %zu-byte blocks (%s), peak %zu bytes in stacks, %zu now\n"
-               "ito: %6s %12s %12s %12s %12s %12s\n",
-               rt->opts.stacks == stack_policy::lazy ? "lazy" : "fair_use",
-               rt->segments.block_size(),
-               rt->opts.stack_allocator == stack_alloc::malloc ? "malloc" : "mmap",
-               rt->segments.peak_bytes(), rt->segments.live_bytes(), "worker", "on_tail",
-               "seg_alloc", "seg_merged", "pool_reused", "hot_reused");
-  for (auto& w : rt->workers) {
-    auto& s = w->stats;
-    std::fprintf(stderr, "ito: %6u %12llu %12llu %12llu %12llu %12llu\n", w->index,
-                 static_cast<unsigned long long>(s.lazy_spawns.load()),
-                 static_cast<unsigned long long>(s.segments_allocated.load()),
-                 static_cast<unsigned long long>(s.segments_merged.load()),
-                 static_cast<unsigned long long>(s.segments_pool_reused.load()),
-                 static_cast<unsigned long long>(s.segments_hot_reused.load()));
-  }
-}
-
-void print_stats(runtime_state* rt) {
-  std::fprintf(stderr,
-               "ito: stats: %zu workers, %zu stacks mapped (%zu bytes each)\n"
-               "ito: %6s %12s %12s %12s %12s %8s %8s %12s %12s %12s\n",
-               rt->workers.size(), rt->stacks.stacks_mapped(), rt->stacks.stack_size(), "worker",
-               "spawns", "quick_res", "direct_wake", "steal_tries", "steals", "parks", "late_wk",
-               "stack_reuse", "stack_take");
-  if (rt->opts.stacks != stack_policy::fixed) print_split_stats(rt);
-  for (auto& w : rt->workers) {
-    auto& s = w->stats;
-    std::fprintf(stderr, "ito: %6u %12llu %12llu %12llu %12llu %8llu %8llu %12llu %12llu %12llu\n",
-                 w->index, static_cast<unsigned long long>(s.spawns.load()),
-                 static_cast<unsigned long long>(s.quick_resumes.load()),
-                 static_cast<unsigned long long>(s.direct_join_wakeups.load()),
-                 static_cast<unsigned long long>(s.steal_attempts.load()),
-                 static_cast<unsigned long long>(s.steals.load()),
-                 static_cast<unsigned long long>(s.parks.load()),
-                 static_cast<unsigned long long>(s.late_wakeups.load()),
-                 static_cast<unsigned long long>(s.stacks_reused.load()),
-                 static_cast<unsigned long long>(s.stacks_taken.load()));
-  }
-}
-
 // How long the runtime's end waits for the last ULTs before saying which.
 constexpr std::int64_t stop_report_after_ns = 5'000'000'000;
 
@@ -149,6 +104,7 @@ runtime_state* start_runtime(const options& resolved) {
   runtime_state* expected = nullptr;
   auto* rt = new runtime_state(resolved);
   rt->tasks = g_task_source;
+  rt->stack_provider = stack::make_stack_provider(resolved);
   std::unique_lock no_dump(dump_lock());  // a dump sees the workers once all exist
   if (!g_runtime.compare_exchange_strong(expected, rt)) {
     delete rt;
@@ -161,6 +117,8 @@ runtime_state* start_runtime(const options& resolved) {
     w->index = i;
     w->rng = 0x9E3779B97F4A7C15ull * (i + 1);
     w->alone = n == 1;
+    w->stack_provider = rt->stack_provider.get();
+    if (w->stack_provider) w->stack_provider->attach(w.get());
     rt->workers.push_back(std::move(w));
   }
   no_dump.unlock();
@@ -219,7 +177,7 @@ void stop_runtime(runtime_state* rt) {
   rt->stopping.store(true, std::memory_order_release);
   wake_all(rt);
   for (unsigned i = 1; i < rt->workers.size(); ++i) pthread_join(rt->workers[i]->os_thread, nullptr);
-  if (rt->opts.stats.value_or(false)) print_stats(rt);
+  if (rt->opts.stats.value_or(false)) print_stats(rt, stderr);
 
   std::unique_lock no_dump(dump_lock());  // a dump from another thread waits, then sees none
   w0->current = nullptr;
@@ -229,9 +187,9 @@ void stop_runtime(runtime_state* rt) {
   for (auto& w : rt->workers) {
     for (ult* u = w->free_ults; u; u = u->next) arch::sanitizer_destroy_fiber(u->fiber);
     w->stacks.drain(rt->stacks);  // the chunks are unmapped with the pool
-    split::drain(w.get());
+    if (rt->stack_provider) rt->stack_provider->drain(w.get());
   }
-  rt->segments.drain();
+  rt->stack_provider.reset();  // after every worker's share went back to it
   publish_debug_table(nullptr);
   handles::drop_all();  // handles to ULTs never joined die with the runtime
   report_orphaned_exception_count();
@@ -242,42 +200,3 @@ void stop_runtime(runtime_state* rt) {
 
 }  // namespace ito::sched
 
-namespace ito {
-
-namespace {
-sched::runtime_state* g_owned = nullptr;
-}
-
-runtime::runtime(const options& requested) {
-  options resolved;
-  try {
-    resolved = resolve_options(requested);
-  } catch (const config_error& e) {
-    if (e.from_environment()) {
-      // The user's environment, not the program, is wrong: say so and stop.
-      std::fprintf(stderr, "%s\n", e.what());
-      std::exit(2);
-    }
-    throw;
-  }
-  g_owned = sched::start_runtime(resolved);
-}
-
-runtime::~runtime() {
-  sched::stop_runtime(g_owned);
-  g_owned = nullptr;
-}
-
-unsigned runtime::workers() const noexcept {
-  return static_cast<unsigned>(g_owned->workers.size());
-}
-const options& runtime::settings() const noexcept { return g_owned->opts; }
-
-bool in_ult() noexcept { return sched::current_ult() != nullptr; }
-
-int current_worker_index() noexcept {
-  sched::worker* w = sched::current_worker();
-  return w && w->current ? static_cast<int>(w->index) : -1;
-}
-
-}  // namespace ito

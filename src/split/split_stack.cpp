@@ -11,7 +11,7 @@
 // the fib fast path). An owner that leaves the segment orphans the records
 // below it; fair_use pools an ended child's region that its owner could not
 // take back at once, for any ULT to use as its next segment.
-#include "sched/split_stack.hpp"
+#include "split/split_stack.hpp"
 
 #include <algorithm>
 #include <cstdint>
@@ -22,6 +22,7 @@
 #include "arch/context.hpp"
 #include "sched/registry.hpp"
 #include "sched/scheduler.hpp"
+#include "split/split_provider.hpp"
 
 namespace ito::sched::split {
 namespace {
@@ -31,33 +32,33 @@ using stack::segment_pool;
 
 char* limit_now() noexcept { return static_cast<char*>(arch::split_limit()); }
 
-bool fair_use(const worker* w) noexcept { return w->rt->opts.stacks == stack_policy::fair_use; }
+bool fair_use(worker* w) noexcept { return provider(w).fair_use; }
 
-constexpr std::size_t chunk_bytes = (sizeof(ult) + 63) / 64 * 64 + inline_frame_bytes;
+constexpr std::size_t chunk_bytes = descriptor_bytes + split_ult_bytes + inline_frame_bytes;
 
 // Takes entry i out of the worker's block cache, keeping the order (oldest
 // first). A plain loop, kept one by the barrier: gcc would make a memmove call
 // of it, a call into non-split code that __morestack's path must not make
 // (docs/SPLIT_STACKS.md, "What a call into non-split code costs").
 void remove_cached(worker* w, unsigned i) noexcept {
-  for (unsigned j = i + 1; j < w->free_block_count; ++j) {
-    w->free_blocks[j - 1] = w->free_blocks[j];
+  for (unsigned j = i + 1; j < state(w).free_block_count; ++j) {
+    state(w).free_blocks[j - 1] = state(w).free_blocks[j];
     asm volatile("" ::: "memory");
   }
-  --w->free_block_count;
+  --state(w).free_block_count;
 }
 
 // Drops a reference; a block nobody uses any more goes to this worker's cache
 // (unmapping costs a TLB shootdown on every CPU of the process, remapping
 // costs page faults), the oldest cached block out if the cache is full.
 void unref(worker* w, stack::segment_block* b) noexcept {
-  segment_pool& pool = w->rt->segments;
+  segment_pool& pool = provider(w).segments;
   if (!segment_pool::drop(b)) return;
   const std::size_t budget = std::max(pool.block_size(), std::size_t{8} << 20);
-  while (w->free_block_count &&
-         (w->free_block_count == worker::max_free_blocks || w->free_block_bytes + b->bytes > budget)) {
-    stack::segment_block* oldest = w->free_blocks[0];
-    w->free_block_bytes -= oldest->bytes;
+  while (state(w).free_block_count &&
+         (state(w).free_block_count == split_worker::max_free_blocks || state(w).free_block_bytes + b->bytes > budget)) {
+    stack::segment_block* oldest = state(w).free_blocks[0];
+    state(w).free_block_bytes -= oldest->bytes;
     remove_cached(w, 0);
     pool.destroy(oldest);
   }
@@ -65,17 +66,17 @@ void unref(worker* w, stack::segment_block* b) noexcept {
     pool.destroy(b);
     return;
   }
-  w->free_blocks[w->free_block_count++] = b;
-  w->free_block_bytes += b->bytes;
+  state(w).free_blocks[state(w).free_block_count++] = b;
+  state(w).free_block_bytes += b->bytes;
 }
 
 // A cached block with room for `need`, newest first.
 stack::segment_block* cached_block(worker* w, std::size_t need) noexcept {
-  for (unsigned i = w->free_block_count; i-- > 0;) {
-    stack::segment_block* b = w->free_blocks[i];
+  for (unsigned i = state(w).free_block_count; i-- > 0;) {
+    stack::segment_block* b = state(w).free_blocks[i];
     if (b->bytes >= need + stack::segment_block::header_bytes) {
       remove_cached(w, i);
-      w->free_block_bytes -= b->bytes;
+      state(w).free_block_bytes -= b->bytes;
       return b;
     }
   }
@@ -86,15 +87,15 @@ stack::segment_block* cached_block(worker* w, std::size_t need) noexcept {
 // block (the worker's block cache serves any size); lazy drops it.
 void give_away(worker* w, region r) noexcept {
   bool whole = r.lo == r.block->usable_lo() && r.hi == r.block->end();
-  if (fair_use(w) && !whole) w->rt->segments.put(r);
+  if (fair_use(w) && !whole) provider(w).segments.put(r);
   else unref(w, r.block);
 }
 
 // Gives a segment this worker no longer runs on to the hot-split cache; the
 // one cached before is given away.
 void give_segment(worker* w, region r) noexcept {
-  if (region old = w->hot_segment) give_away(w, old);
-  w->hot_segment = r;
+  if (region old = state(w).hot_segment) give_away(w, old);
+  state(w).hot_segment = r;
 }
 
 // A segment its user leaves. While children still hold regions below its
@@ -106,9 +107,9 @@ region rest_of(region seg, bool lent_below, void* limit) noexcept {
 
 // fair_use: a region from the pool of freed ones.
 region take_pooled(worker* w, std::size_t need) {
-  if (fair_use(w) && w->rt->segments.maybe_has_regions()) {
-    if (region r = w->rt->segments.take(need)) {
-      worker_stats::bump(w->stats.segments_pool_reused);
+  if (fair_use(w) && provider(w).segments.maybe_has_regions()) {
+    if (region r = provider(w).segments.take(need)) {
+      worker_stats::bump(state(w).stats.segments_pool_reused);
       return r;
     }
   }
@@ -116,32 +117,32 @@ region take_pooled(worker* w, std::size_t need) {
 }
 
 region take_segment(worker* w, std::size_t need) {
-  if (region r = w->hot_segment; r && r.size() >= need) {
-    w->hot_segment = {};
-    worker_stats::bump(w->stats.segments_hot_reused);
+  if (region r = state(w).hot_segment; r && r.size() >= need) {
+    state(w).hot_segment = {};
+    worker_stats::bump(state(w).stats.segments_hot_reused);
     return r;
   }
   if (region r = take_pooled(w, need)) return r;
-  segment_pool& pool = w->rt->segments;
+  segment_pool& pool = provider(w).segments;
   if (stack::segment_block* b = cached_block(w, need)) {
     b->refs.store(1, std::memory_order_relaxed);
-    worker_stats::bump(w->stats.segments_hot_reused);
+    worker_stats::bump(state(w).stats.segments_hot_reused);
     return {b, b->usable_lo(), b->end()};
   }
-  worker_stats::bump(w->stats.segments_allocated);
+  worker_stats::bump(state(w).stats.segments_allocated);
   return pool.new_block(need);
 }
 
 [[gnu::noinline]] void give_deferred(worker* w) noexcept {
-  region r = w->deferred_segment;
-  w->deferred_segment = {};
+  region r = state(w).deferred_segment;
+  state(w).deferred_segment = {};
   give_segment(w, r);
 }
 
 // A segment an exception left (ito_split_unwind) is given back at the next
 // split-stack call of its worker.
 inline void flush_deferred(worker* w) noexcept {
-  if (w->deferred_segment) [[unlikely]] give_deferred(w);
+  if (state(w).deferred_segment) [[unlikely]] give_deferred(w);
 }
 
 // libc calls stay out of the hot functions: in libito's split-stack build a
@@ -158,11 +159,11 @@ inline void flush_deferred(worker* w) noexcept {
 // stores the new limit in the live word.
 bool merge_free(worker* w, ult* owner, char*& limit) noexcept {
   bool merged = false;
-  while (lent_region* c = owner->lent) {
+  while (lent_region* c = ext(owner)->lent) {
     if (c->state.load(std::memory_order_acquire) != region_state::free) break;
-    owner->lent = c->final_lent;
+    ext(owner)->lent = c->final_lent;
     limit = static_cast<char*>(c->final_limit);
-    worker_stats::bump(w->stats.segments_merged);
+    worker_stats::bump(state(w).stats.segments_merged);
     merged = true;
   }
   return merged;
@@ -187,11 +188,11 @@ void orphan(worker* w, lent_region* c) noexcept {
 // The caller stores rec->prev_limit in the live word when it is done.
 // Returns the part of the segment that can be used again (see rest_of).
 region leave_segment(worker* w, ult* u, ito::sched::split_frame* rec, void* seg_limit) noexcept {
-  bool lent_below = u->lent != nullptr;
-  orphan(w, u->lent);
-  u->lent = rec->prev_lent;
-  u->cur_block = rec->prev_block;
-  u->frames = rec->prev_frame;
+  bool lent_below = ext(u)->lent != nullptr;
+  orphan(w, ext(u)->lent);
+  ext(u)->lent = rec->prev_lent;
+  ext(u)->cur_block = rec->prev_block;
+  ext(u)->frames = rec->prev_frame;
   if (rec->allocas) [[unlikely]] free_allocas(rec->allocas);
   return rest_of(rec->segment, lent_below, seg_limit);
 }
@@ -202,23 +203,26 @@ region leave_segment(worker* w, ult* u, ito::sched::split_frame* rec, void* seg_
   void* p = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
   if (!p) throw std::bad_alloc();
   ult* u = new (p) ult;
-  u->stack_from = stack_origin::segments;
-  u->big_chunk = frame_bytes > inline_frame_bytes;
+  new (ext(u)) split_ult;
+  u->stack_from = stack_origin::provided;
+  ext(u)->big_chunk = frame_bytes > inline_frame_bytes;
   registry_add(current_worker(), u);
   return u;
 }
 
 [[gnu::noinline]] void free_chunk(ult* u) noexcept {
   registry_remove(u);
+  ext(u)->~split_ult();
   u->~ult();
   std::free(u);
 }
 
 ult* new_descriptor(worker* w, std::size_t frame_bytes) {
-  ult* u = w->free_ults;
+  split_worker& sw = state(w);
+  ult* u = sw.free_chunks;
   if (frame_bytes <= inline_frame_bytes && u) [[likely]] {
-    w->free_ults = u->next;
-    --w->free_count;
+    sw.free_chunks = u->next;
+    --sw.free_chunk_count;
     u->next = nullptr;
     worker_stats::bump(w->stats.stacks_reused);
     return u;
@@ -235,13 +239,13 @@ void start_stack_at(ult* u, char* top, void* limit) noexcept {
 
 // A child on a segment of its own (not on its parent's tail).
 ult* start_on_segment(ult* u, region r) noexcept {
-  u->region = nullptr;
-  u->root = r;
-  u->start_limit = r.lo + backoff;
-  u->lent = nullptr;
-  u->cur_block = r.block;
+  ext(u)->region = nullptr;
+  ext(u)->root = r;
+  ext(u)->start_limit = r.lo + backoff;
+  ext(u)->lent = nullptr;
+  ext(u)->cur_block = r.block;
   start_stack_at(u, reinterpret_cast<char*>(reinterpret_cast<std::uintptr_t>(r.hi) & ~std::uintptr_t{63}) - 64,
-                 u->start_limit);
+                 ext(u)->start_limit);
   return u;
 }
 
@@ -251,9 +255,9 @@ ult* allocate(worker* w, std::size_t frame_bytes, void** frame) {
   flush_deferred(w);
   ult* u = new_descriptor(w, frame_bytes);
   renew(w, u);
-  u->frame = *frame = reinterpret_cast<char*>(u) + (sizeof(ult) + 63) / 64 * 64;
-  u->frames = nullptr;
-  u->allocas = nullptr;
+  u->frame = *frame = reinterpret_cast<char*>(u) + descriptor_bytes + split_ult_bytes;
+  ext(u)->frames = nullptr;
+  ext(u)->allocas = nullptr;
 
   // fair_use: a child takes a pooled region before its parent's tail. On the
   // tail it would pin the parent's margin (12 KiB) and the segment below it for
@@ -266,23 +270,23 @@ ult* allocate(worker* w, std::size_t frame_bytes, void** frame) {
   ult* parent = w->current;
   char* limit = limit_now();
   if (parent && limit) {  // the parent runs on a segment (not the main ULT's OS stack)
-    if (parent->lent && merge_free(w, parent, limit)) [[unlikely]] arch::set_split_limit(limit);
+    if (ext(parent)->lent && merge_free(w, parent, limit)) [[unlikely]] arch::set_split_limit(limit);
     auto sp = reinterpret_cast<std::uintptr_t>(__builtin_frame_address(0));
     std::uintptr_t top = (sp - lazy_margin) & ~std::uintptr_t{63};
     std::uintptr_t rec = top - sizeof(lent_region);
     if (rec >= reinterpret_cast<std::uintptr_t>(limit) + min_child_room) [[likely]] {
       auto* r = new (reinterpret_cast<void*>(rec)) lent_region;
-      r->block = parent->cur_block;
-      u->region = r;
-      u->root = {};
-      u->start_limit = limit;
-      u->lent = parent->lent;
-      u->cur_block = parent->cur_block;
+      r->block = ext(parent)->cur_block;
+      ext(u)->region = r;
+      ext(u)->root = {};
+      ext(u)->start_limit = limit;
+      ext(u)->lent = ext(parent)->lent;
+      ext(u)->cur_block = ext(parent)->cur_block;
       start_stack_at(u, reinterpret_cast<char*>(r) - 16, limit);
-      parent->lent = r;
+      ext(parent)->lent = r;
       // The parent keeps what lies above the record; its saved context gets this.
       arch::set_split_limit(reinterpret_cast<char*>(top) + backoff);
-      worker_stats::bump(w->stats.lazy_spawns);
+      worker_stats::bump(state(w).stats.lazy_spawns);
       return u;
     }
   }
@@ -290,39 +294,39 @@ ult* allocate(worker* w, std::size_t frame_bytes, void** frame) {
 }
 
 void on_finish(ult* self) noexcept {
-  self->final_limit = limit_now();
-  self->final_lent = self->lent;
-  if (self->allocas) [[unlikely]] {
-    free_allocas(self->allocas);
-    self->allocas = nullptr;
+  ext(self)->final_limit = limit_now();
+  ext(self)->final_lent = ext(self)->lent;
+  if (ext(self)->allocas) [[unlikely]] {
+    free_allocas(ext(self)->allocas);
+    ext(self)->allocas = nullptr;
   }
 }
 
 void on_exit(worker* w, ult* self) noexcept {
   flush_deferred(w);
-  lent_region* r = self->region;
+  lent_region* r = ext(self)->region;
   if (!r) {
-    orphan(w, self->final_lent);
+    orphan(w, ext(self)->final_lent);
     // fair_use pools a ULT's own segment at once, for the next child to find
     // (the hot slot is for __morestack's segments: the hot-split case).
-    region rest = rest_of(self->root, self->final_lent != nullptr, self->final_limit);
+    region rest = rest_of(ext(self)->root, ext(self)->final_lent != nullptr, ext(self)->final_limit);
     if (fair_use(w)) give_away(w, rest);
     else give_segment(w, rest);
     return;
   }
   ult* running = w->current;
-  if (running && running->lent == r) [[likely]] {
+  if (running && ext(running)->lent == r) [[likely]] {
     // Its owner is the context resumed now (its limit word is live): give the
     // region straight back.
-    running->lent = self->final_lent;
-    auto* limit = static_cast<char*>(self->final_limit);
-    if (running->lent) merge_free(w, running, limit);
+    ext(running)->lent = ext(self)->final_lent;
+    auto* limit = static_cast<char*>(ext(self)->final_limit);
+    if (ext(running)->lent) merge_free(w, running, limit);
     arch::set_split_limit(limit);
-    worker_stats::bump(w->stats.segments_merged);
+    worker_stats::bump(state(w).stats.segments_merged);
     return;
   }
-  r->final_limit = self->final_limit;
-  r->final_lent = self->final_lent;
+  r->final_limit = ext(self)->final_limit;
+  r->final_lent = ext(self)->final_lent;
   if (fair_use(w)) {
     // The owner may still read the record: pool what lies below it.
     region_state old = r->state.exchange(region_state::pooled, std::memory_order_acq_rel);
@@ -331,7 +335,7 @@ void on_exit(worker* w, ult* self) noexcept {
     char* lo = static_cast<char*>(r->final_limit) - backoff;
     char* hi = reinterpret_cast<char*>(r);
     if (hi - lo >= static_cast<std::ptrdiff_t>(min_child_room + 2 * backoff))
-      w->rt->segments.put({r->block, lo, hi});
+      provider(w).segments.put({r->block, lo, hi});
     else
       unref(w, r->block);
     return;
@@ -344,35 +348,36 @@ void on_exit(worker* w, ult* self) noexcept {
 }
 
 void release(worker* w, ult* u) noexcept {
-  if (!u->big_chunk && w && w->free_count < worker::max_free_ults) [[likely]] {
-    u->next = w->free_ults;
-    w->free_ults = u;
-    ++w->free_count;
+  if (!ext(u)->big_chunk && w && state(w).free_chunk_count < split_worker::max_free_chunks) [[likely]] {
+    split_worker& sw = state(w);
+    u->next = sw.free_chunks;
+    sw.free_chunks = u;
+    ++sw.free_chunk_count;
     return;
   }
   free_chunk(u);
 }
 
 void drain(worker* w) noexcept {
-  if (w->rt->opts.stacks == stack_policy::fixed) return;
   flush_deferred(w);
-  if (region r = w->hot_segment) {
-    w->hot_segment = {};
-    w->rt->segments.unref(r.block);
+  if (region r = state(w).hot_segment) {
+    state(w).hot_segment = {};
+    provider(w).segments.unref(r.block);
   }
-  while (w->free_block_count) w->rt->segments.destroy(w->free_blocks[--w->free_block_count]);
-  w->free_block_bytes = 0;
-  while (ult* u = w->free_ults) {
-    w->free_ults = u->next;
+  split_worker& sw = state(w);
+  while (sw.free_block_count) provider(w).segments.destroy(sw.free_blocks[--sw.free_block_count]);
+  sw.free_block_bytes = 0;
+  while (ult* u = sw.free_chunks) {
+    sw.free_chunks = u->next;
     free_chunk(u);
   }
-  w->free_count = 0;
+  sw.free_chunk_count = 0;
 }
 
 ult* current_split_ult(const char* what) noexcept {
   worker* w = current_worker();
   ult* u = w ? w->current : nullptr;
-  if (!u || !u->on_segments()) fatal(what);  // a thread that is no lazy/fair_use ULT has a limit set
+  if (!u || !u->from_provider()) fatal(what);  // a thread that is no lazy/fair_use ULT has a limit set
   return u;
 }
 
@@ -395,7 +400,7 @@ extern "C" void* ito_split_grow(split_frame* rec, std::size_t frame_bytes, const
   split::flush_deferred(w);
   auto* limit = static_cast<char*>(rec->prev_limit);
   // First take back ended children's regions right below the limit.
-  if (u->lent && split::merge_free(w, u, limit) &&
+  if (split::ext(u)->lent && split::merge_free(w, u, limit) &&
       sp >= limit + frame_bytes + split::adjust_size + 256) {
     ito::arch::set_split_limit(limit);
     return nullptr;  // it fits now: run on the current segment
@@ -403,14 +408,14 @@ extern "C" void* ito_split_grow(split_frame* rec, std::size_t frame_bytes, const
   std::size_t need = frame_bytes + arg_bytes + split::adjust_size + split::backoff + 1024;
   ito::stack::region r = split::take_segment(w, need);
   rec->prev_limit = limit;
-  rec->prev_lent = u->lent;
-  rec->prev_block = u->cur_block;
-  rec->prev_frame = u->frames;
+  rec->prev_lent = split::ext(u)->lent;
+  rec->prev_block = split::ext(u)->cur_block;
+  rec->prev_frame = split::ext(u)->frames;
   rec->segment = r;
   rec->allocas = nullptr;
-  u->lent = nullptr;
-  u->cur_block = r.block;
-  u->frames = rec;
+  split::ext(u)->lent = nullptr;
+  split::ext(u)->cur_block = r.block;
+  split::ext(u)->frames = rec;
   char* new_sp = reinterpret_cast<char*>(
       (reinterpret_cast<std::uintptr_t>(r.hi) - arg_bytes) & ~std::uintptr_t{15});
   // Stack arguments: whole words. A loop, not memcpy (see remove_cached).
@@ -438,7 +443,7 @@ extern "C" void ito_split_unwind(split_frame* rec, void* seg_limit) noexcept {
   void* limit = rec->prev_limit;
   ito::stack::region rest = split::leave_segment(w, w->current, rec, seg_limit);
   split::flush_deferred(w);
-  w->deferred_segment = rest;
+  split::state(w).deferred_segment = rest;
   ito::arch::set_split_limit(limit);
 }
 
@@ -447,7 +452,7 @@ extern "C" void ito_split_unwind(split_frame* rec, void* seg_limit) noexcept {
 extern "C" void* ito_split_alloca(std::size_t bytes) noexcept {
   using namespace ito::sched;
   ult* u = split::current_split_ult("__morestack_allocate_stack_space outside a lazy/fair_use ULT");
-  void** list = u->frames ? &u->frames->allocas : &u->allocas;
+  void** list = split::ext(u)->frames ? &split::ext(u)->frames->allocas : &split::ext(u)->allocas;
   auto* block = static_cast<void**>(std::malloc(bytes + 16));
   if (!block) fatal("out of memory in __morestack_allocate_stack_space");
   *block = *list;

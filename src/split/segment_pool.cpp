@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "stack/segment_pool.hpp"
+#include "split/segment_pool.hpp"
 
 #include <sys/mman.h>
 

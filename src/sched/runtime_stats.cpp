@@ -1,0 +1,33 @@
+// SPDX-License-Identifier: Apache-2.0
+// ITO_STATS=1: the per-worker counters, printed when the runtime stops.
+#include <cstdio>
+
+#include "sched/runtime_control.hpp"
+
+namespace ito::sched {
+
+void print_stats(runtime_state* rt, std::FILE* out) {
+  std::fprintf(out,
+               "ito: stats: %zu workers, %zu stacks mapped (%zu bytes each)\n"
+               "ito: %6s %12s %12s %12s %12s %8s %8s %12s %12s %12s\n",
+               rt->workers.size(), rt->stacks.stacks_mapped(), rt->stacks.stack_size(), "worker",
+               "spawns", "quick_res", "direct_wake", "steal_tries", "steals", "parks", "late_wk",
+               "stack_reuse", "stack_take");
+  if (rt->stack_provider) rt->stack_provider->print_stats(*rt, out);
+  for (auto& w : rt->workers) {
+    auto& s = w->stats;
+    std::fprintf(out, "ito: %6u %12llu %12llu %12llu %12llu %8llu %8llu %12llu %12llu %12llu\n",
+                 w->index, static_cast<unsigned long long>(s.spawns.load()),
+                 static_cast<unsigned long long>(s.quick_resumes.load()),
+                 static_cast<unsigned long long>(s.direct_join_wakeups.load()),
+                 static_cast<unsigned long long>(s.steal_attempts.load()),
+                 static_cast<unsigned long long>(s.steals.load()),
+                 static_cast<unsigned long long>(s.parks.load()),
+                 static_cast<unsigned long long>(s.late_wakeups.load()),
+                 static_cast<unsigned long long>(s.stacks_reused.load()),
+                 static_cast<unsigned long long>(s.stacks_taken.load()));
+  }
+}
+
+
+}  // namespace ito::sched
