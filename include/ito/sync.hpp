@@ -3,7 +3,7 @@
 // ULTs) instead of blocking the worker's OS thread. Every type here also works
 // from a plain OS thread, which then sleeps on a futex (see docs/SYNC.md).
 //
-// mutex, condition_variable and once_flag are constexpr-constructible and
+// mutex, condition_variable, shared_mutex and once_flag are constexpr-constructible and
 // their initial state is all-zero bytes (the C API's static initialisers rely
 // on it).
 #pragma once
@@ -49,6 +49,8 @@ struct wait_queue {
 
 // For the C API: state the C++ API does not expose (destroy's EBUSY checks).
 struct sync_access;
+// For the C and POSIX layers: shared_mutex's error codes and timed locks.
+struct shared_mutex_access;
 
 }  // namespace detail
 
@@ -216,6 +218,53 @@ class barrier {
   detail::spinlock lock_;
   std::uint32_t count_;
   std::uint32_t arrived_ = 0;  // in the current phase; guarded by lock_
+  detail::wait_queue waiters_;
+};
+
+// A reader-writer lock (SharedMutex: works with std::shared_lock and
+// std::unique_lock). Uncontended lock, unlock, lock_shared and unlock_shared
+// are one atomic instruction each. Writers are not starved by a stream of
+// readers: once anyone waits, newcomers queue behind them, and the queue is
+// served in arrival order, a run of readers at its front together (so readers
+// are not starved by writers either). A reader that re-locks for reading
+// while a writer waits therefore waits too (as glibc's
+// PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP). Misuse is checked:
+// lock/lock_shared by the writer throw usage_error(EDEADLK); unlock by anyone
+// but the writer, or unlock_shared with no reader, throw usage_error(EPERM).
+// The core of pthread_rwlock_t and ito_rwlock_t (all-zero bytes: unlocked).
+class shared_mutex {
+ public:
+  constexpr shared_mutex() noexcept = default;
+  shared_mutex(const shared_mutex&) = delete;
+  shared_mutex& operator=(const shared_mutex&) = delete;
+
+  void lock();
+  bool try_lock() noexcept;
+  void unlock();
+  void lock_shared();
+  bool try_lock_shared() noexcept;
+  void unlock_shared();
+
+ private:
+  friend struct detail::shared_mutex_access;
+
+  // The slow path of every lock: 0, EDEADLK (the caller is the writer) or
+  // ETIMEDOUT (deadline: CLOCK_MONOTONIC ns; INT64_MAX: none). May throw
+  // std::bad_alloc arming a ULT's timer, leaving nothing changed.
+  int lock_slow(bool write, std::int64_t deadline_ns);
+  // Unlocks; false (nothing changed) if the caller is not the writer / no reader holds it.
+  bool release_write() noexcept;
+  bool release_read() noexcept;
+  void unlock_slow() noexcept;
+  // Hands the lock to the waiters it can go to now; the caller holds queue_lock_.
+  detail::waiter* grant_locked() noexcept;
+  bool written_by(const void* self) const noexcept {
+    return writer_.load(std::memory_order_relaxed) == self;
+  }
+
+  std::atomic<std::uint32_t> state_{0};  // readers << 2 | parked | writer: src/sync/shared_mutex.cpp
+  detail::spinlock queue_lock_;
+  std::atomic<const void*> writer_{nullptr};  // the writer's ULT (or OS thread), for the checks
   detail::wait_queue waiters_;
 };
 
