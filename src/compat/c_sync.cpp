@@ -14,31 +14,8 @@
 #include "ito/error.hpp"
 #include "ito/sync.hpp"
 #include "sync/shared_mutex_access.hpp"
+#include "sync/sync_access.hpp"
 
-namespace ito::detail {
-
-// What the destroy functions need to see (under the objects' own locks).
-struct sync_access {
-  static bool busy(mutex& m) noexcept { return m.state_.load(std::memory_order_acquire) != 0; }
-  static bool busy(condition_variable& c) noexcept { return has_waiters(c.queue_lock_, c.waiters_); }
-  static bool busy(barrier& b) noexcept { return has_waiters(b.lock_, b.waiters_); }
-  // Negative: callers wait, or are about to.
-  static bool busy(counting_semaphore& s) noexcept {
-    return s.count_.load(std::memory_order_acquire) < 0;
-  }
-  // sem_post: one permit, unless the value is already at the C API's maximum.
-  static bool post(counting_semaphore& s) noexcept { return s.add_permits(1, ITO_SEM_VALUE_MAX); }
-
- private:
-  static bool has_waiters(spinlock& lock, const wait_queue& q) noexcept {
-    lock.lock();
-    const bool waiting = q.head != nullptr;
-    lock.unlock();
-    return waiting;
-  }
-};
-
-}  // namespace ito::detail
 
 namespace {
 

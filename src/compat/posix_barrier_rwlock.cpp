@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // pthread barriers, read-write locks and spinlocks for ULTs, each inside its
-// glibc type's storage; the read-write lock is src/sync's core, translated. Blocked callers park their ULT, never the worker.
+// glibc type's storage; the barrier and the read-write lock are src/sync's
+// cores, translated. Blocked callers park their ULT, never the worker.
 #include <cstddef>
 #include <cstring>
 #include <new>
@@ -8,20 +9,15 @@
 #include "compat/posix_internal.hpp"
 #include "ito/pthread.h"
 #include "sync/shared_mutex_access.hpp"
+#include "sync/sync_access.hpp"
 
 namespace ito::posix {
 namespace {
 
-// --- barrier: the last arriver of a phase releases the others ---------------
-struct pbarrier {
-  detail::spinlock lock;
-  std::uint32_t count = 0;
-  std::uint32_t arrived = 0;
-  detail::wait_queue waiters;
-};
-static_assert(sizeof(pbarrier) <= sizeof(pthread_barrier_t));
-static_assert(alignof(pbarrier) <= alignof(pthread_barrier_t));
-pbarrier* as_barrier(pthread_barrier_t* b) { return std::launder(reinterpret_cast<pbarrier*>(b)); }
+// --- barrier: ito::barrier (src/sync), translated --------------------------
+static_assert(sizeof(barrier) <= sizeof(pthread_barrier_t));
+static_assert(alignof(barrier) <= alignof(pthread_barrier_t));
+barrier& as_barrier(pthread_barrier_t* b) { return *std::launder(reinterpret_cast<barrier*>(b)); }
 
 // --- rwlock: ito::shared_mutex (src/sync), which prefers no one: its queue
 // is served in arrival order, so writers are not starved by readers ----------
@@ -70,38 +66,22 @@ int ito_pthread_barrier_init(pthread_barrier_t* barrier, const pthread_barrierat
                              unsigned count) {
   if (!barrier || count == 0) return EINVAL;
   std::memset(static_cast<void*>(barrier), 0, sizeof *barrier);
-  (::new (static_cast<void*>(barrier)) pbarrier())->count = count;
+  ::new (static_cast<void*>(barrier)) ito::barrier(count);
   return 0;
 }
 
 int ito_pthread_barrier_destroy(pthread_barrier_t* barrier) {
   if (!barrier) return EINVAL;
-  pbarrier* b = as_barrier(barrier);
-  b->lock.lock();
-  const bool busy = b->arrived != 0;
-  b->lock.unlock();
-  return busy ? EBUSY : 0;
+  return ito::detail::sync_access::busy(as_barrier(barrier)) ? EBUSY : 0;
 }
 
 int ito_pthread_barrier_wait(pthread_barrier_t* barrier) {
   if (!barrier) return EINVAL;
   if (int e = enter()) return e;
-  pbarrier* b = as_barrier(barrier);
-  if (b->count == 0) return EINVAL;  // never initialised
-  b->lock.lock();
-  if (++b->arrived == b->count) {
-    b->arrived = 0;  // the next phase starts now: the barrier is reusable at once
-    ito::detail::waiter* all = ito::detail::take_all(b->waiters);
-    b->lock.unlock();
-    ito::detail::unpark_all(all);
-    return PTHREAD_BARRIER_SERIAL_THREAD;
-  }
+  ito::barrier& b = as_barrier(barrier);
+  if (ito::detail::sync_access::count(b) == 0) return EINVAL;  // never initialised
   errno_guard keep_errno;
-  ito::detail::waiter me(ito::detail::calling_ult());
-  ito::detail::push_back(b->waiters, &me);
-  b->lock.unlock();
-  ito::detail::park(me, "pthread_barrier", b);
-  return 0;
+  return b.arrive_and_wait() ? PTHREAD_BARRIER_SERIAL_THREAD : 0;
 }
 
 int ito_pthread_rwlock_init(pthread_rwlock_t* rwlock, const pthread_rwlockattr_t*) {
