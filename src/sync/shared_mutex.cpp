@@ -85,8 +85,13 @@ bool shared_mutex::release_write() noexcept {
   writer_.store(nullptr, std::memory_order_relaxed);
   std::uint32_t s = writer;
   if (!state_.compare_exchange_strong(s, 0, std::memory_order_release,
-                                      std::memory_order_relaxed)) [[unlikely]]
+                                      std::memory_order_relaxed)) [[unlikely]] {
+    // Others are parked: leave `parked` alone (nobody gets in meanwhile) and
+    // hand over. Cleared here, not under the queue lock, where a grant made
+    // meanwhile (a timed-out waiter's) may already have set it for someone else.
+    state_.fetch_and(~writer, std::memory_order_release);
     unlock_slow();
+  }
   return true;
 }
 
@@ -200,10 +205,9 @@ int shared_mutex::lock_slow(bool write, std::int64_t deadline_ns) {
   return 0;
 }
 
-// The writer left (its CAS found `parked`), or the last reader did.
+// The last holder left while others are parked.
 void shared_mutex::unlock_slow() noexcept {
   queue_lock_.lock();
-  state_.fetch_and(~writer, std::memory_order_release);
   detail::waiter* wake = grant_locked();
   queue_lock_.unlock();
   detail::unpark_all(wake);
