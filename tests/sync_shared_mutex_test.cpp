@@ -269,4 +269,67 @@ TEST(shared_mutex, stress_with_random_yields_at_four_workers) {
   });
 }
 
+// Time-outs racing hand-overs: short timed locks of both kinds among plain
+// ones, from ULTs and from a plain OS thread. A lost hand-over hangs the
+// test; a wrong one shows as a reader beside a writer.
+TEST(shared_mutex, timed_locks_racing_hand_overs_keep_exclusion) {
+  const int rounds = static_cast<int>(scaled(1500));
+  ito::start_main_thread_with_worker_size(4, [&] {
+    ito::shared_mutex m;
+    std::atomic<int> readers_in{0};
+    std::atomic<int> writers_in{0};
+    std::atomic<int> violations{0};
+    std::atomic<int> timeouts{0};
+    auto body = [&](unsigned seed) {
+      std::minstd_rand rng(seed);
+      for (int r = 0; r < rounds; ++r) {
+        const bool write = rng() % 3 == 0;
+        const bool timed = rng() % 2 == 0;
+        const std::int64_t deadline =
+            timed ? ito::sched::monotonic_ns() + static_cast<std::int64_t>(rng() % 50'000)
+                  : access::never;
+        const int rc = access::lock(m, write, deadline);
+        if (rc == ETIMEDOUT) {
+          ++timeouts;
+          continue;
+        }
+        if (rc != 0) {
+          ++violations;
+          continue;
+        }
+        if (write) {
+          if (writers_in.fetch_add(1) != 0 || readers_in.load() != 0) ++violations;
+          if (rng() % 2) ito::yield();
+          writers_in.fetch_sub(1);
+        } else {
+          readers_in.fetch_add(1);
+          if (writers_in.load() != 0) ++violations;
+          if (rng() % 2) ito::yield();
+          readers_in.fetch_sub(1);
+        }
+        if (access::unlock(m) != 0) ++violations;
+      }
+    };
+    std::vector<ito::future<void>> done;
+    for (unsigned u = 0; u < 16; ++u) done.push_back(ito::create_thread(body, u + 1));
+    std::thread outsider([&] {
+      std::minstd_rand rng(99);
+      for (int r = 0; r < rounds / 4; ++r) {
+        const bool write = rng() % 2 == 0;
+        const int rc = access::lock(m, write, ito::sched::monotonic_ns() + 20'000);
+        if (rc == 0) {
+          if (write ? readers_in.load() != 0 : writers_in.load() != 0) ++violations;
+          if (access::unlock(m) != 0) ++violations;
+        } else if (rc != ETIMEDOUT) {
+          ++violations;
+        }
+      }
+    });
+    for (auto& f : done) f.get();
+    outsider.join();
+    EXPECT_EQ(violations.load(), 0);
+    EXPECT_FALSE(access::busy(m));
+  });
+}
+
 }  // namespace
