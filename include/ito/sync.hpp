@@ -51,6 +51,8 @@ struct wait_queue {
 struct sync_access;
 // For the C and POSIX layers: shared_mutex's error codes and timed locks.
 struct shared_mutex_access;
+// For the POSIX layer: mutex kinds, recursion, error codes and timed locks.
+struct mutex_access;
 
 }  // namespace detail
 
@@ -75,22 +77,32 @@ class mutex {
  private:
   friend class condition_variable;
   friend struct detail::sync_access;
+  friend struct detail::mutex_access;
 
-  void lock_contended(const void* self);
+  // 0, EDEADLK (the caller holds it) or ETIMEDOUT (deadline: CLOCK_MONOTONIC
+  // ns; INT64_MAX: none). A timed lock from a ULT may throw std::bad_alloc.
+  int lock_contended(const void* self, std::int64_t deadline_ns);
   void unlock_contended(std::uint32_t state) noexcept;
-  void sleep_in_queue(bool at_front);
+  // Parks until woken or handed the mutex: false; or until the deadline: true,
+  // off the queue and no longer counted as a waiter.
+  bool sleep_in_queue(bool at_front, std::int64_t deadline_ns);
+  void uncount_waiter() noexcept;
   void wake_first() noexcept;
   bool held_by(const void* self) const noexcept {
     return owner_.load(std::memory_order_relaxed) == self;
   }
 
+  // The layout fits glibc's pthread_mutex_t (40 bytes), which is this core
+  // too: aux_ sits at glibc's __kind, which pthread's static initialisers set.
   std::atomic<std::uint32_t> state_{0};  // flags and waiter count: see src/sync/mutex.cpp
   detail::spinlock queue_lock_;
   std::atomic<const void*> owner_{nullptr};  // the holder's ULT (or OS thread), for the checks
+  // Low byte: the POSIX mutex kind (0 here). Above it, wake-ups that found
+  // the queue empty: their waiter had counted itself in state_ but not queued
+  // yet, and takes one instead of parking. Tokens change under queue_lock_.
+  std::atomic<std::uint32_t> aux_{0};
+  std::uint32_t depth_ = 0;  // the POSIX recursive kind's re-locks; the holder's alone
   detail::wait_queue waiters_;
-  // Wake-ups that found the queue empty: their waiter had counted itself in
-  // state_ but not queued yet, and takes one instead of parking. Guarded by queue_lock_.
-  std::uint32_t wake_tokens_ = 0;
 };
 
 // A condition variable for ito::mutex, with the interface of
