@@ -24,6 +24,7 @@
 // Unlike Go's, unlock releases the mutex and claims the wake-up in the same
 // CAS: C++ code may free a mutex as soon as its last user has unlocked it.
 #include <cerrno>
+#include <cstddef>
 #include <limits>
 #include <new>
 
@@ -276,6 +277,8 @@ void mutex::wake_first() noexcept {
 namespace ito::detail {
 
 void mutex_access::init(mutex& m, int kind) noexcept {
+  // The kind byte must be glibc's __kind: static initialisers write it there.
+  static_assert(offsetof(mutex, aux_) == 16 && sizeof(mutex) == 40);
   ::new (static_cast<void*>(&m)) mutex();
   m.aux_.store(static_cast<std::uint32_t>(kind & kind_mask), std::memory_order_relaxed);
 }

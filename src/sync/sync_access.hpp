@@ -7,13 +7,15 @@
 
 #include "ito/sync.h"
 #include "ito/sync.hpp"
+#include "sync/mutex_access.hpp"
 
 namespace ito::detail {
 
 // What the C and POSIX layers' destroy functions need to see (under the
 // objects' own locks), and the C API's sem_post limit.
 struct sync_access {
-  static bool busy(mutex& m) noexcept { return m.state_.load(std::memory_order_acquire) != 0; }
+  // Locked or waited for; a leftover `woken` flag (after a timed lock gave up) is neither.
+  static bool busy(mutex& m) noexcept { return mutex_access::busy(m); }
   static bool busy(condition_variable& c) noexcept { return has_waiters(c.queue_lock_, c.waiters_); }
   static bool busy(barrier& b) noexcept { return has_waiters(b.lock_, b.waiters_); }
   // 0 for storage no init call has made a barrier of (pthread_barrier_wait: EINVAL).
