@@ -7,15 +7,18 @@
  * Every call returns 0 or a POSIX error code (never errno, never -1) and lets
  * no C++ exception out (ito_once's fn excepted: see there):
  *   EINVAL   a null pointer, or a bad count, key or timeout
- *   EPERM    unlocking a mutex, or waiting with one, that the caller does not hold
- *   EDEADLK  locking a mutex the caller already holds (mutexes are not recursive)
- *   EBUSY    trylock on a locked mutex; destroying an object in use
+ *   EPERM    unlocking a mutex, or waiting with one, that the caller does not
+ *            hold; unlocking a rwlock that nobody holds for reading and the
+ *            caller does not hold for writing
+ *   EDEADLK  locking a mutex the caller already holds (mutexes are not
+ *            recursive); locking a rwlock the caller holds for writing
+ *   EBUSY    trylock on a locked mutex or rwlock; destroying an object in use
  *   EAGAIN   trywait with no permit; no key left
  *   EOVERFLOW posting a semaphore already at ITO_SEM_VALUE_MAX
  *   ETIMEDOUT a timed wait's deadline passed
  *   ENOMEM   out of memory (setspecific)
  * Objects are opaque and may live anywhere (stack, heap, static); the mutex,
- * condition variable and once also have static initialisers. */
+ * rwlock, condition variable and once also have static initialisers. */
 #ifndef ITO_SYNC_H
 #define ITO_SYNC_H
 
@@ -29,7 +32,9 @@ extern "C" {
  * <time.h> lacks it. */
 struct timespec;
 
-/* --- Mutex: FIFO hand-off when contended; not recursive ------------------- */
+/* --- Mutex: not recursive. Contended, a running locker may barge past the
+ * woken waiter; a waiter kept over a millisecond turns on direct FIFO hand-off
+ * until the queue drains, so no waiter starves. --------------------------- */
 typedef struct ito_mutex { unsigned long long opaque_[6]; } ito_mutex_t;
 #define ITO_MUTEX_INITIALIZER {{0}}
 
@@ -42,6 +47,27 @@ int ito_mutex_lock(ito_mutex_t* mutex);
 int ito_mutex_trylock(ito_mutex_t* mutex);
 /* EPERM if the caller does not hold it. */
 int ito_mutex_unlock(ito_mutex_t* mutex);
+
+/* --- Reader-writer lock: readers share, a writer excludes. Writers are not
+ * starved by readers: once anyone waits, newcomers queue behind, and waiters
+ * get the lock in arrival order (a run of readers together). So a reader that
+ * re-locks for reading while a writer waits waits too. -------------------- */
+typedef struct ito_rwlock { unsigned long long opaque_[5]; } ito_rwlock_t;
+#define ITO_RWLOCK_INITIALIZER {{0}}
+
+int ito_rwlock_init(ito_rwlock_t* rwlock);
+/* EBUSY while it is held or waited for. */
+int ito_rwlock_destroy(ito_rwlock_t* rwlock);
+/* EDEADLK if the caller holds it for writing. */
+int ito_rwlock_rdlock(ito_rwlock_t* rwlock);
+/* EBUSY if a writer holds it or anyone waits; EDEADLK as rdlock. */
+int ito_rwlock_tryrdlock(ito_rwlock_t* rwlock);
+/* EDEADLK if the caller holds it for writing. */
+int ito_rwlock_wrlock(ito_rwlock_t* rwlock);
+/* EBUSY if anyone holds it; EDEADLK as wrlock. */
+int ito_rwlock_trywrlock(ito_rwlock_t* rwlock);
+/* Releases the caller's write hold, else one read hold. EPERM if neither. */
+int ito_rwlock_unlock(ito_rwlock_t* rwlock);
 
 /* --- Condition variable ---------------------------------------------------- */
 typedef struct ito_cond { unsigned long long opaque_[6]; } ito_cond_t;

@@ -3,7 +3,7 @@
 // ULTs) instead of blocking the worker's OS thread. Every type here also works
 // from a plain OS thread, which then sleeps on a futex (see docs/SYNC.md).
 //
-// mutex, condition_variable and once_flag are constexpr-constructible and
+// mutex, condition_variable, shared_mutex and once_flag are constexpr-constructible and
 // their initial state is all-zero bytes (the C API's static initialisers rely
 // on it).
 #pragma once
@@ -36,6 +36,10 @@ struct wait_queue {
 
 // For the C API: state the C++ API does not expose (destroy's EBUSY checks).
 struct sync_access;
+// For the C and POSIX layers: shared_mutex's error codes and timed locks.
+struct shared_mutex_access;
+// For the POSIX layer: mutex kinds, recursion, error codes and timed locks.
+struct mutex_access;
 
 }  // namespace detail
 
@@ -60,22 +64,32 @@ class mutex {
  private:
   friend class condition_variable;
   friend struct detail::sync_access;
+  friend struct detail::mutex_access;
 
-  void lock_contended(const void* self);
+  // 0, EDEADLK (the caller holds it) or ETIMEDOUT (deadline: CLOCK_MONOTONIC
+  // ns; INT64_MAX: none). A timed lock from a ULT may throw std::bad_alloc.
+  int lock_contended(const void* self, std::int64_t deadline_ns);
   void unlock_contended(std::uint32_t state) noexcept;
-  void sleep_in_queue(bool at_front);
+  // Parks until woken or handed the mutex: false; or until the deadline: true,
+  // off the queue and no longer counted as a waiter.
+  bool sleep_in_queue(bool at_front, std::int64_t deadline_ns);
+  void uncount_waiter() noexcept;
   void wake_first() noexcept;
   bool held_by(const void* self) const noexcept {
     return owner_.load(std::memory_order_relaxed) == self;
   }
 
+  // The layout fits glibc's pthread_mutex_t (40 bytes), which is this core
+  // too: aux_ sits at glibc's __kind, which pthread's static initialisers set.
   std::atomic<std::uint32_t> state_{0};  // flags and waiter count: see src/sync/mutex.cpp
   detail::spinlock queue_lock_;
   std::atomic<const void*> owner_{nullptr};  // the holder's ULT (or OS thread), for the checks
+  // Low byte: the POSIX mutex kind (0 here). Above it, wake-ups that found
+  // the queue empty: their waiter had counted itself in state_ but not queued
+  // yet, and takes one instead of parking. Tokens change under queue_lock_.
+  std::atomic<std::uint32_t> aux_{0};
+  std::uint32_t depth_ = 0;  // the POSIX recursive kind's re-locks; the holder's alone
   detail::wait_queue waiters_;
-  // Wake-ups that found the queue empty: their waiter had counted itself in
-  // state_ but not queued yet, and takes one instead of parking. Guarded by queue_lock_.
-  std::uint32_t wake_tokens_ = 0;
 };
 
 // A condition variable for ito::mutex, with the interface of
@@ -203,6 +217,53 @@ class barrier {
   detail::spinlock lock_;
   std::uint32_t count_;
   std::uint32_t arrived_ = 0;  // in the current phase; guarded by lock_
+  detail::wait_queue waiters_;
+};
+
+// A reader-writer lock (SharedMutex: works with std::shared_lock and
+// std::unique_lock). Uncontended lock, unlock, lock_shared and unlock_shared
+// are one atomic instruction each. Writers are not starved by a stream of
+// readers: once anyone waits, newcomers queue behind them, and the queue is
+// served in arrival order, a run of readers at its front together (so readers
+// are not starved by writers either). A reader that re-locks for reading
+// while a writer waits therefore waits too (as glibc's
+// PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP). Misuse is checked:
+// lock/lock_shared by the writer throw usage_error(EDEADLK); unlock by anyone
+// but the writer, or unlock_shared with no reader, throw usage_error(EPERM).
+// The core of pthread_rwlock_t and ito_rwlock_t (all-zero bytes: unlocked).
+class shared_mutex {
+ public:
+  constexpr shared_mutex() noexcept = default;
+  shared_mutex(const shared_mutex&) = delete;
+  shared_mutex& operator=(const shared_mutex&) = delete;
+
+  void lock();
+  bool try_lock() noexcept;
+  void unlock();
+  void lock_shared();
+  bool try_lock_shared() noexcept;
+  void unlock_shared();
+
+ private:
+  friend struct detail::shared_mutex_access;
+
+  // The slow path of every lock: 0, EDEADLK (the caller is the writer) or
+  // ETIMEDOUT (deadline: CLOCK_MONOTONIC ns; INT64_MAX: none). May throw
+  // std::bad_alloc arming a ULT's timer, leaving nothing changed.
+  int lock_slow(bool write, std::int64_t deadline_ns);
+  // Unlocks; false (nothing changed) if the caller is not the writer / no reader holds it.
+  bool release_write() noexcept;
+  bool release_read() noexcept;
+  void unlock_slow() noexcept;
+  // Hands the lock to the waiters it can go to now; the caller holds queue_lock_.
+  detail::waiter* grant_locked() noexcept;
+  bool written_by(const void* self) const noexcept {
+    return writer_.load(std::memory_order_relaxed) == self;
+  }
+
+  std::atomic<std::uint32_t> state_{0};  // readers << 2 | parked | writer: src/sync/shared_mutex.cpp
+  detail::spinlock queue_lock_;
+  std::atomic<const void*> writer_{nullptr};  // the writer's ULT (or OS thread), for the checks
   detail::wait_queue waiters_;
 };
 

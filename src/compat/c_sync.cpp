@@ -13,31 +13,9 @@
 
 #include "ito/error.hpp"
 #include "ito/sync.hpp"
+#include "sync/shared_mutex_access.hpp"
+#include "sync/sync_access.hpp"
 
-namespace ito::detail {
-
-// What the destroy functions need to see (under the objects' own locks).
-struct sync_access {
-  static bool busy(mutex& m) noexcept { return m.state_.load(std::memory_order_acquire) != 0; }
-  static bool busy(condition_variable& c) noexcept { return has_waiters(c.queue_lock_, c.waiters_); }
-  static bool busy(barrier& b) noexcept { return has_waiters(b.lock_, b.waiters_); }
-  // Negative: callers wait, or are about to.
-  static bool busy(counting_semaphore& s) noexcept {
-    return s.count_.load(std::memory_order_acquire) < 0;
-  }
-  // sem_post: one permit, unless the value is already at the C API's maximum.
-  static bool post(counting_semaphore& s) noexcept { return s.add_permits(1, ITO_SEM_VALUE_MAX); }
-
- private:
-  static bool has_waiters(spinlock& lock, const wait_queue& q) noexcept {
-    lock.lock();
-    const bool waiting = q.head != nullptr;
-    lock.unlock();
-    return waiting;
-  }
-};
-
-}  // namespace ito::detail
 
 namespace {
 
@@ -48,6 +26,7 @@ constexpr bool fits() {
 static_assert(fits<ito::mutex, ito_mutex_t>());
 static_assert(fits<ito::condition_variable, ito_cond_t>());
 static_assert(fits<ito::barrier, ito_barrier_t>());
+static_assert(fits<ito::shared_mutex, ito_rwlock_t>());
 static_assert(fits<ito::counting_semaphore, ito_sem_t>());
 static_assert(fits<ito::once_flag, ito_once_t>());
 static_assert(std::is_same_v<ito_key_t, ito::key>);
@@ -111,6 +90,46 @@ int ito_mutex_trylock(ito_mutex_t* m) {
 int ito_mutex_unlock(ito_mutex_t* m) {
   if (!m) return EINVAL;
   return status_of([&] { as<ito::mutex>(m).unlock(); });
+}
+
+int ito_rwlock_init(ito_rwlock_t* l) {
+  if (!l) return EINVAL;
+  ::new (static_cast<void*>(l)) ito::shared_mutex();
+  return 0;
+}
+
+int ito_rwlock_destroy(ito_rwlock_t* l) {
+  if (!l) return EINVAL;
+  if (ito::detail::shared_mutex_access::busy(as<ito::shared_mutex>(l))) return EBUSY;
+  as<ito::shared_mutex>(l).~shared_mutex();
+  return 0;
+}
+
+int ito_rwlock_rdlock(ito_rwlock_t* l) {
+  if (!l) return EINVAL;
+  constexpr auto never = ito::detail::shared_mutex_access::never;
+  return ito::detail::shared_mutex_access::lock(as<ito::shared_mutex>(l), false, never);
+}
+
+int ito_rwlock_tryrdlock(ito_rwlock_t* l) {
+  if (!l) return EINVAL;
+  return ito::detail::shared_mutex_access::try_lock(as<ito::shared_mutex>(l), false);
+}
+
+int ito_rwlock_wrlock(ito_rwlock_t* l) {
+  if (!l) return EINVAL;
+  constexpr auto never = ito::detail::shared_mutex_access::never;
+  return ito::detail::shared_mutex_access::lock(as<ito::shared_mutex>(l), true, never);
+}
+
+int ito_rwlock_trywrlock(ito_rwlock_t* l) {
+  if (!l) return EINVAL;
+  return ito::detail::shared_mutex_access::try_lock(as<ito::shared_mutex>(l), true);
+}
+
+int ito_rwlock_unlock(ito_rwlock_t* l) {
+  if (!l) return EINVAL;
+  return ito::detail::shared_mutex_access::unlock(as<ito::shared_mutex>(l));
 }
 
 int ito_cond_init(ito_cond_t* c) {

@@ -1,23 +1,23 @@
 // SPDX-License-Identifier: Apache-2.0
-// pthread condition variables for ULTs, on the POSIX layer's mutex. The
-// object lives in glibc's pthread_cond_t (48 bytes); all-zero bytes
-// (PTHREAD_COND_INITIALIZER) are a condition on CLOCK_REALTIME, which is
-// clock id 0, so no init call is needed.
-//
-// A waiter joins the queue before it releases the mutex, so a signal sent
-// after that release always finds it; signal and a timed wait's timer both
-// claim the waiter record and only the winner wakes it (posix_common.cpp).
+// pthread condition variables for ULTs: ito::condition_variable (src/sync)
+// with the clock of timedwait beside it, in glibc's pthread_cond_t (48
+// bytes); all-zero bytes (PTHREAD_COND_INITIALIZER) are a condition on
+// CLOCK_REALTIME, which is clock id 0, so no init call is needed. This file
+// only translates clocks, deadlines, recursion depth and error codes.
+#include <cstring>
+#include <mutex>
+
 #include "compat/posix_internal.hpp"
 #include "compat/posix_mutex.hpp"
 #include "ito/pthread.h"
+#include "sync/sync_access.hpp"
 
 namespace ito::posix {
 namespace {
 
 struct pcond {
-  detail::spinlock queue_lock;
+  condition_variable cv;
   clockid_t clock = CLOCK_REALTIME;  // of timedwait's abstime
-  detail::wait_queue waiters;
 };
 static_assert(sizeof(pcond) <= sizeof(pthread_cond_t));
 static_assert(alignof(pcond) <= alignof(pthread_cond_t));
@@ -31,32 +31,30 @@ constexpr int clock_shift = 1;
 // abstime is on `clock`, or on the condition's own clock when clock < 0.
 int wait(pthread_cond_t* cond, pthread_mutex_t* mutex, const timespec* abstime,
          clockid_t clock = -1) {
+  using access = detail::mutex_access;
   if (!cond || !mutex) return EINVAL;
   if (int e = enter()) return e;
   pcond* c = as_cond(cond);
-  pmutex* m = as_mutex(mutex);
-  const void* self = identity();
-  if (m->owner.load(std::memory_order_relaxed) != self) return EPERM;
+  ito::mutex& m = as_mutex(mutex);
+  if (!access::held_by(m, identity())) return EPERM;
   std::int64_t deadline = sched::timer_queue::never;
   if (abstime) {
     if (int e = to_deadline(abstime, clock < 0 ? c->clock : clock, &deadline)) return e;
   }
   errno_guard keep_errno;
-  detail::waiter me(detail::calling_ult());
-  c->queue_lock.lock();
-  detail::push_back(c->waiters, &me);
-  c->queue_lock.unlock();
   // A recursive mutex is released completely and restored to its depth.
-  const std::uint32_t depth = m->count;
-  m->count = 0;
-  m->owner.store(nullptr, std::memory_order_relaxed);
-  if (m->state.exchange(0, std::memory_order_release) == 2) mutex_wake(m);
-
-  const bool timed_out = park_until(me, deadline, c->queue_lock, c->waiters, "pthread_cond", c);
-
-  mutex_lock_slow(m, self, sched::timer_queue::never, /*check_owner=*/false);
-  m->count = depth;
-  return timed_out ? ETIMEDOUT : 0;
+  const std::uint32_t depth = access::take_depth(m);
+  std::unique_lock<ito::mutex> lock(m, std::adopt_lock);
+  bool timed_out = false;
+  int rc = 0;
+  try {
+    timed_out = c->cv.wait_until_ns(lock, deadline);
+  } catch (const std::bad_alloc&) {  // arming the time-out's timer; nothing changed
+    rc = ENOMEM;
+  }
+  lock.release();  // the caller holds it again, as it did
+  access::restore_depth(m, depth);
+  return rc != 0 ? rc : timed_out ? ETIMEDOUT : 0;
 }
 
 }  // namespace
@@ -100,11 +98,7 @@ int ito_pthread_cond_init(pthread_cond_t* cond, const pthread_condattr_t* attr) 
 
 int ito_pthread_cond_destroy(pthread_cond_t* cond) {
   if (!cond) return EINVAL;
-  auto* c = as_cond(cond);
-  c->queue_lock.lock();
-  const bool waiting = !ito::detail::is_empty(c->waiters);
-  c->queue_lock.unlock();
-  return waiting ? EBUSY : 0;
+  return ito::detail::sync_access::busy(as_cond(cond)->cv) ? EBUSY : 0;
 }
 
 int ito_pthread_cond_wait(pthread_cond_t* cond, pthread_mutex_t* mutex) {
@@ -125,27 +119,13 @@ int ito_pthread_cond_clockwait(pthread_cond_t* cond, pthread_mutex_t* mutex, clo
 
 int ito_pthread_cond_signal(pthread_cond_t* cond) {
   if (!cond) return EINVAL;
-  auto* c = as_cond(cond);
-  c->queue_lock.lock();
-  ito::posix::wake_one_and_unlock(c->queue_lock, c->waiters);
+  as_cond(cond)->cv.notify_one();
   return 0;
 }
 
 int ito_pthread_cond_broadcast(pthread_cond_t* cond) {
   if (!cond) return EINVAL;
-  auto* c = as_cond(cond);
-  ito::detail::waiter* chosen = nullptr;
-  ito::detail::waiter** last = &chosen;
-  c->queue_lock.lock();
-  while (ito::detail::waiter* w = ito::detail::pop_front(c->waiters)) {
-    if (ito::detail::claim(*w, ito::posix::by_wake)) {
-      *last = w;
-      last = &w->next;
-    }
-  }
-  *last = nullptr;
-  c->queue_lock.unlock();
-  ito::detail::unpark_all(chosen);
+  as_cond(cond)->cv.notify_all();
   return 0;
 }
 

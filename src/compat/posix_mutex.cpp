@@ -1,74 +1,47 @@
 // SPDX-License-Identifier: Apache-2.0
 // pthread mutexes for ULTs: normal, errorcheck and recursive, with timed lock.
 //
-// The object lives in glibc's pthread_mutex_t storage (40 bytes) with its
-// `kind` where glibc keeps __kind, so all-zero bytes (PTHREAD_MUTEX_INITIALIZER)
-// are an unlocked default mutex and PTHREAD_RECURSIVE/ERRORCHECK_MUTEX_
-// INITIALIZER_NP give those kinds without any init call.
-//
-// The lock word is Drepper's three-state futex mutex ("Futexes are tricky"):
-// 0 free, 1 locked, 2 locked and maybe contended. Uncontended lock and unlock
-// are one atomic instruction each; a contended locker parks its ULT on the
-// mutex's own queue, and unlock wakes the first one, which competes again.
+// The object is ito::mutex, the same core as ito_mutex_t and the C++ API
+// (Go's algorithm with a starvation mode: see src/sync/mutex.cpp), in glibc's
+// pthread_mutex_t storage (40 bytes) with its kind byte where glibc keeps
+// __kind, so all-zero bytes (PTHREAD_MUTEX_INITIALIZER) are an unlocked
+// default mutex and PTHREAD_RECURSIVE/ERRORCHECK_MUTEX_INITIALIZER_NP give
+// those kinds without any init call. This file only translates: attributes,
+// kinds, clocks and deadlines in, error codes out.
 #include <cstddef>
+#include <cstring>
 
 #include "compat/posix_internal.hpp"
 #include "compat/posix_mutex.hpp"
 #include "ito/pthread.h"
 
 namespace ito::posix {
+namespace {
 
-static_assert(sizeof(pmutex) <= sizeof(pthread_mutex_t));
-static_assert(alignof(pmutex) <= alignof(pthread_mutex_t));
-static_assert(offsetof(pmutex, kind) == offsetof(pthread_mutex_t, __data.__kind));
+static_assert(sizeof(mutex) <= sizeof(pthread_mutex_t));
+static_assert(alignof(mutex) <= alignof(pthread_mutex_t));
+// The kind byte (the low byte of mutex::aux_, at offset 16) is glibc's __kind.
+static_assert(offsetof(pthread_mutex_t, __data.__kind) == 16);
+static_assert(sizeof(void*) == 8 && alignof(std::atomic<const void*>) == 8,
+              "mutex::aux_ follows state_, the queue lock and owner_ at offset 16");
 
-int mutex_lock_slow(pmutex* m, const void* self, std::int64_t deadline, bool check_owner) {
-  if (check_owner && m->owner.load(std::memory_order_relaxed) == self) {
-    if (kind_of(m) != PTHREAD_MUTEX_RECURSIVE) return EDEADLK;  // never a silent deadlock
-    if (m->count == UINT32_MAX) return EAGAIN;
-    ++m->count;
-    return 0;
-  }
+using access = detail::mutex_access;
+
+int lock(pthread_mutex_t* mutex, std::int64_t deadline) {
+  if (!mutex) return EINVAL;
+  if (int e = enter()) return e;
   errno_guard keep_errno;
-  // A short spin first: the holder may be running on another worker.
-  const bool may_spin = sched::current_worker() && sched::current_worker()->rt->workers.size() > 1;
-  for (int i = 0; may_spin && i < 100; ++i) {
-    std::uint32_t s = m->state.load(std::memory_order_relaxed);
-    if (s == 0 && m->state.compare_exchange_weak(s, 1, std::memory_order_acquire)) {
-      m->owner.store(self, std::memory_order_relaxed);
-      return 0;
-    }
-    __builtin_ia32_pause();
-  }
-  for (;;) {
-    if (m->state.exchange(2, std::memory_order_acquire) == 0) {
-      m->owner.store(self, std::memory_order_relaxed);
-      return 0;
-    }
-    if (deadline != sched::timer_queue::never && sched::monotonic_ns() >= deadline) return ETIMEDOUT;
-    detail::waiter me(detail::calling_ult());
-    m->queue_lock.lock();
-    // Queued only while the word still says "contended": an unlock after this
-    // check must take the queue lock to wake, so it finds this record.
-    if (m->state.load(std::memory_order_relaxed) != 2) {
-      m->queue_lock.unlock();
-      continue;
-    }
-    detail::push_back(m->waiters, &me);
-    m->queue_lock.unlock();
-    if (park_until(me, deadline, m->queue_lock, m->waiters, "pthread_mutex", m)) return ETIMEDOUT;
+  try {
+    return access::lock(as_mutex(mutex), identity(), deadline);
+  } catch (const std::bad_alloc&) {  // arming the time-out's timer
+    return ENOMEM;
   }
 }
 
-void mutex_wake(pmutex* m) noexcept {
-  m->queue_lock.lock();
-  wake_one_and_unlock(m->queue_lock, m->waiters);
-}
-
+}  // namespace
 }  // namespace ito::posix
 
 using ito::posix::as_mutex;
-using ito::posix::pmutex;
 
 extern "C" {
 
@@ -88,50 +61,38 @@ int ito_pthread_mutexattr_settype(pthread_mutexattr_t* attr, int type) {
       type != PTHREAD_MUTEX_ERRORCHECK && type != PTHREAD_MUTEX_DEFAULT)
     return EINVAL;
   int& word = *reinterpret_cast<int*>(attr);
-  word = (word & ~ito::posix::kind_mask) | type;
+  word = (word & ~ito::detail::mutex_access::kind_mask) | type;
   return 0;
 }
 
 int ito_pthread_mutexattr_gettype(const pthread_mutexattr_t* attr, int* type) {
   if (!attr || !type) return EINVAL;
-  *type = *reinterpret_cast<const int*>(attr) & ito::posix::kind_mask;
+  *type = *reinterpret_cast<const int*>(attr) & ito::detail::mutex_access::kind_mask;
   return 0;
 }
 
 int ito_pthread_mutex_init(pthread_mutex_t* mutex, const pthread_mutexattr_t* attr) {
   if (!mutex) return EINVAL;
   int kind = PTHREAD_MUTEX_DEFAULT;
-  if (attr) kind = *reinterpret_cast<const int*>(attr) & ito::posix::kind_mask;
+  if (attr) kind = *reinterpret_cast<const int*>(attr) & ito::detail::mutex_access::kind_mask;
   std::memset(static_cast<void*>(mutex), 0, sizeof *mutex);
-  pmutex* m = ::new (static_cast<void*>(mutex)) pmutex();
-  m->kind = kind;
+  ito::detail::mutex_access::init(as_mutex(mutex), kind);
   return 0;
 }
 
 int ito_pthread_mutex_destroy(pthread_mutex_t* mutex) {
   if (!mutex) return EINVAL;
-  return as_mutex(mutex)->state.load(std::memory_order_acquire) != 0 ? EBUSY : 0;
+  return ito::detail::mutex_access::busy(as_mutex(mutex)) ? EBUSY : 0;
 }
 
 int ito_pthread_mutex_lock(pthread_mutex_t* mutex) {
-  if (!mutex) return EINVAL;
-  if (int e = ito::posix::enter()) return e;
-  return ito::posix::mutex_lock(as_mutex(mutex), ito::sched::timer_queue::never);
+  return ito::posix::lock(mutex, ito::detail::mutex_access::never);
 }
 
 int ito_pthread_mutex_trylock(pthread_mutex_t* mutex) {
   if (!mutex) return EINVAL;
   if (int e = ito::posix::enter()) return e;
-  pmutex* m = as_mutex(mutex);
-  const void* self = ito::posix::identity();
-  if (ito::posix::try_acquire(m, self)) return 0;
-  if (m->owner.load(std::memory_order_relaxed) == self &&
-      ito::posix::kind_of(m) == PTHREAD_MUTEX_RECURSIVE) {
-    if (m->count == UINT32_MAX) return EAGAIN;
-    ++m->count;
-    return 0;
-  }
-  return EBUSY;
+  return ito::detail::mutex_access::try_lock(as_mutex(mutex), ito::posix::identity());
 }
 
 int ito_pthread_mutex_timedlock(pthread_mutex_t* mutex, const struct timespec* abstime) {
@@ -143,13 +104,11 @@ int ito_pthread_mutex_clocklock(pthread_mutex_t* mutex, clockid_t clock,
   if (!mutex) return EINVAL;
   if (clock != CLOCK_REALTIME && clock != CLOCK_MONOTONIC) return EINVAL;  // as glibc
   if (int e = ito::posix::enter()) return e;
-  pmutex* m = as_mutex(mutex);
-  const void* self = ito::posix::identity();
   // POSIX: a mutex free now is taken whatever the time-out says.
-  if (ito::posix::try_acquire(m, self)) return 0;
+  if (ito::detail::mutex_access::try_lock(as_mutex(mutex), ito::posix::identity()) == 0) return 0;
   std::int64_t deadline = 0;
   if (int e = ito::posix::to_deadline(abstime, clock, &deadline)) return e;
-  return ito::posix::mutex_lock_slow(m, self, deadline, true);
+  return ito::posix::lock(mutex, deadline);
 }
 
 // ito's mutexes are never robust nor priority-protected (their attributes
@@ -174,7 +133,7 @@ int ito_pthread_mutex_setprioceiling(pthread_mutex_t* mutex, int ceiling, int* o
 
 int ito_pthread_mutex_unlock(pthread_mutex_t* mutex) {
   if (!mutex) return EINVAL;
-  return ito::posix::mutex_unlock(as_mutex(mutex));
+  return ito::detail::mutex_access::unlock(as_mutex(mutex), ito::posix::identity());
 }
 
 }  // extern "C"

@@ -16,14 +16,24 @@
 // The waiter count is in state_ (not just the queue) so that unlock can
 // decide with one atomic instruction; a waiter counts itself before it takes
 // the queue lock, so a wake-up can find the queue empty and leaves a token.
+// A waiter stays counted until it leaves for good, and uncounts itself: when
+// it takes the mutex, or when its deadline passes while it is still queued
+// (a timed lock; the waker claims a record first, as for condition waits, so
+// a wake-up is never spent on a waiter that is leaving). Go's unlock uncounts
+// the waiter it wakes instead; with time-outs it cannot know who that is.
 // Unlike Go's, unlock releases the mutex and claims the wake-up in the same
 // CAS: C++ code may free a mutex as soon as its last user has unlocked it.
 #include <cerrno>
+#include <cstddef>
+#include <limits>
+#include <new>
 
 #include "arch/context.hpp"
 #include "ito/error.hpp"
 #include "ito/sync.hpp"
+#include "sched/idle.hpp"
 #include "sched/scheduler.hpp"
+#include "sync/mutex_access.hpp"
 #include "sync/waiter.hpp"
 
 namespace ito {
@@ -35,11 +45,28 @@ constexpr std::uint32_t starving = 4;
 constexpr std::uint32_t one_waiter = 8;
 constexpr int waiter_shift = 3;
 
+constexpr std::uint32_t one_token = 1u << 8;  // in aux_, above the POSIX kind
+
+constexpr std::uint32_t by_wake = 1;
+constexpr std::uint32_t by_timeout = 2;
+constexpr std::int64_t no_deadline = std::numeric_limits<std::int64_t>::max();
+static_assert(no_deadline == sched::timer_queue::never);
+
 constexpr std::int64_t starvation_threshold_ns = 1'000'000;
 constexpr int spin_rounds = 4;  // Go's: long enough to cover a short critical section
 constexpr int pauses_per_round = 30;
 
 std::uint32_t waiters_in(std::uint32_t state) noexcept { return state >> waiter_shift; }
+
+struct timeout_timer : sched::timer_entry {
+  detail::waiter* waiter = nullptr;
+};
+
+// Runs under the timer queue's lock: a claim and at most a make_ready.
+void on_timeout(sched::timer_entry* t) {
+  detail::waiter& w = *static_cast<timeout_timer*>(t)->waiter;
+  if (detail::claim(w, by_timeout)) detail::unpark(w);
+}
 
 // Spinning helps only if the holder can be running meanwhile: not when the
 // caller's worker is the runtime's only one.
@@ -60,7 +87,9 @@ void mutex::lock() {
     owner_.store(self, std::memory_order_relaxed);
     return;
   }
-  lock_contended(self);
+  if (lock_contended(self, no_deadline) == EDEADLK)
+    throw usage_error(EDEADLK, "ito::mutex::lock: the caller already holds this mutex "
+                               "(ito::mutex is not recursive)");
 }
 
 bool mutex::try_lock() noexcept {
@@ -87,14 +116,13 @@ void mutex::unlock() {
   unlock_contended(expected);
 }
 
-[[gnu::noinline]] void mutex::lock_contended(const void* self) {
+[[gnu::noinline]] int mutex::lock_contended(const void* self, std::int64_t deadline_ns) {
   // Only the holder itself can have stored its own identity.
-  if (held_by(self))
-    throw usage_error(EDEADLK, "ito::mutex::lock: the caller already holds this mutex "
-                               "(ito::mutex is not recursive)");
+  if (held_by(self)) return EDEADLK;
   std::int64_t wait_start = 0;
   bool is_starving = false;
-  bool awoke = false;  // we own the `woken` flag: clear it when we next update state_
+  bool awoke = false;    // we own the `woken` flag: clear it when we next update state_
+  bool counted = false;  // we are in state_'s waiter count
   int spins = 0;
   std::uint32_t old = state_.load(std::memory_order_relaxed);
   for (;;) {
@@ -108,19 +136,23 @@ void mutex::unlock() {
       old = state_.load(std::memory_order_relaxed);
       continue;
     }
+    const bool free_now = !(old & (locked | starving));
     std::uint32_t desired = old;
     if (!(old & starving)) desired |= locked;  // a starving mutex belongs to the queue
-    if (old & (locked | starving)) desired += one_waiter;
+    if (!free_now && !counted) desired += one_waiter;
+    if (free_now && counted) desired -= one_waiter;  // taking it: a waiter no more
     if (is_starving && (old & locked)) desired |= starving;
     if (awoke) desired &= ~woken;
     if (!state_.compare_exchange_weak(old, desired, std::memory_order_acquire,
                                       std::memory_order_relaxed))
       continue;
-    if (!(old & (locked | starving))) break;  // it was free: ours
+    if (free_now) break;  // it was free: ours
+    counted = true;
+    awoke = false;  // cleared by that CAS
 
     const bool waited_before = wait_start != 0;
     if (!waited_before) wait_start = sched::monotonic_ns();
-    sleep_in_queue(/*at_front=*/waited_before);
+    if (sleep_in_queue(/*at_front=*/waited_before, deadline_ns)) return ETIMEDOUT;
     is_starving = is_starving || sched::monotonic_ns() - wait_start > starvation_threshold_ns;
     old = state_.load(std::memory_order_relaxed);
     if (old & starving) {
@@ -135,6 +167,7 @@ void mutex::unlock() {
     spins = 0;
   }
   owner_.store(self, std::memory_order_relaxed);
+  return 0;
 }
 
 // Releases the mutex and claims the wake-up in one CAS. Until that CAS lands
@@ -149,8 +182,9 @@ void mutex::unlock() {
     if (old & starving) {
       wake = true;  // hand-off: `starving` keeps everyone else out until it runs
     } else if (waiters_in(old) != 0 && !(old & woken)) {
-      // Unless a woken or spinning locker is already on its way.
-      desired = (desired - one_waiter) | woken;
+      // Unless a woken or spinning locker is already on its way. The one
+      // woken stays counted until it takes the mutex.
+      desired |= woken;
       wake = true;
     }
     if (state_.compare_exchange_weak(old, desired, std::memory_order_release,
@@ -161,26 +195,139 @@ void mutex::unlock() {
   }
 }
 
-void mutex::sleep_in_queue(bool at_front) {
+bool mutex::sleep_in_queue(bool at_front, std::int64_t deadline_ns) {
   detail::waiter me(detail::calling_ult());
+  // Armed before the record is queued: arming may throw (bad_alloc), and a
+  // record left queued would dangle once this frame unwinds.
+  const bool bounded = deadline_ns != no_deadline;
+  timeout_timer timer;
+  sched::runtime_state* rt = nullptr;
+  if (me.ult && bounded) {
+    rt = sched::current_worker()->rt;
+    timer.deadline_ns = deadline_ns;
+    timer.fire = &on_timeout;
+    timer.waiter = &me;
+    try {
+      rt->timers.add(&timer);
+    } catch (...) {
+      uncount_waiter();
+      throw;
+    }
+    sched::notify_work(rt);  // a parked worker must shorten its sleep to the new deadline
+  }
   queue_lock_.lock();
-  if (wake_tokens_ > 0) {  // our wake-up came before we could queue
-    --wake_tokens_;
+  if (aux_.load(std::memory_order_relaxed) >= one_token) {  // our wake-up came before we could queue
+    aux_.fetch_sub(one_token, std::memory_order_relaxed);
     queue_lock_.unlock();
-    return;
+    if (rt) rt->timers.cancel(&timer);
+    return false;
   }
   if (at_front) detail::push_front(waiters_, &me);
   else detail::push_back(waiters_, &me);
   queue_lock_.unlock();
-  detail::park(me, "mutex", this);
+
+  bool timed_out = false;
+  if (me.ult) {
+    detail::park(me, "mutex", this);
+    if (rt) rt->timers.cancel(&timer);
+    timed_out = me.ended_by.load(std::memory_order_acquire) == by_timeout;
+  } else if (bounded && !detail::park_os_until(me, deadline_ns)) {
+    timed_out = detail::claim(me, by_timeout);
+    if (!timed_out) detail::park(me);  // a wake won the claim: its unpark is on the way
+  } else if (!bounded) {
+    detail::park(me, "mutex", this);
+  }
+  if (!timed_out) return false;
+  // A waker that popped us lost the claim and moved on to the next waiter.
+  queue_lock_.lock();
+  if (me.queued) detail::remove(waiters_, &me);
+  queue_lock_.unlock();
+  uncount_waiter();
+  return true;
+}
+
+// A waiter leaving without the mutex. The last one out of a starving mutex
+// ends the mode: nobody is left to hand it to, and trylock must not see a
+// free mutex as busy.
+void mutex::uncount_waiter() noexcept {
+  std::uint32_t old = state_.load(std::memory_order_relaxed);
+  for (;;) {
+    std::uint32_t desired = old - one_waiter;
+    if (waiters_in(old) == 1) desired &= ~starving;
+    if (state_.compare_exchange_weak(old, desired, std::memory_order_relaxed)) return;
+  }
 }
 
 void mutex::wake_first() noexcept {
+  detail::waiter* chosen = nullptr;
   queue_lock_.lock();
-  detail::waiter* first = detail::pop_front(waiters_);
-  if (!first) ++wake_tokens_;
+  while (detail::waiter* w = detail::pop_front(waiters_)) {
+    if (detail::claim(*w, by_wake)) {  // fails only for a timed lock that just gave up
+      chosen = w;
+      break;
+    }
+  }
+  if (!chosen) aux_.fetch_add(one_token, std::memory_order_relaxed);
   queue_lock_.unlock();
-  if (first) detail::unpark(*first);
+  if (chosen) detail::unpark(*chosen);
 }
 
 }  // namespace ito
+
+namespace ito::detail {
+
+void mutex_access::init(mutex& m, int kind) noexcept {
+  // The kind byte must be glibc's __kind: static initialisers write it there.
+  static_assert(offsetof(mutex, aux_) == 16 && sizeof(mutex) == 40);
+  ::new (static_cast<void*>(&m)) mutex();
+  m.aux_.store(static_cast<std::uint32_t>(kind & kind_mask), std::memory_order_relaxed);
+}
+
+int mutex_access::lock(mutex& m, const void* self, std::int64_t deadline_ns) {
+  std::uint32_t s = m.state_.load(std::memory_order_relaxed);
+  if (!(s & (locked | starving)) &&
+      m.state_.compare_exchange_strong(s, s | locked, std::memory_order_acquire,
+                                       std::memory_order_relaxed)) [[likely]] {
+    m.owner_.store(self, std::memory_order_relaxed);
+    return 0;
+  }
+  if (m.held_by(self) && kind(m) == recursive) {
+    if (m.depth_ == std::numeric_limits<std::uint32_t>::max()) return EAGAIN;
+    ++m.depth_;
+    return 0;
+  }
+  return m.lock_contended(self, deadline_ns);  // EDEADLK for the other kinds
+}
+
+int mutex_access::try_lock(mutex& m, const void* self) noexcept {
+  if (m.try_lock()) return 0;
+  if (m.held_by(self) && kind(m) == recursive) {
+    if (m.depth_ == std::numeric_limits<std::uint32_t>::max()) return EAGAIN;
+    ++m.depth_;
+    return 0;
+  }
+  return EBUSY;
+}
+
+int mutex_access::unlock(mutex& m, const void* self) noexcept {
+  // Every kind checks the holder: unlocking someone else's mutex is EPERM,
+  // never a corrupted lock.
+  if (!m.held_by(self)) return EPERM;
+  if (m.depth_ > 0) {
+    --m.depth_;
+    return 0;
+  }
+  m.owner_.store(nullptr, std::memory_order_relaxed);
+  std::uint32_t expected = locked;
+  if (!m.state_.compare_exchange_strong(expected, 0, std::memory_order_release,
+                                        std::memory_order_relaxed))
+    m.unlock_contended(expected);
+  return 0;
+}
+
+bool mutex_access::busy(const mutex& m) noexcept {
+  const std::uint32_t s = m.state_.load(std::memory_order_acquire);
+  return (s & (locked | starving)) || waiters_in(s) != 0;
+}
+
+}  // namespace ito::detail

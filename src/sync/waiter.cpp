@@ -2,35 +2,14 @@
 // Parking and waking: a suspended ULT for ULTs, a futex for plain OS threads.
 #include "sync/waiter.hpp"
 
-#include <linux/futex.h>
 #include <pthread.h>
-#include <sys/syscall.h>
 #include <time.h>
-#include <unistd.h>
 
+#include "os/futex.hpp"
 #include "sched/scheduler.hpp"
 
 namespace ito::detail {
 namespace {
-
-void futex_wait_until(std::atomic<std::uint32_t>* word, std::int64_t deadline_ns) {
-  // FUTEX_WAIT_BITSET takes an absolute CLOCK_MONOTONIC deadline, so a
-  // spurious wake-up costs no clock arithmetic.
-  timespec deadline{static_cast<time_t>(deadline_ns / 1'000'000'000),
-                    static_cast<long>(deadline_ns % 1'000'000'000)};
-  syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(word),
-          FUTEX_WAIT_BITSET | FUTEX_PRIVATE_FLAG, 0u, &deadline, nullptr, FUTEX_BITSET_MATCH_ANY);
-}
-
-void futex_wait(std::atomic<std::uint32_t>* word) {
-  syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(word), FUTEX_WAIT | FUTEX_PRIVATE_FLAG, 0u,
-          nullptr, nullptr, 0);
-}
-
-void futex_wake_one(std::atomic<std::uint32_t>* word) {
-  syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(word), FUTEX_WAKE | FUTEX_PRIVATE_FLAG, 1,
-          nullptr, nullptr, 0);
-}
 
 // The suspend hook: the ULT's context is saved now, so it may be made runnable.
 void arrive_after_suspend(sched::ult* self, void* arg) {
@@ -53,7 +32,7 @@ void park(waiter& w, const char* what, const void* object) {
   if (w.ult) {
     sched::suspend(&arrive_after_suspend, &w, what, object);
   } else {
-    while (w.wakes.load(std::memory_order_acquire) == 0) futex_wait(&w.wakes);
+    while (w.wakes.load(std::memory_order_acquire) == 0) os::futex_wait(&w.wakes, 0);
   }
   // Pairs with the waker's release: what it wrote before waking us is visible.
   (void)w.wakes.load(std::memory_order_acquire);
@@ -64,7 +43,7 @@ bool park_os_until(waiter& w, std::int64_t deadline_ns) {
     timespec now;
     clock_gettime(CLOCK_MONOTONIC, &now);
     if (std::int64_t{now.tv_sec} * 1'000'000'000 + now.tv_nsec >= deadline_ns) return false;
-    futex_wait_until(&w.wakes, deadline_ns);
+    os::futex_wait_until(&w.wakes, 0, deadline_ns);
   }
   return true;
 }
@@ -78,7 +57,7 @@ void unpark(waiter& w) noexcept {
   // The thread may already have seen the store and left, ending w's life; a
   // futex wake on the stale address can at worst wake some other futex
   // sleeper spuriously, which every futex waiter tolerates.
-  futex_wake_one(&w.wakes);
+  os::futex_wake_one(&w.wakes);
 }
 
 void unpark_all(waiter* list) noexcept {

@@ -1,0 +1,46 @@
+// SPDX-License-Identifier: Apache-2.0
+// What the POSIX layer needs of ito::mutex, which is also pthread_mutex_t:
+// the mutex kinds (the kind byte sits at glibc's __kind), recursion, error
+// codes instead of exceptions, and timed locks. It translates; the core decides.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+
+#include "ito/sync.hpp"
+
+namespace ito::detail {
+
+struct mutex_access {
+  static constexpr std::int64_t never = std::numeric_limits<std::int64_t>::max();
+  // glibc's PTHREAD_MUTEX_KIND_MASK_NP: normal/default 0, recursive 1, errorcheck 2, adaptive 3.
+  static constexpr int kind_mask = 3;
+  static constexpr int recursive = 1;
+
+  // A fresh unlocked mutex of that kind in m's storage.
+  static void init(mutex& m, int kind) noexcept;
+  static int kind(const mutex& m) noexcept {
+    return static_cast<int>(m.aux_.load(std::memory_order_relaxed)) & kind_mask;
+  }
+  // 0, EDEADLK (relocked by its holder, not recursive), EAGAIN (recursion
+  // count full) or ETIMEDOUT (deadline: CLOCK_MONOTONIC ns, `never` for
+  // none). A timed lock from a ULT may throw std::bad_alloc.
+  static int lock(mutex& m, const void* self, std::int64_t deadline_ns);
+  // 0, EBUSY, or EAGAIN (recursion count full).
+  static int try_lock(mutex& m, const void* self) noexcept;
+  // 0 or EPERM (the caller does not hold it).
+  static int unlock(mutex& m, const void* self) noexcept;
+  // Locked, or waited for.
+  static bool busy(const mutex& m) noexcept;
+  // A condition wait releases a recursive mutex completely and restores its
+  // depth: take it before unlocking, give it back after relocking.
+  static std::uint32_t take_depth(mutex& m) noexcept {
+    const std::uint32_t d = m.depth_;
+    m.depth_ = 0;
+    return d;
+  }
+  static void restore_depth(mutex& m, std::uint32_t depth) noexcept { m.depth_ = depth; }
+  static bool held_by(const mutex& m, const void* self) noexcept { return m.held_by(self); }
+};
+
+}  // namespace ito::detail
