@@ -30,9 +30,11 @@ using access = detail::mutex_access;
 int lock(pthread_mutex_t* mutex, std::int64_t deadline) {
   if (!mutex) return EINVAL;
   if (int e = enter()) return e;
+  const void* self = identity();
+  if (access::lock_if_free(as_mutex(mutex), self)) [[likely]] return 0;
   errno_guard keep_errno;
   try {
-    return access::lock(as_mutex(mutex), identity(), deadline);
+    return access::lock(as_mutex(mutex), self, deadline);
   } catch (const std::bad_alloc&) {  // arming the time-out's timer
     return ENOMEM;
   }

@@ -43,6 +43,7 @@ constexpr std::uint32_t locked = 1;
 constexpr std::uint32_t woken = 2;
 constexpr std::uint32_t starving = 4;
 constexpr std::uint32_t one_waiter = 8;
+static_assert(detail::mutex_access::locked_bit == locked);
 constexpr int waiter_shift = 3;
 
 constexpr std::uint32_t one_token = 1u << 8;  // in aux_, above the POSIX kind
@@ -307,22 +308,6 @@ int mutex_access::try_lock(mutex& m, const void* self) noexcept {
     return 0;
   }
   return EBUSY;
-}
-
-int mutex_access::unlock(mutex& m, const void* self) noexcept {
-  // Every kind checks the holder: unlocking someone else's mutex is EPERM,
-  // never a corrupted lock.
-  if (!m.held_by(self)) return EPERM;
-  if (m.depth_ > 0) {
-    --m.depth_;
-    return 0;
-  }
-  m.owner_.store(nullptr, std::memory_order_relaxed);
-  std::uint32_t expected = locked;
-  if (!m.state_.compare_exchange_strong(expected, 0, std::memory_order_release,
-                                        std::memory_order_relaxed))
-    m.unlock_contended(expected);
-  return 0;
 }
 
 bool mutex_access::busy(const mutex& m) noexcept {

@@ -16,6 +16,8 @@ struct mutex_access {
   // glibc's PTHREAD_MUTEX_KIND_MASK_NP: normal/default 0, recursive 1, errorcheck 2, adaptive 3.
   static constexpr int kind_mask = 3;
   static constexpr int recursive = 1;
+  // mutex.cpp's `locked` bit of state_ (asserted there).
+  static constexpr std::uint32_t locked_bit = 1;
 
   // A fresh unlocked mutex of that kind in m's storage.
   static void init(mutex& m, int kind) noexcept;
@@ -26,10 +28,34 @@ struct mutex_access {
   // count full) or ETIMEDOUT (deadline: CLOCK_MONOTONIC ns, `never` for
   // none). A timed lock from a ULT may throw std::bad_alloc.
   static int lock(mutex& m, const void* self, std::int64_t deadline_ns);
+  // The uncontended lock, inline in the POSIX entry points: takes m if it is
+  // free with nobody waiting; false sends the caller to lock().
+  static bool lock_if_free(mutex& m, const void* self) noexcept {
+    std::uint32_t s = 0;
+    if (!m.state_.compare_exchange_strong(s, locked_bit, std::memory_order_acquire,
+                                          std::memory_order_relaxed))
+      return false;
+    m.owner_.store(self, std::memory_order_relaxed);
+    return true;
+  }
   // 0, EBUSY, or EAGAIN (recursion count full).
   static int try_lock(mutex& m, const void* self) noexcept;
-  // 0 or EPERM (the caller does not hold it).
-  static int unlock(mutex& m, const void* self) noexcept;
+  // 0 or EPERM (the caller does not hold it): every kind checks the holder,
+  // so unlocking someone else's mutex is an error, never a corrupted lock.
+  // Inline: the contended case alone leaves the caller's code.
+  static int unlock(mutex& m, const void* self) noexcept {
+    if (!m.held_by(self)) return EPERM;
+    if (m.depth_ > 0) {
+      --m.depth_;
+      return 0;
+    }
+    m.owner_.store(nullptr, std::memory_order_relaxed);
+    std::uint32_t expected = locked_bit;
+    if (!m.state_.compare_exchange_strong(expected, 0, std::memory_order_release,
+                                          std::memory_order_relaxed))
+      m.unlock_contended(expected);
+    return 0;
+  }
   // Locked, or waited for.
   static bool busy(const mutex& m) noexcept;
   // A condition wait releases a recursive mutex completely and restores its
