@@ -13,6 +13,7 @@
 
 #include "ito/dist.hpp"
 #include "ito/error.hpp"
+#include "ito/thread.hpp"
 
 namespace {
 
@@ -167,6 +168,31 @@ TEST(dsm, twenty_five_thousand_interleaved_pages_written_and_read_back) {
   std::size_t wrong = 0;
   for (std::size_t p = 0; p < pages; p += 97) wrong += big[p * 4096 + 5] != static_cast<unsigned char>(p);
   EXPECT_EQ(wrong, 0u);
+  ito::dist::barrier();
+}
+
+// ULTs on two workers store into pages they do not hold: each store faults on
+// a worker thread, whose fault runs the DSM's handler through ito's overflow
+// handler (chained) on the worker's alternate signal stack, MPI calls and all.
+TEST(dsm, ults_on_several_workers_fault_pages_in_and_write_them) {
+  constexpr std::size_t pages = 64;
+  auto* data = static_cast<std::uint32_t*>(ito::dist::alloc_collective(pages * 4096));
+  ito::start_main_thread_with_worker_size(2, [&] {
+    std::vector<ito::future<int>> children;
+    for (std::size_t p = 0; p < pages; ++p)
+      children.push_back(ito::create_thread([=] {
+        data[p * 1024 + static_cast<std::size_t>(me())] = static_cast<std::uint32_t>(p * 16 + me());
+        ito::yield();  // may resume on the other worker
+        return static_cast<int>(data[p * 1024 + static_cast<std::size_t>(me())] % 16);
+      }));
+    for (auto& c : children) EXPECT_EQ(ito::join(c), me());
+  });
+  ito::dist::barrier();
+  int wrong = 0;
+  for (std::size_t p = 0; p < pages; ++p)
+    for (int r = 0; r < ranks(); ++r)
+      wrong += data[p * 1024 + static_cast<std::size_t>(r)] != static_cast<std::uint32_t>(p * 16 + r);
+  EXPECT_EQ(wrong, 0);
   ito::dist::barrier();
 }
 
