@@ -1,0 +1,140 @@
+// SPDX-License-Identifier: Apache-2.0
+// What the DSM adds to MPI's own one-sided transfers, per page, at 2+ ranks:
+//   mpiexec -n 2 ito-bench-dsm [--pages 256] [--runs 7]
+// Rank 0 is every page's home; rank 1 measures. Each row is the median over
+// runs of ns per page, beside the MPI call sequence that moves the same bytes
+// by hand (a window over plain memory), and the ratio.
+//   fetch:   read one byte of a page this rank does not hold (fault, fetch, map)
+//            vs MPI_Get of 4 KiB + MPI_Win_flush
+//   release: write one byte of a held page, then sd_fence (fault, twin, diff)
+//            vs MPI_Put of 1 byte per page + one MPI_Win_flush_all
+//   barrier: ito::dist::barrier() (release + MPI_Barrier + acquire, no pages)
+//            vs MPI_Barrier
+#include <mpi.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "ito/dist.hpp"
+
+namespace {
+
+constexpr std::size_t page = 4096;
+
+double now_ns() {
+  return static_cast<double>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+          .count());
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+struct row {
+  std::vector<double> dsm, mpi;
+};
+
+// One run of the DSM rows: fresh pages, homed on rank 0.
+void dsm_run(std::size_t pages, row& fetch, row& release, row& barrier) {
+  const int me = ito::dist::rank();
+  auto* p = static_cast<volatile unsigned char*>(ito::dist::alloc_collective(pages * page));
+  if (me == 0)
+    for (std::size_t i = 0; i < pages; ++i) p[i * page] = 1;  // first touch: rank 0 is home
+  ito::dist::barrier();
+  if (me == 1) {
+    unsigned sum = 0;
+    double t0 = now_ns();
+    for (std::size_t i = 0; i < pages; ++i) sum += p[i * page + 1];
+    double t1 = now_ns();
+    for (std::size_t i = 0; i < pages; ++i) p[i * page + 2] = static_cast<unsigned char>(sum);
+    ito::dist::sd_fence();
+    double t2 = now_ns();
+    fetch.dsm.push_back((t1 - t0) / static_cast<double>(pages));
+    release.dsm.push_back((t2 - t1) / static_cast<double>(pages));
+  }
+  ito::dist::barrier();
+  constexpr int barriers = 200;
+  double t0 = now_ns();
+  for (int i = 0; i < barriers; ++i) ito::dist::barrier();
+  barrier.dsm.push_back((now_ns() - t0) / barriers);
+}
+
+void mpi_run(std::size_t pages, MPI_Win win, char* local, row& fetch, row& release, row& barrier) {
+  const int me = ito::dist::rank();
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (me == 1) {
+    double t0 = now_ns();
+    for (std::size_t i = 0; i < pages; ++i) {
+      MPI_Get(local + i * page, page, MPI_BYTE, 0, static_cast<MPI_Aint>(i * page), page, MPI_BYTE, win);
+      MPI_Win_flush(0, win);
+    }
+    double t1 = now_ns();
+    for (std::size_t i = 0; i < pages; ++i)
+      MPI_Put(local + i * page + 2, 1, MPI_BYTE, 0, static_cast<MPI_Aint>(i * page + 2), 1, MPI_BYTE, win);
+    MPI_Win_flush_all(win);
+    double t2 = now_ns();
+    fetch.mpi.push_back((t1 - t0) / static_cast<double>(pages));
+    release.mpi.push_back((t2 - t1) / static_cast<double>(pages));
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  constexpr int barriers = 200;
+  double t0 = now_ns();
+  for (int i = 0; i < barriers; ++i) MPI_Barrier(MPI_COMM_WORLD);
+  barrier.mpi.push_back((now_ns() - t0) / barriers);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  ito::dist::runtime dist(&argc, &argv);
+  std::size_t pages = 256;
+  int runs = 7;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string flag = argv[i];
+    if (flag == "--pages") pages = std::strtoul(argv[i + 1], nullptr, 10);
+    else if (flag == "--runs") runs = std::atoi(argv[i + 1]);
+  }
+  if (ito::dist::size() < 2 || pages == 0 || runs <= 0) {
+    if (ito::dist::rank() == 0)
+      std::fprintf(stderr, "usage: mpiexec -n 2 ito-bench-dsm [--pages N>0] [--runs N>0]\n");
+    return 2;
+  }
+  std::vector<char> local(pages * page, 0);
+  std::vector<char> exposed(pages * page, 0);
+  MPI_Win win;
+  MPI_Win_create(exposed.data(), static_cast<MPI_Aint>(exposed.size()), 1, MPI_INFO_NULL, MPI_COMM_WORLD, &win);
+  MPI_Win_lock_all(MPI_MODE_NOCHECK, win);
+  row fetch, release, barrier;
+  for (int r = 0; r < runs; ++r) {  // alternate which goes first
+    if (r % 2 == 0) {
+      dsm_run(pages, fetch, release, barrier);
+      mpi_run(pages, win, local.data(), fetch, release, barrier);
+    } else {
+      mpi_run(pages, win, local.data(), fetch, release, barrier);
+      dsm_run(pages, fetch, release, barrier);
+    }
+  }
+  MPI_Win_unlock_all(win);
+  MPI_Win_free(&win);
+  if (ito::dist::rank() == 1) {
+    std::printf("dsm at %d ranks, %zu pages, median of %d runs (ns per page; barrier: ns each)\n",
+                ito::dist::size(), pages, runs);
+    std::printf("%-8s %12s %12s %8s\n", "row", "ito dsm", "raw MPI", "ratio");
+    auto print = [](const char* name, const row& r) {
+      const double d = median(r.dsm), m = median(r.mpi);
+      std::printf("%-8s %12.0f %12.0f %7.2fx\n", name, d, m, d / m);
+    };
+    print("fetch", fetch);
+    print("release", release);
+    print("barrier", barrier);
+    std::fflush(stdout);
+  }
+  ito::dist::barrier();
+}
