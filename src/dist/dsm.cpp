@@ -220,6 +220,14 @@ void send_diff(dsm& d, std::size_t page) {
   }
   if (run != page_bytes) close_run(page_bytes);
   if (runs == 0) return;
+  const int h = home_of(d, page);
+  const auto at = static_cast<MPI_Aint>(page * page_bytes);
+  if (runs == 1) {  // one stretch of bytes (the usual case): no type to build
+    if (MPI_Put(now + d.run_at[0], d.run_length[0], MPI_BYTE, h, at + d.run_at[0], d.run_length[0],
+                MPI_BYTE, d.data) != MPI_SUCCESS)
+      mpi_failed("sending a diff to its home");
+    return;
+  }
   // One put per page, its runs described by an indexed type on both sides:
   // a put per run (up to 2048 for interleaved writers) costs a round of
   // bookkeeping each, and MPICH 4.0 over UCX's shared-memory transports lost
@@ -228,8 +236,7 @@ void send_diff(dsm& d, std::size_t page) {
   if (MPI_Type_indexed(runs, d.run_length, d.run_at, MPI_BYTE, &runs_type) != MPI_SUCCESS ||
       MPI_Type_commit(&runs_type) != MPI_SUCCESS)
     mpi_failed("describing a diff");
-  const auto at = static_cast<MPI_Aint>(page * page_bytes);
-  if (MPI_Put(now, 1, runs_type, home_of(d, page), at, 1, runs_type, d.data) != MPI_SUCCESS)
+  if (MPI_Put(now, 1, runs_type, h, at, 1, runs_type, d.data) != MPI_SUCCESS)
     mpi_failed("sending a diff to its home");
   MPI_Type_free(&runs_type);  // MPI keeps it alive until the put completes
 }
