@@ -16,9 +16,10 @@
 #include <string>
 #include <system_error>
 
+#include "compat/c_create.hpp"
+#include "compat/c_errors.hpp"
 #include "ito/error.hpp"
 #include "ito/options.hpp"
-#include "compat/c_create.hpp"
 #include "sched/handles.hpp"
 #include "sched/runtime_control.hpp"
 #include "sched/scheduler.hpp"
@@ -64,24 +65,6 @@ int not_claimable(const ult* u, const ult* self) noexcept {
   // The main ULT never ends as a ULT does; a future owns create_thread's ULTs.
   if (u->bound || u->has_future) return EINVAL;
   return 0;
-}
-
-// The code an exception escaping an entry point stands for.
-int code_of_current_exception() noexcept {
-  try {
-    throw;
-  } catch (const ito::usage_error& e) {
-    return e.code();
-  } catch (const ito::config_error& e) {
-    std::fprintf(stderr, "%s\n", e.what());
-    return EINVAL;
-  } catch (const std::bad_alloc&) {
-    return ENOMEM;
-  } catch (const std::system_error& e) {
-    return e.code().value() ? e.code().value() : EINVAL;
-  } catch (...) {
-    return EINVAL;
-  }
 }
 
 ito::stack_policy c_stack_policy(int v) {
@@ -170,7 +153,7 @@ int ito_init(const ito_options_t* opts) {
     g_c_runtime.store(rt, std::memory_order_release);
     return 0;
   } catch (...) {
-    return code_of_current_exception();
+    return ito::compat::code_of_current_exception();
   }
 }
 
@@ -184,7 +167,7 @@ int ito_finalize(void) {
     ito::sched::stop_runtime(rt);
     return 0;
   } catch (...) {
-    return code_of_current_exception();
+    return ito::compat::code_of_current_exception();
   }
 }
 
@@ -193,7 +176,7 @@ int ito_create(ito_ult_t* out, void* (*fn)(void*), void* arg) {
     if (!out) return EINVAL;
     return create(out, fn, arg, false);
   } catch (...) {
-    return code_of_current_exception();
+    return ito::compat::code_of_current_exception();
   }
 }
 
@@ -201,7 +184,7 @@ int ito_create_detached(void* (*fn)(void*), void* arg) {
   try {
     return create(nullptr, fn, arg, true);
   } catch (...) {
-    return code_of_current_exception();
+    return ito::compat::code_of_current_exception();
   }
 }
 
@@ -224,7 +207,7 @@ int ito_join(ito_ult_t handle, void** retval) {
     if (retval) *retval = value;
     return 0;
   } catch (...) {
-    return code_of_current_exception();
+    return ito::compat::code_of_current_exception();
   }
 }
 
@@ -237,7 +220,7 @@ int ito_detach(ito_ult_t handle) {
     if ((e = not_claimable(u, nullptr)) || (e = ito::sched::detach(u))) handles::unclaim(handle);
     return e;
   } catch (...) {
-    return code_of_current_exception();
+    return ito::compat::code_of_current_exception();
   }
 }
 
@@ -262,7 +245,7 @@ int ito_sleep_ns(long long ns) {
                                    ? ito::sched::timer_queue::never : deadline);
     return 0;
   } catch (...) {
-    return code_of_current_exception();
+    return ito::compat::code_of_current_exception();
   }
 }
 

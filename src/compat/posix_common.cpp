@@ -131,54 +131,8 @@ int to_deadline(const timespec* abstime, clockid_t clock, std::int64_t* deadline
   return 0;
 }
 
-namespace {
-struct wait_timer : sched::timer_entry {
-  detail::waiter* waiter = nullptr;
-};
-void on_timeout(sched::timer_entry* t) {
-  detail::waiter& w = *static_cast<wait_timer*>(t)->waiter;
-  if (detail::claim(w, by_timeout)) detail::unpark(w);
-}
-}  // namespace
-
-bool park_until(detail::waiter& me, std::int64_t deadline, detail::spinlock& lock,
-                detail::wait_queue& q, const char* what, const void* object) {
-  bool timed_out = false;
-  if (deadline == sched::timer_queue::never) {
-    detail::park(me, what, object);
-  } else if (me.ult) {
-    // Same protocol as ito::condition_variable: notify and timer both claim
-    // the record; only the winner wakes it.
-    sched::runtime_state* rt = sched::current_worker()->rt;
-    wait_timer timer;
-    timer.deadline_ns = deadline;
-    timer.fire = &on_timeout;
-    timer.waiter = &me;
-    rt->timers.add(&timer);
-    sched::notify_work(rt);  // a parked worker must shorten its sleep
-    detail::park(me, what, object);
-    rt->timers.cancel(&timer);
-    timed_out = me.ended_by.load(std::memory_order_acquire) == by_timeout;
-  } else if (!detail::park_os_until(me, deadline)) {
-    timed_out = detail::claim(me, by_timeout);
-    if (!timed_out) detail::park(me, what, object);  // a wake won the claim: its unpark is on the way
-  }
-  if (timed_out) {
-    lock.lock();
-    if (me.queued) detail::remove(q, &me);
-    lock.unlock();
-  }
-  return timed_out;
-}
-
 bool wake_one_and_unlock(detail::spinlock& lock, detail::wait_queue& q) noexcept {
-  detail::waiter* chosen = nullptr;
-  while (detail::waiter* w = detail::pop_front(q)) {
-    if (detail::claim(*w, by_wake)) {  // fails only for a wait that just timed out
-      chosen = w;
-      break;
-    }
-  }
+  detail::waiter* chosen = detail::pop_claimed(q);
   lock.unlock();
   if (chosen) detail::unpark(*chosen);
   return chosen != nullptr;

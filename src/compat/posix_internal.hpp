@@ -85,14 +85,6 @@ std::int64_t clock_ns(clockid_t clock) noexcept;
 // use); saturates at timer_queue::never. EINVAL for a bad tv_nsec.
 int to_deadline(const timespec* abstime, clockid_t clock, std::int64_t* deadline) noexcept;
 
-// Parks `me`, which the caller has put on `q` under `lock`, until it is
-// unparked (the waker must claim it with by_wake first) or the deadline
-// passes. On time-out it leaves `q` if still there and returns true.
-inline constexpr std::uint32_t by_wake = 1;
-inline constexpr std::uint32_t by_timeout = 2;
-bool park_until(detail::waiter& me, std::int64_t deadline, detail::spinlock& lock,
-                detail::wait_queue& q,
-                const char* what = "pthread object", const void* object = nullptr);
 
 // Wakes the first waiter of q that has not timed out; true if one was woken.
 // The caller holds `lock` on entry; it is released on return.

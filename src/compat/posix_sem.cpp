@@ -67,6 +67,13 @@ int wait_slow(psem* s, std::int64_t deadline) {
       break;
     }
     detail::waiter me(detail::calling_ult());
+    detail::timed_park wait(me, deadline);
+    try {
+      wait.arm();  // before queueing
+    } catch (const std::bad_alloc&) {
+      rc = ENOMEM;
+      break;
+    }
     s->lock.lock();
     // Queued only while the value is still 0: a post after this check takes
     // the lock to wake, so it finds this record.
@@ -76,7 +83,10 @@ int wait_slow(psem* s, std::int64_t deadline) {
     }
     detail::push_back(s->waiters, &me);
     s->lock.unlock();
-    if (park_until(me, deadline, s->lock, s->waiters, "sem_t", s)) {
+    if (wait.park("sem_t", s)) {
+      s->lock.lock();  // a post that popped us lost the claim and moved on
+      if (me.queued) detail::remove(s->waiters, &me);
+      s->lock.unlock();
       rc = try_take(s) ? 0 : ETIMEDOUT;
       break;
     }

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <new>
 
+#include "compat/c_errors.hpp"
 #include "ito/dist.hpp"
 #include "ito/error.hpp"
 #include "ito/options.hpp"
@@ -19,14 +20,8 @@ int guarded(Call&& call) noexcept {
   try {
     call();
     return 0;
-  } catch (const ito::usage_error& e) {
-    std::fprintf(stderr, "%s\n", e.what());
-    return e.code();
-  } catch (const ito::config_error& e) {
-    std::fprintf(stderr, "%s\n", e.what());
-    return EINVAL;
-  } catch (const std::bad_alloc&) {
-    return ENOMEM;
+  } catch (...) {
+    return ito::compat::code_of_current_exception();
   }
 }
 

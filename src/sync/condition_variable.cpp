@@ -19,22 +19,6 @@
 #include "sync/waiter.hpp"
 
 namespace ito {
-namespace {
-
-constexpr std::uint32_t by_notify = 1;
-constexpr std::uint32_t by_timeout = 2;
-
-struct timeout_timer : sched::timer_entry {
-  detail::waiter* waiter = nullptr;
-};
-
-// Runs under the timer queue's lock: a claim and at most a make_ready.
-void on_timeout(sched::timer_entry* t) {
-  detail::waiter& w = *static_cast<timeout_timer*>(t)->waiter;
-  if (detail::claim(w, by_timeout)) detail::unpark(w);
-}
-
-}  // namespace
 
 mutex& condition_variable::held_mutex(std::unique_lock<mutex>& lock, const char* function) {
   if (!lock.owns_lock() || !lock.mutex()->held_by(detail::caller_identity()))
@@ -45,14 +29,8 @@ mutex& condition_variable::held_mutex(std::unique_lock<mutex>& lock, const char*
 std::int64_t condition_variable::now_ns() noexcept { return sched::monotonic_ns(); }
 
 void condition_variable::notify_one() noexcept {
-  detail::waiter* chosen = nullptr;
   queue_lock_.lock();
-  while (detail::waiter* w = detail::pop_front(waiters_)) {
-    if (detail::claim(*w, by_notify)) {  // fails only for a wait that has just timed out
-      chosen = w;
-      break;
-    }
-  }
+  detail::waiter* chosen = detail::pop_claimed(waiters_);
   queue_lock_.unlock();
   if (chosen) detail::unpark(*chosen);
 }
@@ -61,11 +39,9 @@ void condition_variable::notify_all() noexcept {
   detail::waiter* chosen = nullptr;
   detail::waiter** last = &chosen;
   queue_lock_.lock();
-  while (detail::waiter* w = detail::pop_front(waiters_)) {
-    if (detail::claim(*w, by_notify)) {
-      *last = w;
-      last = &w->next;
-    }
+  while (detail::waiter* w = detail::pop_claimed(waiters_)) {
+    *last = w;
+    last = &w->next;
   }
   *last = nullptr;
   queue_lock_.unlock();
@@ -99,37 +75,16 @@ bool condition_variable::expired_wait(mutex& m) {
 bool condition_variable::wait_until_ns(std::unique_lock<mutex>& lock, std::int64_t deadline_ns) {
   mutex& m = held_mutex(lock, "ito::condition_variable::wait_until");
   if (deadline_ns <= now_ns()) return expired_wait(m);
-  const bool unbounded = deadline_ns == sched::timer_queue::never;
 
   detail::waiter me(detail::calling_ult());
-  // The timer is armed before the record is queued: arming may throw
-  // (bad_alloc), and a record left queued would dangle once this frame
-  // unwinds. A timer that fires before the record is queued claims it and
-  // counts its wake-up; the park below then returns at once.
-  timeout_timer timer;
-  sched::runtime_state* rt = nullptr;
-  if (me.ult && !unbounded) {
-    rt = sched::current_worker()->rt;
-    timer.deadline_ns = deadline_ns;
-    timer.fire = &on_timeout;
-    timer.waiter = &me;
-    rt->timers.add(&timer);
-    sched::notify_work(rt);  // a parked worker must shorten its sleep to the new deadline
-  }
+  detail::timed_park wait(me, deadline_ns);
+  wait.arm();  // before queueing (may throw)
   queue_lock_.lock();
   detail::push_back(waiters_, &me);
   queue_lock_.unlock();
   m.unlock();
 
-  bool timed_out = false;
-  if (me.ult) {
-    detail::park(me, "condition_variable", this);
-    if (rt) rt->timers.cancel(&timer);
-    timed_out = me.ended_by.load(std::memory_order_acquire) == by_timeout;
-  } else if (!detail::park_os_until(me, deadline_ns)) {
-    timed_out = detail::claim(me, by_timeout);
-    if (!timed_out) detail::park(me);  // a notify won the claim: its wake-up is on the way
-  }
+  const bool timed_out = wait.park("condition_variable", this);
 
   if (timed_out) {
     queue_lock_.lock();

@@ -48,8 +48,6 @@ constexpr int waiter_shift = 3;
 
 constexpr std::uint32_t one_token = 1u << 8;  // in aux_, above the POSIX kind
 
-constexpr std::uint32_t by_wake = 1;
-constexpr std::uint32_t by_timeout = 2;
 constexpr std::int64_t no_deadline = std::numeric_limits<std::int64_t>::max();
 static_assert(no_deadline == sched::timer_queue::never);
 
@@ -58,16 +56,6 @@ constexpr int spin_rounds = 4;  // Go's: long enough to cover a short critical s
 constexpr int pauses_per_round = 30;
 
 std::uint32_t waiters_in(std::uint32_t state) noexcept { return state >> waiter_shift; }
-
-struct timeout_timer : sched::timer_entry {
-  detail::waiter* waiter = nullptr;
-};
-
-// Runs under the timer queue's lock: a claim and at most a make_ready.
-void on_timeout(sched::timer_entry* t) {
-  detail::waiter& w = *static_cast<timeout_timer*>(t)->waiter;
-  if (detail::claim(w, by_timeout)) detail::unpark(w);
-}
 
 // Spinning helps only if the holder can be running meanwhile: not when the
 // caller's worker is the runtime's only one.
@@ -198,46 +186,24 @@ void mutex::unlock() {
 
 bool mutex::sleep_in_queue(bool at_front, std::int64_t deadline_ns) {
   detail::waiter me(detail::calling_ult());
-  // Armed before the record is queued: arming may throw (bad_alloc), and a
-  // record left queued would dangle once this frame unwinds.
-  const bool bounded = deadline_ns != no_deadline;
-  timeout_timer timer;
-  sched::runtime_state* rt = nullptr;
-  if (me.ult && bounded) {
-    rt = sched::current_worker()->rt;
-    timer.deadline_ns = deadline_ns;
-    timer.fire = &on_timeout;
-    timer.waiter = &me;
-    try {
-      rt->timers.add(&timer);
-    } catch (...) {
-      uncount_waiter();
-      throw;
-    }
-    sched::notify_work(rt);  // a parked worker must shorten its sleep to the new deadline
+  detail::timed_park wait(me, deadline_ns);
+  try {
+    wait.arm();
+  } catch (...) {
+    uncount_waiter();
+    throw;
   }
   queue_lock_.lock();
   if (aux_.load(std::memory_order_relaxed) >= one_token) {  // our wake-up came before we could queue
     aux_.fetch_sub(one_token, std::memory_order_relaxed);
     queue_lock_.unlock();
-    if (rt) rt->timers.cancel(&timer);
     return false;
   }
   if (at_front) detail::push_front(waiters_, &me);
   else detail::push_back(waiters_, &me);
   queue_lock_.unlock();
 
-  bool timed_out = false;
-  if (me.ult) {
-    detail::park(me, "mutex", this);
-    if (rt) rt->timers.cancel(&timer);
-    timed_out = me.ended_by.load(std::memory_order_acquire) == by_timeout;
-  } else if (bounded && !detail::park_os_until(me, deadline_ns)) {
-    timed_out = detail::claim(me, by_timeout);
-    if (!timed_out) detail::park(me);  // a wake won the claim: its unpark is on the way
-  } else if (!bounded) {
-    detail::park(me, "mutex", this);
-  }
+  const bool timed_out = wait.park("mutex", this);
   if (!timed_out) return false;
   // A waker that popped us lost the claim and moved on to the next waiter.
   queue_lock_.lock();
@@ -260,14 +226,8 @@ void mutex::uncount_waiter() noexcept {
 }
 
 void mutex::wake_first() noexcept {
-  detail::waiter* chosen = nullptr;
   queue_lock_.lock();
-  while (detail::waiter* w = detail::pop_front(waiters_)) {
-    if (detail::claim(*w, by_wake)) {  // fails only for a timed lock that just gave up
-      chosen = w;
-      break;
-    }
-  }
+  detail::waiter* chosen = detail::pop_claimed(waiters_);
   if (!chosen) aux_.fetch_add(one_token, std::memory_order_relaxed);
   queue_lock_.unlock();
   if (chosen) detail::unpark(*chosen);

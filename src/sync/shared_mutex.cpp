@@ -31,8 +31,7 @@ constexpr std::uint32_t writer = 1;
 constexpr std::uint32_t parked = 2;
 constexpr std::uint32_t one_reader = 4;
 
-constexpr std::uint32_t by_grant = 1;
-constexpr std::uint32_t by_timeout = 2;
+constexpr std::uint32_t by_grant = detail::by_wake;  // made a holder, then woken
 
 static_assert(detail::shared_mutex_access::never == sched::timer_queue::never);
 
@@ -42,16 +41,6 @@ struct rw_waiter : detail::waiter {
   rw_waiter(sched::ult* u, bool w) noexcept : detail::waiter(u), write(w) {}
   const bool write;
 };
-
-struct timeout_timer : sched::timer_entry {
-  detail::waiter* waiter = nullptr;
-};
-
-// Runs under the timer queue's lock: a claim and at most a make_ready.
-void on_timeout(sched::timer_entry* t) {
-  detail::waiter& w = *static_cast<timeout_timer*>(t)->waiter;
-  if (detail::claim(w, by_timeout)) detail::unpark(w);
-}
 
 }  // namespace
 
@@ -141,20 +130,8 @@ int shared_mutex::lock_slow(bool write, std::int64_t deadline_ns) {
   if (written_by(self)) return EDEADLK;  // only the writer itself can have stored it
 
   rw_waiter me(detail::calling_ult(), write);
-  // Armed before the record is queued: arming may throw (bad_alloc), and a
-  // record left queued would dangle once this frame unwinds. A timer that
-  // fires first claims the record; the park below then returns at once.
-  const bool bounded = deadline_ns != detail::shared_mutex_access::never;
-  timeout_timer timer;
-  sched::runtime_state* rt = nullptr;
-  if (me.ult && bounded) {
-    rt = sched::current_worker()->rt;
-    timer.deadline_ns = deadline_ns;
-    timer.fire = &on_timeout;
-    timer.waiter = &me;
-    rt->timers.add(&timer);
-    sched::notify_work(rt);  // a parked worker must shorten its sleep to the new deadline
-  }
+  detail::timed_park wait(me, deadline_ns);
+  wait.arm();  // before queueing (may throw)
 
   queue_lock_.lock();
   std::uint32_t s = state_.load(std::memory_order_relaxed);
@@ -165,7 +142,6 @@ int shared_mutex::lock_slow(bool write, std::int64_t deadline_ns) {
       if (state_.compare_exchange_weak(s, taken, std::memory_order_acquire,
                                        std::memory_order_relaxed)) {
         queue_lock_.unlock();
-        if (rt) rt->timers.cancel(&timer);
         if (write) writer_.store(self, std::memory_order_relaxed);
         return 0;
       }
@@ -178,19 +154,7 @@ int shared_mutex::lock_slow(bool write, std::int64_t deadline_ns) {
   detail::push_back(waiters_, &me);
   queue_lock_.unlock();
 
-  bool timed_out = false;
-  if (me.ult) {
-    detail::park(me, "shared_mutex", this);
-    if (rt) rt->timers.cancel(&timer);
-    timed_out = me.ended_by.load(std::memory_order_acquire) == by_timeout;
-  } else if (bounded && !detail::park_os_until(me, deadline_ns)) {
-    timed_out = detail::claim(me, by_timeout);
-    if (!timed_out) detail::park(me);  // a grant won the claim: its wake-up is on the way
-  } else if (!bounded) {
-    detail::park(me, "shared_mutex", this);
-  }
-
-  if (timed_out) {
+  if (wait.park("shared_mutex", this)) {
     // Leaving may let others in: a writer gone from the front lets the
     // readers behind it join the readers holding the lock.
     queue_lock_.lock();

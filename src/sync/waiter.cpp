@@ -6,7 +6,9 @@
 #include <time.h>
 
 #include "os/futex.hpp"
+#include "sched/idle.hpp"
 #include "sched/scheduler.hpp"
+#include "sched/worker.hpp"
 
 namespace ito::detail {
 namespace {
@@ -66,6 +68,45 @@ void unpark_all(waiter* list) noexcept {
     unpark(*list);
     list = next;
   }
+}
+
+// Runs under the timer queue's lock: a claim and at most a make_ready.
+void timed_park::on_timeout(sched::timer_entry* t) {
+  waiter& w = *static_cast<timer*>(t)->w;
+  if (claim(w, by_timeout)) unpark(w);
+}
+
+void timed_park::arm() {
+  if (!w_.ult || deadline_ns_ == sched::timer_queue::never) return;
+  sched::runtime_state* rt = sched::current_worker()->rt;
+  timer_.deadline_ns = deadline_ns_;
+  timer_.fire = &on_timeout;
+  timer_.w = &w_;
+  rt->timers.add(&timer_);
+  rt_ = rt;
+  sched::notify_work(rt);  // a parked worker must shorten its sleep to the new deadline
+}
+
+void timed_park::disarm() noexcept {
+  if (!rt_) return;
+  rt_->timers.cancel(&timer_);  // once it returns, on_timeout is not running
+  rt_ = nullptr;
+}
+
+bool timed_park::park(const char* what, const void* object) {
+  if (w_.ult) {
+    detail::park(w_, what, object);
+    disarm();
+    return w_.ended_by.load(std::memory_order_acquire) == by_timeout;
+  }
+  if (deadline_ns_ == sched::timer_queue::never) {
+    detail::park(w_, what, object);
+    return false;
+  }
+  if (park_os_until(w_, deadline_ns_)) return false;
+  if (claim(w_, by_timeout)) return true;
+  detail::park(w_, what, object);  // a wake won the claim: its unpark is on the way
+  return false;
 }
 
 }  // namespace ito::detail

@@ -14,7 +14,12 @@
 #include <cstdint>
 
 #include "ito/sync.hpp"
+#include "sched/timers.hpp"
 #include "sched/ult.hpp"
+
+namespace ito::sched {
+struct runtime_state;
+}
 
 namespace ito::detail {
 
@@ -49,6 +54,10 @@ bool park_os_until(waiter& w, std::int64_t deadline_ns);
 void unpark(waiter& w) noexcept;
 // Wakes every waiter of a list linked by `next` (as take_all returns it).
 void unpark_all(waiter* list) noexcept;
+
+// The two ways a timed wait ends (waiter::ended_by).
+inline constexpr std::uint32_t by_wake = 1;
+inline constexpr std::uint32_t by_timeout = 2;
 
 // Sets ended_by to `reason` if nobody has yet; true if this call did.
 inline bool claim(waiter& w, std::uint32_t reason) noexcept {
@@ -101,5 +110,47 @@ inline waiter* take_all(wait_queue& q) noexcept {
   q.head = q.tail = nullptr;
   return all;
 }
+
+// Pops waiters off q until one is claimed by_wake (a wait that has just
+// timed out is skipped); null if none is left. The caller holds q's lock and
+// unparks the one returned after releasing it.
+inline waiter* pop_claimed(wait_queue& q) noexcept {
+  while (waiter* w = pop_front(q))
+    if (claim(*w, by_wake)) return w;
+  return nullptr;
+}
+
+// One wait with a deadline (CLOCK_MONOTONIC ns; sched::timer_queue::never for
+// none), for every timed primitive. A ULT's deadline is a timer that claims
+// the waiter by_timeout and unparks it, so a wake and the time-out race only
+// through claim(); an OS thread sleeps on its futex until the deadline.
+class timed_park {
+ public:
+  timed_park(waiter& w, std::int64_t deadline_ns) noexcept : w_(w), deadline_ns_(deadline_ns) {}
+  timed_park(const timed_park&) = delete;
+  timed_park& operator=(const timed_park&) = delete;
+  ~timed_park() { disarm(); }
+
+  // Arms a ULT's timer. Call it before w is queued: arming may throw
+  // std::bad_alloc, and a record left queued would dangle once the frame
+  // unwinds. A timer that fires before w is queued has claimed it, and the
+  // park returns at once.
+  void arm();
+  // Parks until unparked or the deadline passed. true: timed out (w is
+  // claimed by_timeout and may still be queued: the caller takes it off).
+  bool park(const char* what, const void* object);
+
+ private:
+  struct timer : sched::timer_entry {
+    waiter* w = nullptr;
+  };
+  static void on_timeout(sched::timer_entry* t);
+  void disarm() noexcept;
+
+  waiter& w_;
+  const std::int64_t deadline_ns_;
+  timer timer_;
+  sched::runtime_state* rt_ = nullptr;  // set while the timer is armed
+};
 
 }  // namespace ito::detail
