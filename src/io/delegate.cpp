@@ -87,11 +87,15 @@ namespace detail {
 
 void pool_before_fork() noexcept { g_pool_mutex.lock(); }
 void pool_after_fork_in_parent() noexcept { g_pool_mutex.unlock(); }
+std::atomic<os_pool*> g_pool_left_by_fork{nullptr};
+
 void pool_after_fork_in_child() noexcept {
   g_pool_mutex.unlock();
   // Its threads are the parent's: a new pool starts at the next delegation
-  // (the old one's memory stays, as the parent's thread stacks do).
-  g_pool.store(nullptr, std::memory_order_relaxed);
+  // (the old one's memory stays, as the parent's thread stacks do; kept
+  // reachable so that a leak checker in the child does not report it).
+  g_pool_left_by_fork.store(g_pool.exchange(nullptr, std::memory_order_relaxed),
+                            std::memory_order_relaxed);
 }
 
 bool delegation_applies() noexcept { return sched::current_ult() != nullptr; }
