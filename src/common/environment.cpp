@@ -21,7 +21,7 @@ constexpr const char* known_variables[] = {
     "ITO_WORKERS",   "ITO_STACK_SIZE",     "ITO_BIND",          "ITO_STATS",
     "ITO_STACK",     "ITO_STACK_BLOCK_SIZE", "ITO_STACK_ALLOC", "ITO_POOL_MIN",
     "ITO_POOL_MAX",  "ITO_POOL_BIAS",      "ITO_DELEGATE_MODE", "ITO_DUMP_SIGNAL",
-    "ITO_DSM_SIZE",  "ITO_DIST_REEXEC",
+    "ITO_DSM_SIZE",  "ITO_DIST_REEXEC",    "ITO_DSM_CHECK",
 };
 
 std::size_t edit_distance(std::string_view a, std::string_view b) {

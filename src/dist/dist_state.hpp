@@ -18,7 +18,8 @@ struct iso_region {
 };
 
 struct dist_state {
-  bool owns_mpi = false;  // MPI_Init_thread was ours: so is MPI_Finalize
+  bool owns_mpi = false;     // MPI_Init_thread was ours: so is MPI_Finalize
+  bool check_races = false;  // ITO_DSM_CHECK (race_check.hpp)
   int rank = -1;
   int size = 0;
   iso_region region;

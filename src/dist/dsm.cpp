@@ -16,6 +16,7 @@
 #include <string>
 
 #include "dist/dist_state.hpp"
+#include "dist/race_check.hpp"
 #include "ito/error.hpp"
 
 namespace ito::dist::detail {
@@ -45,6 +46,8 @@ struct dsm {
   std::size_t shared_count = 0;
   std::size_t* modified_list = nullptr;  // pages now Modified or Pinned
   std::size_t modified_count = 0;
+  bool check_races = false;   // ITO_DSM_CHECK: read the home's bytes back before each diff
+  char master[page_bytes];    // send_diff's copy of the home's page, when checking
   int run_at[page_bytes / 2];  // send_diff's runs of changed bytes: where, how long
   int run_length[page_bytes / 2];
   std::mutex lock;
@@ -222,6 +225,12 @@ void send_diff(dsm& d, std::size_t page) {
   if (runs == 0) return;
   const int h = home_of(d, page);
   const auto at = static_cast<MPI_Aint>(page * page_bytes);
+  if (d.check_races) {
+    if (MPI_Get(d.master, page_bytes, MPI_BYTE, h, at, page_bytes, MPI_BYTE, d.data) != MPI_SUCCESS ||
+        MPI_Win_flush(h, d.data) != MPI_SUCCESS)
+      mpi_failed("reading a page back from its home");
+    report_races(d.rank, h, d.view + page * page_bytes, now, twin, d.master, page_bytes);
+  }
   if (runs == 1) {  // one stretch of bytes (the usual case): no type to build
     if (MPI_Put(now + d.run_at[0], d.run_length[0], MPI_BYTE, h, at + d.run_at[0], d.run_length[0],
                 MPI_BYTE, d.data) != MPI_SUCCESS)
@@ -270,6 +279,7 @@ void start_dsm(dist_state& st) {
   d->pages = st.region.bytes / page_bytes;
   d->rank = st.rank;
   d->ranks = st.size;
+  d->check_races = st.check_races;
   d->entry_count = (d->pages + static_cast<std::size_t>(d->ranks) - 1) / static_cast<std::size_t>(d->ranks);
   d->entries = reserve_array<std::int64_t>(d->entry_count);
   d->state = reserve_array<std::uint8_t>(d->pages);

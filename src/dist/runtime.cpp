@@ -14,6 +14,7 @@
 #include "dist/dsm_alloc.hpp"
 #include "dist/iso_region.hpp"
 #include "dist/mpi_session.hpp"
+#include "dist/race_check.hpp"
 #include "dist/region_size.hpp"
 #include "ito/dist.hpp"
 #include "ito/error.hpp"
@@ -45,8 +46,10 @@ runtime::runtime(int* argc, char*** argv, const options& o) {
   if (detail::g_starting.exchange(true))
     throw usage_error(EBUSY, "ito: dist: a distributed runtime already runs in this process");
   std::size_t bytes = 0;
+  bool check_races = false;
   try {
     bytes = detail::resolve_region_bytes(o.region_bytes);
+    check_races = detail::resolve_race_check();
   } catch (const config_error& e) {
     detail::g_starting.store(false);
     if (!e.from_environment()) throw;
@@ -57,6 +60,7 @@ runtime::runtime(int* argc, char*** argv, const options& o) {
   MPI_Initialized(&mpi_up);
   if (!mpi_up) detail::reexec_without_aslr();  // returns only when not needed or not possible
   auto* st = new detail::dist_state;
+  st->check_races = check_races;
   detail::start_mpi(argc, argv, *st);
   detail::reserve_region(bytes, st->region);
   detail::start_dsm(*st);
