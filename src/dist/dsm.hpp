@@ -18,8 +18,9 @@
 // MPI only ever reads and writes the region's alias (never a protected page).
 // A rank that services a fault calls MPI from its SIGSEGV handler: the fault
 // is synchronous, and no thread holds the DSM lock while touching the view.
-// One-sided transfers need the target rank to make MPI progress: a rank waits
-// in a fault or a fence until the home next calls MPI (fences and barriers do).
+// One-sided transfers need the target rank to make MPI progress: each rank's
+// progress thread (progress.hpp) enters MPI often enough that a home busy
+// computing still serves faults and diffs.
 #pragma once
 
 #include <cstddef>

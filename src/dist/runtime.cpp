@@ -14,6 +14,7 @@
 #include "dist/dsm_alloc.hpp"
 #include "dist/iso_region.hpp"
 #include "dist/mpi_session.hpp"
+#include "dist/progress.hpp"
 #include "dist/race_check.hpp"
 #include "dist/region_size.hpp"
 #include "ito/dist.hpp"
@@ -47,9 +48,11 @@ runtime::runtime(int* argc, char*** argv, const options& o) {
     throw usage_error(EBUSY, "ito: dist: a distributed runtime already runs in this process");
   std::size_t bytes = 0;
   bool check_races = false;
+  long progress_us = 0;
   try {
     bytes = detail::resolve_region_bytes(o.region_bytes);
     check_races = detail::resolve_race_check();
+    progress_us = detail::resolve_progress_interval_us();
   } catch (const config_error& e) {
     detail::g_starting.store(false);
     if (!e.from_environment()) throw;
@@ -65,6 +68,7 @@ runtime::runtime(int* argc, char*** argv, const options& o) {
   detail::reserve_region(bytes, st->region);
   detail::start_dsm(*st);
   detail::start_allocator(*st);
+  detail::start_progress(progress_us);
   detail::g_state.store(st, std::memory_order_release);
   MPI_Barrier(MPI_COMM_WORLD);  // every rank is ready before any uses the others
 }
@@ -73,6 +77,7 @@ runtime::~runtime() {
   detail::dist_state* st = detail::g_state.load(std::memory_order_acquire);
   MPI_Barrier(MPI_COMM_WORLD);  // no rank releases what another may still use
   detail::g_state.store(nullptr, std::memory_order_release);
+  detail::stop_progress();
   detail::stop_allocator();
   detail::stop_dsm(*st);
   detail::release_region(st->region);

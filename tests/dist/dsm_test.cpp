@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <mpi.h>
 
+#include <chrono>
 #include <cstdint>
 #include <cstring>
 #include <numeric>
@@ -193,6 +194,27 @@ TEST(dsm, ults_on_several_workers_fault_pages_in_and_write_them) {
     for (int r = 0; r < ranks(); ++r)
       wrong += data[p * 1024 + static_cast<std::size_t>(r)] != static_cast<std::uint32_t>(p * 16 + r);
   EXPECT_EQ(wrong, 0);
+  ito::dist::barrier();
+}
+
+// The home computes for 5 s without calling MPI; another rank's fault on its
+// page and the release after it are served meanwhile (by the home's progress
+// thread), not when the home next enters MPI.
+TEST(dsm, a_fault_is_served_while_the_home_computes) {
+  auto* page = static_cast<volatile int*>(ito::dist::alloc_collective(4096));
+  if (me() == 0) page[0] = 42;  // home: rank 0
+  ito::dist::barrier();
+  const auto start = std::chrono::steady_clock::now();
+  if (me() == 0) {
+    while (std::chrono::steady_clock::now() - start < std::chrono::seconds(5)) {
+    }
+  } else if (me() == 1) {
+    EXPECT_EQ(page[0], 42);
+    page[1] = 1;
+    ito::dist::sd_fence();
+    EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(4))
+        << "the fetch and release waited for the home to call MPI";
+  }
   ito::dist::barrier();
 }
 

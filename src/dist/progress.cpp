@@ -1,0 +1,75 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "dist/progress.hpp"
+
+#include <mpi.h>
+#include <pthread.h>
+#include <signal.h>
+#include <time.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <thread>
+
+#include "ito/options.hpp"
+
+namespace ito::dist::detail {
+namespace {
+
+constexpr long default_interval_us = 100;
+constexpr long max_interval_us = 1'000'000;
+
+std::atomic<bool> g_stop{false};
+std::thread* g_thread = nullptr;
+MPI_Comm g_comm = MPI_COMM_NULL;  // a duplicate: probing it never sees the program's messages
+
+void progress_loop(long interval_us) {
+  const timespec pause{0, interval_us * 1000};
+  while (!g_stop.load(std::memory_order_acquire)) {
+    int flag = 0;
+    MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, g_comm, &flag, MPI_STATUS_IGNORE);
+    nanosleep(&pause, nullptr);
+  }
+}
+
+}  // namespace
+
+long resolve_progress_interval_us() {
+  const char* v = std::getenv("ITO_DIST_PROGRESS_US");
+  if (!v || !*v) return default_interval_us;
+  char* end = nullptr;
+  errno = 0;
+  const long us = std::strtol(v, &end, 10);
+  if (errno != 0 || *end || end == v || us < 0 || us > max_interval_us)
+    throw config_error(std::string("ito: dist: ITO_DIST_PROGRESS_US=") + v +
+                           " is invalid: expected an integer in [0, 1000000] (0: no progress "
+                           "thread)",
+                       true);
+  return us;
+}
+
+void start_progress(long interval_us) {
+  if (interval_us == 0) return;
+  MPI_Comm_dup(MPI_COMM_WORLD, &g_comm);
+  g_stop.store(false, std::memory_order_relaxed);
+  // No asynchronous signal is the progress thread's to take.
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_BLOCK, &all, &old);
+  g_thread = new std::thread(progress_loop, interval_us);
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  pthread_setname_np(g_thread->native_handle(), "ito-mpi-progress");
+}
+
+void stop_progress() noexcept {
+  if (!g_thread) return;
+  g_stop.store(true, std::memory_order_release);
+  g_thread->join();
+  delete g_thread;
+  g_thread = nullptr;
+  MPI_Comm_free(&g_comm);
+}
+
+}  // namespace ito::dist::detail

@@ -1,0 +1,22 @@
+// SPDX-License-Identifier: Apache-2.0
+// MPI progress while a rank computes. MPICH's one-sided transfers to a rank
+// complete only when that rank's MPI makes progress, that is, while one of
+// its threads is inside an MPI call (measured: a page fetched from a home
+// that computed for 2 s without calling MPI took 2 s). A rank whose ULTs
+// compute between fences would stall every other rank's faults on its pages.
+// So each rank runs one progress thread that enters MPI (MPI_Iprobe) every
+// ITO_DIST_PROGRESS_US microseconds (default 100; 0: no thread, for MPIs with
+// asynchronous progress of their own).
+#pragma once
+
+namespace ito::dist::detail {
+
+// The interval from ITO_DIST_PROGRESS_US; config_error (from the environment)
+// for a bad value.
+long resolve_progress_interval_us();
+// Starts the thread (interval 0: none). After MPI is up.
+void start_progress(long interval_us);
+// Stops and joins it. Before MPI is finalised.
+void stop_progress() noexcept;
+
+}  // namespace ito::dist::detail
