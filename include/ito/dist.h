@@ -19,6 +19,21 @@ int ito_dist_size(int* size);
 int ito_dist_barrier(void);
 int ito_dist_region(void** base, size_t* bytes);
 
+/* The DSM (ito/dist.hpp): alloc/free from this rank's heap (ENOMEM when it is
+ * full; EINVAL freeing what alloc did not return to this rank, or twice),
+ * alloc_collective on every rank alike (EINVAL if the sizes differ), the
+ * fences, their asynchronous forms (done(arg) runs on a pool thread once the
+ * fence is complete), and pin/unpin (EINVAL outside the region). */
+int ito_dist_alloc(size_t bytes, void** out);
+int ito_dist_free(void* p);
+int ito_dist_alloc_collective(size_t bytes, void** out);
+int ito_dist_sd_fence(void);
+int ito_dist_si_fence(void);
+int ito_dist_sd_fence_async(void (*done)(void* arg), void* arg);
+int ito_dist_si_fence_async(void (*done)(void* arg), void* arg);
+int ito_dist_pin(void* p, size_t bytes);
+int ito_dist_unpin(void* p, size_t bytes);
+
 #ifdef __cplusplus
 }
 #endif

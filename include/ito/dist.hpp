@@ -17,6 +17,7 @@
 #include "ito/cxx20.hpp"
 
 #include <cstddef>
+#include <functional>
 
 namespace ito::dist {
 
@@ -71,6 +72,14 @@ void* alloc_collective(std::size_t bytes);
 void sd_fence();
 // Acquire: this rank's copies of pages others may have written are dropped.
 void si_fence();
+// The same fences without waiting: the fence runs on a thread of ito's
+// OS-thread pool and `done` runs there once it is complete (an exception
+// from `done` is reported on stderr, not propagated). Until then its effect
+// is not guaranteed; stores the caller makes meanwhile may go with this
+// release or the next. The runtime's destructor waits for every one.
+// usage_error(EPERM) outside a distributed runtime.
+void sd_fence_async(std::function<void()> done);
+void si_fence_async(std::function<void()> done);
 // Keeps [p, p+bytes) accessible (and this rank's writes to it pending) across
 // fences until unpin: for memory that must never fault (what MPI or a
 // signal handler touches).

@@ -68,4 +68,42 @@ int ito_dist_region(void** base, size_t* bytes) {
   });
 }
 
+int ito_dist_alloc(size_t bytes, void** out) {
+  if (!out) return EINVAL;
+  return guarded([&] { *out = ito::dist::alloc(bytes); });
+}
+
+int ito_dist_free(void* p) {
+  return guarded([&] { ito::dist::free(p); });
+}
+
+int ito_dist_alloc_collective(size_t bytes, void** out) {
+  if (!out) return EINVAL;
+  return guarded([&] { *out = ito::dist::alloc_collective(bytes); });
+}
+
+int ito_dist_sd_fence(void) {
+  return guarded([] { ito::dist::sd_fence(); });
+}
+
+int ito_dist_si_fence(void) {
+  return guarded([] { ito::dist::si_fence(); });
+}
+
+int ito_dist_sd_fence_async(void (*done)(void*), void* arg) {
+  return guarded([&] { ito::dist::sd_fence_async([=] { if (done) done(arg); }); });
+}
+
+int ito_dist_si_fence_async(void (*done)(void*), void* arg) {
+  return guarded([&] { ito::dist::si_fence_async([=] { if (done) done(arg); }); });
+}
+
+int ito_dist_pin(void* p, size_t bytes) {
+  return guarded([&] { ito::dist::pin(p, bytes); });
+}
+
+int ito_dist_unpin(void* p, size_t bytes) {
+  return guarded([&] { ito::dist::unpin(p, bytes); });
+}
+
 }  // extern "C"

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "dist/aslr.hpp"
+#include "dist/async_fence.hpp"
 #include "dist/dist_state.hpp"
 #include "dist/dsm.hpp"
 #include "dist/dsm_alloc.hpp"
@@ -75,6 +76,7 @@ runtime::runtime(int* argc, char*** argv, const options& o) {
 
 runtime::~runtime() {
   detail::dist_state* st = detail::g_state.load(std::memory_order_acquire);
+  detail::wait_for_async_fences();  // they use the DSM this tears down
   MPI_Barrier(MPI_COMM_WORLD);  // no rank releases what another may still use
   detail::g_state.store(nullptr, std::memory_order_release);
   detail::stop_progress();

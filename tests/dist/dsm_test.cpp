@@ -5,13 +5,17 @@
 #include <gtest/gtest.h>
 #include <mpi.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <cstring>
 #include <numeric>
 #include <set>
+#include <stdexcept>
+#include <thread>
 #include <vector>
 
+#include "ito/dist.h"
 #include "ito/dist.hpp"
 #include "ito/error.hpp"
 #include "ito/thread.hpp"
@@ -215,6 +219,67 @@ TEST(dsm, a_fault_is_served_while_the_home_computes) {
     EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(4))
         << "the fetch and release waited for the home to call MPI";
   }
+  ito::dist::barrier();
+}
+
+void wait_for(const std::atomic<int>& flag) {
+  while (flag.load() == 0) std::this_thread::sleep_for(std::chrono::microseconds(100));
+}
+
+// A rank holds a stale copy; the writer releases asynchronously, the reader
+// acquires asynchronously: each callback runs once, after its fence's work.
+TEST(dsm, asynchronous_fences_call_back_once_their_work_is_done) {
+  auto* box = static_cast<volatile std::uint64_t*>(ito::dist::alloc_collective(4096));
+  if (me() == 0) box[0] = 1;  // home: rank 0
+  ito::dist::barrier();
+  EXPECT_EQ(box[3], 0u);  // every rank now holds the page (a copy, or the master)
+  MPI_Barrier(MPI_COMM_WORLD);
+  const int writer = ranks() - 1;
+  std::atomic<int> released{0}, acquired{0};
+  if (me() == writer) {
+    box[3] = 0xABCD;
+    ito::dist::sd_fence_async([&] { released.fetch_add(1); });
+    wait_for(released);
+  }
+  MPI_Barrier(MPI_COMM_WORLD);  // the writer's release is complete
+  ito::dist::si_fence_async([&] { acquired.fetch_add(1); });
+  wait_for(acquired);
+  EXPECT_EQ(box[3], 0xABCDu);
+  std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_EQ(released.load(), me() == writer ? 1 : 0);
+  EXPECT_EQ(acquired.load(), 1);
+  ito::dist::barrier();
+}
+
+TEST(dsm, an_asynchronous_fence_callback_that_throws_is_reported_not_fatal) {
+  std::atomic<int> after{0};
+  ito::dist::sd_fence_async([] { throw std::runtime_error("callback failure"); });
+  ito::dist::sd_fence_async([&] { after.fetch_add(1); });
+  wait_for(after);
+  ito::dist::barrier();
+}
+
+// The C API's DSM calls: error numbers, never exceptions.
+TEST(dsm, the_c_api_allocates_fences_and_pins) {
+  void* shared = nullptr;
+  ASSERT_EQ(ito_dist_alloc_collective(4096, &shared), 0);
+  void* mine = nullptr;
+  ASSERT_EQ(ito_dist_alloc(64, &mine), 0);
+  EXPECT_EQ(ito_dist_free(mine), 0);
+  EXPECT_EQ(ito_dist_free(mine), EINVAL);  // twice
+  int local = 0;
+  EXPECT_EQ(ito_dist_pin(&local, sizeof local), EINVAL);
+  EXPECT_EQ(ito_dist_pin(shared, 4096), 0);
+  EXPECT_EQ(ito_dist_unpin(shared, 4096), 0);
+  if (me() == ranks() - 1) static_cast<int*>(shared)[7] = 77;
+  EXPECT_EQ(ito_dist_sd_fence(), 0);
+  MPI_Barrier(MPI_COMM_WORLD);
+  EXPECT_EQ(ito_dist_si_fence(), 0);
+  EXPECT_EQ(static_cast<int*>(shared)[7], 77);
+  static std::atomic<int> called{0};
+  EXPECT_EQ(ito_dist_sd_fence_async([](void* arg) { static_cast<std::atomic<int>*>(arg)->fetch_add(1); }, &called), 0);
+  wait_for(called);
+  EXPECT_EQ(ito_dist_alloc(std::size_t{1} << 62, &mine), ENOMEM);
   ito::dist::barrier();
 }
 
