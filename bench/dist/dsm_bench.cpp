@@ -11,6 +11,10 @@
 //            (the write faults alone are printed under it)
 //   barrier: ito::dist::barrier() (release + MPI_Barrier + acquire, no pages)
 //            vs MPI_Barrier
+// Then the sweep of seed 003's listing 3: for 64 B ... 1 MiB homed on rank 0,
+// rank 1's time to read it (one load per 64 B), write it (one store per
+// 64 B), sd_fence and si_fence, in microseconds, and a one-page round trip:
+// rank 1 writes a page and releases, rank 0 acquires and reads it.
 #include <mpi.h>
 
 #include <algorithm>
@@ -18,6 +22,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -95,6 +100,62 @@ void mpi_run(std::size_t pages, MPI_Win win, char* local, row& fetch, row& relea
   barrier.mpi.push_back((now_ns() - t0) / barriers);
 }
 
+struct sweep_row {
+  std::vector<double> read, write, sd, si;
+};
+
+// One run of the sweep at `bytes`: fresh memory homed on rank 0.
+void sweep_run(std::size_t bytes, sweep_row& row) {
+  const int me = ito::dist::rank();
+  auto* p = static_cast<volatile unsigned char*>(ito::dist::alloc_collective(bytes));
+  if (me == 0)
+    for (std::size_t i = 0; i < bytes; i += page) p[i] = 1;
+  ito::dist::barrier();
+  if (me == 1) {
+    unsigned sum = 0;
+    const double t0 = now_ns();
+    for (std::size_t i = 0; i < bytes; i += 64) sum += p[i];
+    const double t1 = now_ns();
+    for (std::size_t i = 0; i < bytes; i += 64) p[i + 1] = static_cast<unsigned char>(sum + i);
+    const double t2 = now_ns();
+    ito::dist::sd_fence();
+    const double t3 = now_ns();
+    ito::dist::si_fence();
+    const double t4 = now_ns();
+    row.read.push_back((t1 - t0) / 1000);
+    row.write.push_back((t2 - t1) / 1000);
+    row.sd.push_back((t3 - t2) / 1000);
+    row.si.push_back((t4 - t3) / 1000);
+  }
+  ito::dist::barrier();
+}
+
+// Rank 1 writes a page and releases; rank 0 acquires and reads it. The page's
+// home is rank 2 (at 2 ranks: rank 0, the reader). Microseconds from rank 1's
+// store to rank 0 holding the value, the broadcast that signals it included.
+double page_round_trip() {
+  const int me = ito::dist::rank();
+  auto* p = static_cast<volatile unsigned char*>(ito::dist::alloc_collective(2 * page));
+  if (me == 2 % ito::dist::size()) p[0] = 1;  // the home: rank 2, or 0 at 2 ranks
+  ito::dist::barrier();
+  if (me == 0) (void)p[0];  // rank 0 holds a (soon stale) copy
+  ito::dist::barrier();
+  double t0 = 0, us = 0;
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (me == 1) {
+    t0 = now_ns();
+    p[0] = 42;
+    ito::dist::sd_fence();
+  }
+  MPI_Bcast(&t0, 1, MPI_DOUBLE, 1, MPI_COMM_WORLD);  // the signal; same clock on one host
+  if (me == 0) {
+    ito::dist::si_fence();
+    if (p[0] == 42) us = (now_ns() - t0) / 1000;
+  }
+  ito::dist::barrier();
+  return us;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -142,5 +203,25 @@ int main(int argc, char** argv) {
     print("barrier", barrier);
     std::fflush(stdout);
   }
+  ito::dist::barrier();
+
+  const std::size_t sizes[] = {64, 4096, 65536, 1 << 20};
+  std::vector<sweep_row> sweep(std::size(sizes));
+  for (int r = 0; r < runs; ++r)
+    for (std::size_t k = 0; k < std::size(sizes); ++k) sweep_run(sizes[k], sweep[k]);
+  if (ito::dist::rank() == 1) {
+    std::printf("\nseed 003 listing 3 at %d ranks, median of %d runs, microseconds (rank 1; home rank 0)\n",
+                ito::dist::size(), runs);
+    std::printf("%-9s %10s %10s %10s %10s\n", "bytes", "read", "write", "sd_fence", "si_fence");
+    for (std::size_t k = 0; k < std::size(sizes); ++k)
+      std::printf("%-9zu %10.1f %10.1f %10.1f %10.1f\n", sizes[k], median(sweep[k].read),
+                  median(sweep[k].write), median(sweep[k].sd), median(sweep[k].si));
+    std::fflush(stdout);
+  }
+  std::vector<double> trips;
+  for (int r = 0; r < runs; ++r) trips.push_back(page_round_trip());
+  if (ito::dist::rank() == 0)
+    std::printf("\none page: rank 1 writes + sd_fence, rank 0 si_fence + reads it: %.1f us (median "
+                "of %d)\n", median(trips), runs);
   ito::dist::barrier();
 }
