@@ -24,6 +24,10 @@ int ito_dist_region(void** base, size_t* bytes);
  * alloc_collective on every rank alike (EINVAL if the sizes differ), the
  * fences, their asynchronous forms (done(arg) runs on a pool thread once the
  * fence is complete), and pin/unpin (EINVAL outside the region). */
+/* A global or static variable in the DSM (see ito/dist.hpp): */
+#ifndef ITO_DSM_GLOBAL
+#define ITO_DSM_GLOBAL __attribute__((section("ito_dsm"), used))
+#endif
 int ito_dist_alloc(size_t bytes, void** out);
 int ito_dist_free(void* p);
 int ito_dist_alloc_collective(size_t bytes, void** out);

@@ -68,6 +68,18 @@ void free(void* p);
 // gets the same pointer. Lives as long as the runtime.
 void* alloc_collective(std::size_t bytes);
 
+// A global or static variable in the DSM: one copy shared by every rank under
+// the same fences as alloc'ed memory, initialised as the program initialises
+// it (every rank runs the same initialisation):
+//   ITO_DSM_GLOBAL long histogram[256];
+// Linking with ito::dist (or `pkg-config --libs ito-dist`) adds the linker
+// script that puts these on pages of their own. Not for const variables.
+// Before the runtime starts and after it ends they are this rank's plain
+// memory (after: holding what this rank last saw of them).
+#ifndef ITO_DSM_GLOBAL
+#define ITO_DSM_GLOBAL __attribute__((section("ito_dsm"), used))
+#endif
+
 // Release: this rank's writes since its last sd_fence reach their pages' homes.
 void sd_fence();
 // Acquire: this rank's copies of pages others may have written are dropped.

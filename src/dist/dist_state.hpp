@@ -10,10 +10,15 @@ namespace ito::dist::detail {
 // view, at the same address on every rank, whose page protections the DSM
 // changes; `alias` is an always-accessible mapping of the same pages, the only
 // one MPI ever sees (MPI touching a protected page deadlocks or crashes it).
+// ITO_DSM_GLOBAL variables (dsm_globals.hpp) are DSM pages too: their section,
+// wherever the executable has it, maps the memfd's `globals_bytes` after the
+// region's `bytes`; the alias covers both.
 struct iso_region {
   char* view = nullptr;
   char* alias = nullptr;
   std::size_t bytes = 0;
+  char* globals = nullptr;  // the ito_dsm section, page-aligned, or null
+  std::size_t globals_bytes = 0;
   int memfd = -1;
 };
 

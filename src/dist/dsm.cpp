@@ -31,7 +31,9 @@ enum page_state : std::uint8_t { invalid = 0, shared = 1, modified = 2, home = 3
 struct dsm {
   char* view = nullptr;
   char* alias = nullptr;
-  std::size_t pages = 0;
+  std::size_t pages = 0;         // the region's, then the globals' (pages are numbered so)
+  std::size_t region_pages = 0;  // pages of the region proper; the globals' follow
+  char* globals = nullptr;       // where the globals' pages are in the program (or null)
   int rank = 0;
   int ranks = 1;
   MPI_Win data = MPI_WIN_NULL;       // over every rank's alias
@@ -55,6 +57,25 @@ struct dsm {
 };
 
 std::atomic<dsm*> g_dsm{nullptr};
+
+// Where page `page` is in the application's view.
+char* view_of(const dsm& d, std::size_t page) noexcept {
+  return page < d.region_pages ? d.view + page * page_bytes
+                               : d.globals + (page - d.region_pages) * page_bytes;
+}
+
+// The page holding `at`, if the DSM manages it (the region, or the globals).
+bool page_at(const dsm& d, const char* at, std::size_t* page) noexcept {
+  if (at >= d.view && at < d.view + d.region_pages * page_bytes) {
+    *page = static_cast<std::size_t>(at - d.view) / page_bytes;
+    return true;
+  }
+  if (d.globals && at >= d.globals && at < d.globals + (d.pages - d.region_pages) * page_bytes) {
+    *page = d.region_pages + static_cast<std::size_t>(at - d.globals) / page_bytes;
+    return true;
+  }
+  return false;
+}
 
 template <class T>
 T* reserve_array(std::size_t n) {
@@ -80,7 +101,7 @@ void release_array(T* p, std::size_t n) {
 // Every run of pages with one protection is a mapping of its own to Linux,
 // which allows vm.max_map_count of them per process (65530 by default).
 void protect(dsm& d, std::size_t page, int prot) {
-  if (mprotect(d.view + page * page_bytes, page_bytes, prot) == 0) return;
+  if (mprotect(view_of(d, page), page_bytes, prot) == 0) return;
   if (errno == ENOMEM) {
     unsigned long limit = 0;
     if (std::FILE* f = std::fopen("/proc/sys/vm/max_map_count", "r")) {
@@ -177,7 +198,8 @@ void chain_to_previous(int sig, siginfo_t* info, void* context) {
 void on_fault(int sig, siginfo_t* info, void* context) {
   dsm* d = g_dsm.load(std::memory_order_acquire);
   char* at = static_cast<char*>(info->si_addr);
-  if (!d || at < d->view || at >= d->view + d->pages * page_bytes) {
+  std::size_t page = 0;
+  if (!d || !page_at(*d, at, &page)) {
     if (d) chain_to_previous(sig, info, context);
     else signal(sig, SIG_DFL);
     return;
@@ -187,7 +209,7 @@ void on_fault(int sig, siginfo_t* info, void* context) {
   const bool write = (uc->uc_mcontext.gregs[REG_ERR] & 2) != 0;  // x86: the fault was a store
   {
     std::lock_guard hold(d->lock);
-    serve_fault(*d, static_cast<std::size_t>(at - d->view) / page_bytes, write);
+    serve_fault(*d, page, write);
   }
   errno = saved;
 }
@@ -229,7 +251,7 @@ void send_diff(dsm& d, std::size_t page) {
     if (MPI_Get(d.master, page_bytes, MPI_BYTE, h, at, page_bytes, MPI_BYTE, d.data) != MPI_SUCCESS ||
         MPI_Win_flush(h, d.data) != MPI_SUCCESS)
       mpi_failed("reading a page back from its home");
-    report_races(d.rank, h, d.view + page * page_bytes, now, twin, d.master, page_bytes);
+    report_races(d.rank, h, view_of(d, page), now, twin, d.master, page_bytes);
   }
   if (runs == 1) {  // one stretch of bytes (the usual case): no type to build
     if (MPI_Put(now + d.run_at[0], d.run_length[0], MPI_BYTE, h, at + d.run_at[0], d.run_length[0],
@@ -263,11 +285,11 @@ dsm& require_dsm(const char* what) {
 void page_range(dsm& d, const void* p, std::size_t bytes, const char* what, std::size_t* first,
                 std::size_t* last) {
   const char* c = static_cast<const char*>(p);
-  if (bytes == 0 || c < d.view || c + bytes > d.view + d.pages * page_bytes || c + bytes < c)
+  // Both ends in one area (the region, or the globals), which are contiguous.
+  if (bytes == 0 || c + bytes < c || !page_at(d, c, first) || !page_at(d, c + bytes - 1, last) ||
+      (*first < d.region_pages) != (*last < d.region_pages))
     throw usage_error(EINVAL, std::string("ito: dsm: ") + what +
                                   ": the range is empty or not inside the DSM region");
-  *first = static_cast<std::size_t>(c - d.view) / page_bytes;
-  *last = static_cast<std::size_t>(c + bytes - 1 - d.view) / page_bytes;
 }
 
 }  // namespace
@@ -276,7 +298,9 @@ void start_dsm(dist_state& st) {
   auto* d = new dsm;
   d->view = st.region.view;
   d->alias = st.region.alias;
-  d->pages = st.region.bytes / page_bytes;
+  d->region_pages = st.region.bytes / page_bytes;
+  d->globals = st.region.globals;
+  d->pages = d->region_pages + st.region.globals_bytes / page_bytes;
   d->rank = st.rank;
   d->ranks = st.size;
   d->check_races = st.check_races;
@@ -288,7 +312,8 @@ void start_dsm(dist_state& st) {
   d->shared_list = reserve_array<std::size_t>(d->pages);
   d->listed = reserve_array<std::uint8_t>(d->pages);
   d->modified_list = reserve_array<std::size_t>(d->pages);
-  if (MPI_Win_create(d->alias, static_cast<MPI_Aint>(st.region.bytes), 1, MPI_INFO_NULL,
+  if (MPI_Win_create(d->alias, static_cast<MPI_Aint>(st.region.bytes + st.region.globals_bytes), 1,
+                     MPI_INFO_NULL,
                      MPI_COMM_WORLD, &d->data) != MPI_SUCCESS ||
       MPI_Win_create(d->entries, static_cast<MPI_Aint>(d->entry_count * sizeof(std::int64_t)),
                      sizeof(std::int64_t), MPI_INFO_NULL, MPI_COMM_WORLD,

@@ -12,6 +12,7 @@
 #include <cstring>
 
 #include "dist/dist_state.hpp"
+#include "dist/dsm_globals.hpp"
 
 namespace ito::dist::detail {
 namespace {
@@ -41,14 +42,26 @@ char* map_view_at(std::uintptr_t at, std::size_t bytes, int memfd) {
 }  // namespace
 
 void reserve_region(std::size_t bytes, iso_region& r) {
+  const globals_section g = find_globals_section();
   r.memfd = memfd_create("ito-dsm", MFD_CLOEXEC);
   if (r.memfd < 0) stop("cannot create the region's memory (memfd_create)", errno);
-  if (ftruncate(r.memfd, static_cast<off_t>(bytes)) != 0)
+  if (ftruncate(r.memfd, static_cast<off_t>(bytes + g.bytes)) != 0)
     stop("cannot size the region (ftruncate; try a smaller ITO_DSM_SIZE)", errno);
-  void* alias = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, r.memfd, 0);
+  void* alias = mmap(nullptr, bytes + g.bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE,
+                     r.memfd, 0);
   if (alias == MAP_FAILED) stop("cannot map the region's alias (try a smaller ITO_DSM_SIZE)", errno);
   r.alias = static_cast<char*>(alias);
   r.bytes = bytes;
+  if (g.bytes != 0) {
+    // The globals' values as the program initialised them, then the section
+    // becomes DSM pages (no access until the DSM grants it) over that copy.
+    std::memcpy(r.alias + bytes, g.begin, g.bytes);
+    if (mmap(g.begin, g.bytes, PROT_NONE, MAP_SHARED | MAP_FIXED, r.memfd,
+             static_cast<off_t>(bytes)) == MAP_FAILED)
+      stop("cannot map the ITO_DSM_GLOBAL variables into the DSM", errno);
+    r.globals = g.begin;
+    r.globals_bytes = g.bytes;
+  }
   for (int i = 1; i <= candidates; ++i) {
     const std::uintptr_t at = candidate_step * static_cast<std::uintptr_t>(i);
     char* view = map_view_at(at, bytes, r.memfd);
@@ -66,8 +79,14 @@ void reserve_region(std::size_t bytes, iso_region& r) {
 }
 
 void release_region(iso_region& r) noexcept {
+  if (r.globals) {
+    // Plain memory again, holding what this rank last saw of each page.
+    void* p = mmap(r.globals, r.globals_bytes, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+    if (p != MAP_FAILED) std::memcpy(r.globals, r.alias + r.bytes, r.globals_bytes);
+  }
   if (r.view) munmap(r.view, r.bytes);
-  if (r.alias) munmap(r.alias, r.bytes);
+  if (r.alias) munmap(r.alias, r.bytes + r.globals_bytes);
   if (r.memfd >= 0) close(r.memfd);
   r = iso_region{};
 }

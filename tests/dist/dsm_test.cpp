@@ -20,6 +20,9 @@
 #include "ito/error.hpp"
 #include "ito/thread.hpp"
 
+ITO_DSM_GLOBAL long g_slots[1024] = {5, 0, 0, 0, 0};  // one page; [0]: initialised
+ITO_DSM_GLOBAL char g_second_page[4096];
+
 namespace {
 
 int me() { return ito::dist::rank(); }
@@ -280,6 +283,22 @@ TEST(dsm, the_c_api_allocates_fences_and_pins) {
   EXPECT_EQ(ito_dist_sd_fence_async([](void* arg) { static_cast<std::atomic<int>*>(arg)->fetch_add(1); }, &called), 0);
   wait_for(called);
   EXPECT_EQ(ito_dist_alloc(std::size_t{1} << 62, &mine), ENOMEM);
+  ito::dist::barrier();
+}
+
+// ITO_DSM_GLOBAL variables are DSM pages: initialised as the program
+// initialised them, written by every rank in its own slot, merged at the
+// barrier; pin and the range checks know them.
+TEST(dsm, globals_are_shared_like_allocated_memory) {
+  EXPECT_EQ(g_slots[0], 5);
+  g_slots[1 + me()] = 100 + me();
+  ito::dist::barrier();
+  for (int r = 0; r < ranks(); ++r) EXPECT_EQ(g_slots[1 + r], 100 + r) << "rank " << r << "'s slot";
+  ito::dist::pin(g_second_page, sizeof g_second_page);
+  if (me() == 0) g_second_page[10] = 'x';
+  ito::dist::unpin(g_second_page, sizeof g_second_page);
+  ito::dist::barrier();
+  EXPECT_EQ(g_second_page[10], 'x');
   ito::dist::barrier();
 }
 
