@@ -12,6 +12,7 @@
 
 namespace bench {
 int run_posix(int argc, char** argv);  // bench/posix.cpp: seed 001's table 3
+int run_dsm(int argc, char** argv);    // bench/dsm_launch.cpp: mpiexec ito-bench-dsm
 // bench/wake.cpp and bench/flow_dag.cpp: parse their flags, run, print.
 void wake_subcommand(args& a, const common_flags& c, reporter& out);
 void flow_subcommand(args& a, const common_flags& c, reporter& out);
@@ -60,7 +61,10 @@ const char* const usage_text =
     "                                      W children of U us (1000) forked from the main thread\n"
     "                                      after G ms idle (20), N phases (20): ito, std::thread,\n"
     "                                      oneTBB, OpenMP (W: 2,4)\n"
-    "  demo                                all of the above, small, runs=3\n"
+    "  dsm          [--ranks N] [--pages N] [--runs N]\n"
+    "                                      the DSM's fetch, release, barrier against raw MPI and\n"
+    "                                      seed 003 listing 3's sweep; launches N (2) ranks itself\n"
+    "  demo                                all of the above but dsm, small, runs=3\n"
     "\n"
     "common flags:\n"
     "  --workers N[,N...]  worker counts (repeatable); default: the subcommand's standard set\n"
@@ -89,6 +93,7 @@ int run(int argc, char** argv) {
     return 0;
   }
   if (cmd == "posix") return bench::run_posix(argc, argv);
+  if (cmd == "dsm") return bench::run_dsm(argc, argv);
   bench::args a(argc, argv, 2);
   if (a.take_switch("-h") || a.take_switch("--help")) {
     std::fputs(usage_text, stdout);

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // What the DSM adds to MPI's own one-sided transfers, per page, at 2+ ranks:
-//   mpiexec -n 2 ito-bench-dsm [--pages 256] [--runs 7]
+//   mpiexec -n 2 ito-bench-dsm [--pages 256] [--runs 7]   (or: ito-bench dsm)
 // Rank 0 is every page's home; rank 1 measures. Each row is the median over
 // runs of ns per page, beside the MPI call sequence that moves the same bytes
 // by hand (a window over plain memory), and the ratio.
@@ -162,12 +162,14 @@ int main(int argc, char** argv) {
   ito::dist::runtime dist(&argc, &argv);
   std::size_t pages = 256;
   int runs = 7;
-  for (int i = 1; i + 1 < argc; i += 2) {
+  bool flags_ok = argc % 2 == 1;  // pairs of flag and value
+  for (int i = 1; flags_ok && i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
     if (flag == "--pages") pages = std::strtoul(argv[i + 1], nullptr, 10);
     else if (flag == "--runs") runs = std::atoi(argv[i + 1]);
+    else flags_ok = false;
   }
-  if (ito::dist::size() < 2 || pages == 0 || runs <= 0) {
+  if (!flags_ok || ito::dist::size() < 2 || pages == 0 || runs <= 0) {
     if (ito::dist::rank() == 0)
       std::fprintf(stderr, "usage: mpiexec -n 2 ito-bench-dsm [--pages N>0] [--runs N>0]\n");
     return 2;
@@ -220,8 +222,10 @@ int main(int argc, char** argv) {
   }
   std::vector<double> trips;
   for (int r = 0; r < runs; ++r) trips.push_back(page_round_trip());
-  if (ito::dist::rank() == 0)
+  double trip = median(trips);  // rank 0 measured it; rank 1 prints every table, in order
+  MPI_Bcast(&trip, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+  if (ito::dist::rank() == 1)
     std::printf("\none page: rank 1 writes + sd_fence, rank 0 si_fence + reads it: %.1f us (median "
-                "of %d)\n", median(trips), runs);
+                "of %d)\n", trip, runs);
   ito::dist::barrier();
 }
