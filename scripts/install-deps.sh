@@ -6,7 +6,7 @@ set -euo pipefail
 
 packages=(
   cmake ninja-build g++ make pkg-config     # build
-  libgtest-dev gdb                          # tests (gdb: the ito-gdb.py helper's test)
+  libgtest-dev gdb valgrind                 # tests (gdb: the ito-gdb.py helper's test; valgrind: ULT stacks registered)
   libtbb-dev libboost-fiber-dev libboost-context-dev  # benchmark comparisons
   wrk                                       # bench/httpd_bench.sh
   pigz pbzip2 lbzip2 zstd xz-utils p7zip-full sqlite3 python3 bash  # real programs under the preload (tests/programs)

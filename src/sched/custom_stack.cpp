@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "sched/ult.hpp"
+#include "stack/valgrind_stacks.hpp"
 
 namespace ito::sched {
 namespace {
@@ -41,7 +42,9 @@ stack::stack_block map_dedicated(std::size_t bytes) {
     munmap(p, total);
     return {};
   }
-  return {base + guard_bytes, base + total, true};
+  const stack::stack_block s{base + guard_bytes, base + total, true};
+  stack::announce_stack(s);
+  return s;
 }
 
 }  // namespace
@@ -71,11 +74,16 @@ stack::stack_block caller_stack(void* base, std::size_t bytes) {
   auto lo = (reinterpret_cast<std::uintptr_t>(base) + 63) & ~std::uintptr_t{63};
   auto hi = (reinterpret_cast<std::uintptr_t>(base) + bytes) & ~std::uintptr_t{63};
   if (hi <= lo || hi - lo < min_custom_stack - 128) return {};
-  return {reinterpret_cast<char*>(lo), reinterpret_cast<char*>(hi), false};
+  const stack::stack_block s{reinterpret_cast<char*>(lo), reinterpret_cast<char*>(hi), false};
+  stack::announce_stack(s);
+  return s;
 }
 
 void release_custom_stack(stack::stack_block s, stack_origin origin) {
-  if (origin != stack_origin::dedicated) return;  // the caller's memory: theirs again
+  if (origin != stack_origin::dedicated) {  // the caller's memory: theirs again
+    stack::withdraw_stack(s);
+    return;
+  }
   dedicated_cache& c = cache();
   {
     std::lock_guard lock(c.mutex);
@@ -84,6 +92,7 @@ void release_custom_stack(stack::stack_block s, stack_origin origin) {
       return;
     }
   }
+  stack::withdraw_stack(s);
   munmap(s.lo - guard_bytes, s.size() + guard_bytes);
 }
 

@@ -10,6 +10,7 @@
 
 #include "stack/guard.hpp"
 #include "stack/stack_drop.hpp"
+#include "stack/valgrind_stacks.hpp"
 
 namespace ito::stack {
 
@@ -19,7 +20,10 @@ stack_pool::stack_pool(std::size_t stack_size)
       warm_limit_(std::max(warm_bytes / stack_size, stack_cache::capacity / 2)) {}
 
 stack_pool::~stack_pool() {
-  for (auto& c : chunks_) munmap(c.base, c.bytes);
+  for (auto& c : chunks_) {
+    withdraw_stacks_in(c.base, c.base + c.bytes);
+    munmap(c.base, c.bytes);
+  }
 }
 
 void stack_pool::map_chunk() {
@@ -46,6 +50,7 @@ stack_block stack_pool::carve() {
   const std::size_t color = (mapped_++ % 64) * 64;
   static_assert(max_colour == 63 * 64);
   stack_block s{guard + guard_size, guard + guard_size + stack_size_ - color, install_guard(guard, guard_size)};
+  announce_stack(s);
   return s;
 }
 
