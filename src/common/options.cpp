@@ -9,6 +9,7 @@
 
 #include "ito/options.hpp"
 #include "common/environment.hpp"
+#include "trace/trace.hpp"
 
 namespace ito {
 
@@ -149,6 +150,8 @@ options resolve_options(options o) {
                                      "a signal name or number (e.g. SIGUSR2), not SIGKILL, "
                                      "SIGSTOP, SIGSEGV or SIGBUS"),
                        true);
+
+  if (const char* v = std::getenv("ITO_TRACE"); v && *v) trace::check_path(v);
 
   if (!o.bind) o.bind = env_flag("ITO_BIND").value_or(false);
   if (!o.stats) o.stats = env_flag("ITO_STATS").value_or(false);

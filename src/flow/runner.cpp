@@ -5,11 +5,13 @@
 #include <exception>
 
 #include "flow/hot_path.hpp"
+#include "trace/trace.hpp"
 
 namespace ito::flow::detail {
 namespace {
 
 void call_body(node_core& n, context& ctx) noexcept {
+  trace::record(trace::kind::node_begin);
   try {
     n.body(n.storage, &ctx);
   } catch (...) {
@@ -17,6 +19,7 @@ void call_body(node_core& n, context& ctx) noexcept {
     // successors run and the graph drains.
     n.owner->record_error(std::current_exception());
   }
+  trace::record(trace::kind::node_end);
 }
 
 void complete_observers(node_core& n) noexcept {

@@ -13,6 +13,7 @@
 // few jobs costs no more wake-ups than starting a thread per job would.
 #include <pthread.h>
 
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -25,6 +26,7 @@
 #include "io/os_thread.hpp"
 #include "io/pool_retire_rule.hpp"
 #include "ito/os_pool.hpp"
+#include "trace/trace.hpp"
 
 namespace ito::detail {
 
@@ -112,6 +114,11 @@ void* pool_engine::thread_main(void* arg) {
   pool_engine* e = a->engine;
   pool_job* first = a->first;
   delete a;
+  // Named for top -H, gdb, perf and traces; numbered across every pool.
+  static std::atomic<unsigned> started{0};
+  char name[16];
+  std::snprintf(name, sizeof name, "ito-pool-%u", started.fetch_add(1, std::memory_order_relaxed));
+  pthread_setname_np(pthread_self(), name);
   tls_own_engine = e;
   e->thread_loop(first);
   return nullptr;
@@ -125,7 +132,9 @@ void pool_engine::thread_loop(pool_job* job) {
   for (;;) {
     pool_job* finished = nullptr;
     if (job) {
+      trace::record(trace::kind::job_begin);
       job->run(job);
+      trace::record(trace::kind::job_end);
       finished = job;
     }
     // Report a job only once this thread can take another (see pool_job).

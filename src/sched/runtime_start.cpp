@@ -25,6 +25,7 @@
 #include "sched/scheduler.hpp"
 #include "sched/ult_report.hpp"
 #include "sched/worker_signals.hpp"
+#include "trace/trace.hpp"
 
 namespace ito::sched {
 
@@ -122,6 +123,7 @@ runtime_state* start_runtime(const options& resolved) {
     rt->workers.push_back(std::move(w));
   }
   no_dump.unlock();
+  trace::start();  // before any worker runs
   install_overflow_handler();
   install_dump_signal();
   install_fork_handler();
@@ -134,6 +136,7 @@ runtime_state* start_runtime(const options& resolved) {
   main.id = 0;
   arch::sanitizer_adopt_current(main.fiber);
   w0->current = &main;
+  trace::record(trace::kind::run, main.id);
   w0->scheduler_stack = rt->stacks.allocate();
   w0->scheduler_sp = make_scheduler_context(w0);
   arch::sanitizer_init_fiber(w0->scheduler_fiber, w0->scheduler_stack.lo,
@@ -177,6 +180,7 @@ void stop_runtime(runtime_state* rt) {
   rt->stopping.store(true, std::memory_order_release);
   wake_all(rt);
   for (unsigned i = 1; i < rt->workers.size(); ++i) pthread_join(rt->workers[i]->os_thread, nullptr);
+  trace::finish();  // every worker has ended
   if (rt->opts.stats.value_or(false)) print_stats(rt, stderr);
 
   std::unique_lock no_dump(dump_lock());  // a dump from another thread waits, then sees none

@@ -16,6 +16,7 @@
 #include "sched/idle.hpp"
 #include "sched/overflow.hpp"
 #include "sched/registry.hpp"
+#include "trace/trace.hpp"
 
 #if ITO_ASAN
 #include <sanitizer/asan_interface.h>
@@ -37,6 +38,12 @@ constexpr std::uintptr_t quick_resume_tag = 1;
 // Canary written at the bottom of a stack that has no guard page.
 constexpr std::uint64_t stack_canary = 0x17017017DEADBEEFull;
 
+// ITO_TRACE: this worker now runs `next` (its scheduler loop when null).
+inline void trace_switch(const ult* next) noexcept {
+  if (next) trace::record(trace::kind::run, next->id);
+  else trace::record(trace::kind::scheduler);
+}
+
 // Switches from the running context (prev, or the scheduler when null) to next
 // (or the scheduler when null); hook(arg) runs on next's stack first.
 inline void switch_to(worker* w, ult* prev, ult* next, arch::on_top_fn hook, void* arg,
@@ -48,6 +55,7 @@ inline void switch_to(worker* w, ult* prev, ult* next, arch::on_top_fn hook, voi
   switch_eh(w, prev ? prev->eh : w->scheduler_eh, next ? next->eh : w->scheduler_eh);
   w->current = next;
   if (next) ++next->resumes;
+  trace_switch(next);
   arch::sanitizer_before_switch(from, to, prev_dies);
   arch::switch_context(save, load, arg, hook);
   arch::sanitizer_after_switch(from);
@@ -199,6 +207,7 @@ ito_exit_switch finish(ult* self) noexcept {
   *w->eh = next ? next->eh : w->scheduler_eh;
   w->current = next;
   if (next) ++next->resumes;
+  trace_switch(next);
   return {next ? next->sp : w->scheduler_sp,
           reinterpret_cast<void*>(reinterpret_cast<std::uintptr_t>(self) | tag)};
 }
@@ -366,6 +375,7 @@ void fork(ult* child, void (*body)(void*), bool id_was_public) noexcept {
   switch_eh(w, parent->eh, child->eh);  // the child starts with none
   w->current = child;
   ++child->resumes;
+  trace_switch(child);
   arch::sanitizer_before_switch(parent->fiber, child->fiber, false);
   if (child->from_provider()) [[unlikely]] {
     // Its stack lies apart from its frame: the provider left the top in sp,

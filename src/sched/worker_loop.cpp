@@ -8,6 +8,7 @@
 #include "os/futex.hpp"
 #include "sched/idle.hpp"
 #include "sched/scheduler.hpp"
+#include "trace/trace.hpp"
 
 namespace ito::sched {
 namespace {
@@ -27,6 +28,7 @@ ult* try_steal(worker* w) noexcept {
     if (victim->yielded.steal(u) == chase_lev_deque<ult*>::steal_result::success ||
         victim->deque.steal(u) == chase_lev_deque<ult*>::steal_result::success) {
       worker_stats::bump(w->stats.steals);
+      trace::record(trace::kind::steal, v);
       return u;
     }
   }
@@ -103,6 +105,7 @@ bool sleep_idle_worker(worker* w) {
   }
   worker_stats::bump(w->stats.parks);
   w->asleep.store(true, std::memory_order_relaxed);
+  trace::record(trace::kind::park);
   bool timed_out = false;
   while (w->wake_word.load(std::memory_order_acquire) == 0) {
     std::int64_t wait = park_timeout_ns;
@@ -117,6 +120,7 @@ bool sleep_idle_worker(worker* w) {
     }
   }
   w->asleep.store(false, std::memory_order_relaxed);
+  trace::record(trace::kind::unpark);
   leave_idle(w);
   return timed_out;
 }

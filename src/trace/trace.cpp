@@ -1,0 +1,109 @@
+// SPDX-License-Identifier: Apache-2.0
+// Per-thread event buffers and the trace's lifetime (see trace.hpp).
+#include "trace/trace.hpp"
+
+#include <fcntl.h>
+#include <pthread.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <mutex>
+#include <new>
+#include <string>
+
+#include "ito/options.hpp"
+#include "trace/trace_buffer.hpp"
+
+namespace ito::trace {
+
+std::atomic<bool> g_on{false};
+
+namespace {
+
+std::mutex g_lock;                            // guards g_buffers' list and g_clocks
+std::atomic<thread_buffer*> g_buffers{nullptr};  // every buffer ever made
+std::atomic<unsigned> g_trace{0};             // the current trace (one per traced runtime)
+clock_span g_clocks;
+thread_local thread_buffer* t_buffer = nullptr;
+
+thread_buffer* make_buffer() noexcept {
+  auto* b = new (std::nothrow) thread_buffer;
+  if (!b) return nullptr;
+  // Address space only: pages become resident as events are written.
+  b->events = static_cast<event*>(std::malloc(sizeof(event) * thread_buffer::capacity));
+  if (!b->events) {
+    delete b;
+    return nullptr;
+  }
+  std::lock_guard hold(g_lock);
+  b->next = g_buffers.load(std::memory_order_relaxed);
+  g_buffers.store(b, std::memory_order_release);
+  return b;
+}
+
+}  // namespace
+
+clock_reading read_clocks() noexcept {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return {read_tsc(), ts.tv_sec * 1'000'000'000ll + ts.tv_nsec};
+}
+
+void record_slow(kind what, std::uint64_t arg) noexcept {
+  thread_buffer* b = t_buffer;
+  if (!b) [[unlikely]] {
+    if (!(b = t_buffer = make_buffer())) return;
+  }
+  const unsigned trace = g_trace.load(std::memory_order_relaxed);
+  if (b->trace.load(std::memory_order_relaxed) != trace) [[unlikely]] {
+    // First event of this thread in this trace: its own reset, then a fresh
+    // name (a worker is named when it starts).
+    b->count.store(0, std::memory_order_relaxed);
+    b->dropped.store(0, std::memory_order_relaxed);
+    pthread_getname_np(pthread_self(), b->name, sizeof b->name);
+    b->tid = static_cast<long>(gettid());
+    b->trace.store(trace, std::memory_order_release);
+  }
+  const std::size_t n = b->count.load(std::memory_order_relaxed);
+  if (n == thread_buffer::capacity) [[unlikely]] {
+    b->dropped.store(b->dropped.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    return;
+  }
+  b->events[n] = {read_tsc(), arg, what};
+  b->count.store(n + 1, std::memory_order_release);
+}
+
+void check_path(const char* path) {
+  const int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0)
+    throw config_error(std::string("ito: ITO_TRACE=") + path + " cannot be written: " +
+                           std::strerror(errno) + " (expected a file path, e.g. trace.json)",
+                       true);
+  close(fd);
+}
+
+void start() noexcept {
+  const char* path = std::getenv("ITO_TRACE");
+  if (!path || !*path) return;
+  std::lock_guard hold(g_lock);
+  g_trace.fetch_add(1, std::memory_order_relaxed);
+  g_clocks.start = read_clocks();
+  g_on.store(true, std::memory_order_relaxed);
+}
+
+void finish() noexcept {
+  if (!g_on.load(std::memory_order_relaxed)) return;
+  g_on.store(false, std::memory_order_relaxed);  // the workers have ended
+  const char* path = std::getenv("ITO_TRACE");
+  std::lock_guard hold(g_lock);
+  g_clocks.end = read_clocks();
+  if (path && *path)
+    write_trace(path, g_buffers.load(std::memory_order_acquire),
+                g_trace.load(std::memory_order_relaxed), g_clocks);
+}
+
+}  // namespace ito::trace

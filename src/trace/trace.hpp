@@ -1,0 +1,45 @@
+// SPDX-License-Identifier: Apache-2.0
+// ITO_TRACE=file.json: a Chrome/Perfetto trace of what every worker and pool
+// thread did (ULT run slices, steals, parks, pool jobs such as delegated
+// calls, flow node runs), written when the runtime ends.
+//
+// Recording is per OS thread, into a buffer only that thread writes, stamped
+// with the TSC: no lock, no system call. When tracing is off, each record
+// point costs one load of a flag and a branch that is not taken.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+namespace ito::trace {
+
+enum class kind : std::uint32_t {
+  run,        // this thread now runs ULT `arg` (its id)
+  scheduler,  // this thread is back in its scheduler loop (no ULT)
+  park,       // the worker goes to sleep
+  unpark,     // ... and wakes
+  steal,      // took a ULT from worker `arg`
+  job_begin,  // a pool thread starts a job (a delegated call, an os_pool task)
+  job_end,
+  node_begin,  // a flow node's body starts
+  node_end,
+};
+
+// Set before a traced runtime's threads start, cleared after they end (pool
+// threads outlive runtimes, hence atomic; a relaxed load is a plain load).
+extern std::atomic<bool> g_on;
+
+void record_slow(kind what, std::uint64_t arg) noexcept;
+
+inline void record(kind what, std::uint64_t arg = 0) noexcept {
+  if (g_on.load(std::memory_order_relaxed)) [[unlikely]] record_slow(what, arg);
+}
+
+// ITO_TRACE's path, checked when options are resolved: config_error when the
+// file cannot be written.
+void check_path(const char* path);
+// At a runtime's start and end (from start_runtime / stop_runtime).
+void start() noexcept;
+void finish() noexcept;
+
+}  // namespace ito::trace

@@ -1,0 +1,58 @@
+// SPDX-License-Identifier: Apache-2.0
+// The trace's storage: one buffer per OS thread that recorded, and the clock
+// readings that turn TSC stamps into time.
+#pragma once
+
+#include <x86intrin.h>
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+#include "trace/trace.hpp"
+
+namespace ito::trace {
+
+struct event {
+  std::uint64_t tsc;
+  std::uint64_t arg;
+  kind what;
+};
+
+// Written by its thread only; read by the writer at the runtime's end, up to
+// `count` (published with release). A buffer is never freed (a pool thread
+// may outlive the runtime and record late): a later trace reuses it, reset by
+// its own thread when it first records for that trace.
+struct thread_buffer {
+  static constexpr std::size_t capacity = std::size_t{1} << 20;  // 24 MiB of address space
+  event* events = nullptr;
+  std::atomic<std::size_t> count{0};
+  std::atomic<std::uint64_t> dropped{0};  // events past capacity
+  std::atomic<unsigned> trace{0};         // the trace its events belong to
+  char name[16] = {};
+  long tid = 0;
+  thread_buffer* next = nullptr;  // every buffer, newest first
+};
+
+inline std::uint64_t read_tsc() noexcept { return __rdtsc(); }
+
+struct clock_reading {
+  std::uint64_t tsc = 0;
+  std::int64_t ns = 0;  // CLOCK_MONOTONIC
+};
+clock_reading read_clocks() noexcept;
+
+struct clock_span {
+  clock_reading start, end;
+  // Microseconds since the trace's start, for a TSC stamp.
+  double micros(std::uint64_t tsc) const noexcept {
+    const double ns_per_tick = end.tsc > start.tsc ? double(end.ns - start.ns) / double(end.tsc - start.tsc) : 0;
+    return (double(tsc) - double(start.tsc)) * ns_per_tick / 1000.0;
+  }
+};
+
+// Writes the Chrome trace-event JSON of every buffer of trace `trace`.
+void write_trace(const char* path, const thread_buffer* buffers, unsigned trace,
+                 const clock_span& clocks) noexcept;
+
+}  // namespace ito::trace

@@ -1,0 +1,119 @@
+// SPDX-License-Identifier: Apache-2.0
+// ITO_TRACE: a traced runtime writes, at its end, a Chrome trace with a track
+// per thread (workers and pool threads, by name), a slice per ULT run, parks,
+// pool jobs and flow nodes; slices on one track never overlap; a path that
+// cannot be written stops the program at start.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "ito/delegate.hpp"
+#include "ito/flow.hpp"
+#include "ito/io.hpp"
+#include "ito/thread.hpp"
+
+namespace {
+
+std::string trace_path() { return "/tmp/ito-trace-test-" + std::to_string(getpid()) + ".json"; }
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+std::size_t count_of(const std::string& text, const std::string& what) {
+  std::size_t n = 0;
+  for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+// One traced runtime on two workers: 300 ULTs that yield, a flow graph of 16
+// nodes, delegated calls, and a pause that parks the workers.
+std::string run_traced_program() {
+  const std::string path = trace_path();
+  setenv("ITO_TRACE", path.c_str(), 1);
+  ito::start_main_thread_with_worker_size(2, [] {
+    std::vector<ito::future<int>> children;
+    for (int i = 0; i < 300; ++i)
+      children.push_back(ito::create_thread([i] {
+        ito::yield();
+        return i;
+      }));
+    long sum = 0;
+    for (auto& c : children) sum += ito::join(c);
+    EXPECT_EQ(sum, 299 * 300 / 2);
+    ito::flow::graph g;
+    std::atomic<int> ran{0};
+    for (int i = 0; i < 16; ++i) g.add("node", [&] { ran.fetch_add(1); });
+    g.run_and_wait();
+    EXPECT_EQ(ran.load(), 16);
+    for (int i = 0; i < 3; ++i) EXPECT_EQ(ito::delegate([] { return usleep(1000); }), 0);
+    ito::sleep_for_ns(30'000'000);  // worker 1 finds nothing and parks
+  });
+  unsetenv("ITO_TRACE");
+  std::string text = read_file(path);
+  std::remove(path.c_str());
+  return text;
+}
+
+TEST(trace, a_traced_runtime_writes_threads_ult_runs_parks_pool_jobs_and_flow_nodes) {
+  const std::string text = run_traced_program();
+  ASSERT_EQ(text.rfind("{\"displayTimeUnit\":\"ns\",\"traceEvents\":[", 0), 0u) << text.substr(0, 200);
+  ASSERT_GE(text.size(), 4u);
+  EXPECT_EQ(text.substr(text.size() - 4), "\n]}\n");
+  EXPECT_EQ(count_of(text, "\"name\":\"ito-worker-1\""), 1u);
+  EXPECT_GE(count_of(text, "\"name\":\"ito-pool-"), 1u);
+  // Every ULT runs at least once, most twice (before and after its yield).
+  EXPECT_GE(count_of(text, "\"cat\":\"ult\""), 300u);
+  EXPECT_GE(count_of(text, "\"name\":\"flow node\""), 16u);
+  EXPECT_GE(count_of(text, "\"name\":\"pool job\""), 3u);
+  EXPECT_GE(count_of(text, "\"name\":\"park\""), 1u);
+}
+
+TEST(trace, slices_on_one_thread_follow_each_other_without_overlap) {
+  const std::string text = run_traced_program();
+  const std::regex slice(R"re("ph":"X","pid":\d+,"tid":(\d+),"cat":"(ult|sched)".*"ts":([0-9.]+),"dur":([0-9.]+))re");
+  std::map<std::string, std::vector<std::pair<double, double>>> by_thread;
+  std::istringstream lines(text);
+  std::size_t slices = 0;
+  for (std::string line; std::getline(lines, line);) {
+    std::smatch m;
+    if (!std::regex_search(line, m, slice)) continue;
+    const double ts = std::stod(m[3]), dur = std::stod(m[4]);
+    ASSERT_GE(dur, 0.0) << line;
+    by_thread[m[1]].push_back({ts, ts + dur});
+    ++slices;
+  }
+  ASSERT_GE(slices, 300u);
+  for (auto& [tid, spans] : by_thread) {
+    std::sort(spans.begin(), spans.end());
+    for (std::size_t i = 1; i < spans.size(); ++i)
+      EXPECT_LE(spans[i - 1].second, spans[i].first + 0.002)  // printed to the ns
+          << "thread " << tid << ": slice " << i - 1 << " overlaps the next";
+  }
+}
+
+TEST(trace, a_path_that_cannot_be_written_stops_the_program_at_start) {
+  EXPECT_EXIT(
+      {
+        setenv("ITO_TRACE", "/nonexistent-ito-dir/trace.json", 1);
+        ito::start_main_thread_with_worker_size(1, [] {});
+        std::exit(0);
+      },
+      ::testing::ExitedWithCode(2),
+      "ito: ITO_TRACE=/nonexistent-ito-dir/trace.json cannot be written: No such file or directory");
+}
+
+}  // namespace
