@@ -15,6 +15,7 @@
 #include "dist/dsm_alloc.hpp"
 #include "dist/iso_region.hpp"
 #include "dist/mpi_session.hpp"
+#include "dist/peer_watch.hpp"
 #include "dist/progress.hpp"
 #include "dist/race_check.hpp"
 #include "dist/region_size.hpp"
@@ -70,6 +71,7 @@ runtime::runtime(int* argc, char*** argv, const options& o) {
   detail::start_dsm(*st);
   detail::start_allocator(*st);
   detail::start_progress(progress_us);
+  detail::start_peer_watch(st->rank, st->size);
   detail::g_state.store(st, std::memory_order_release);
   MPI_Barrier(MPI_COMM_WORLD);  // every rank is ready before any uses the others
 }
@@ -77,6 +79,7 @@ runtime::runtime(int* argc, char*** argv, const options& o) {
 runtime::~runtime() {
   detail::dist_state* st = detail::g_state.load(std::memory_order_acquire);
   detail::wait_for_async_fences();  // they use the DSM this tears down
+  detail::stop_peer_watch();  // past this barrier ranks end normally
   MPI_Barrier(MPI_COMM_WORLD);  // no rank releases what another may still use
   detail::g_state.store(nullptr, std::memory_order_release);
   detail::stop_progress();
