@@ -86,10 +86,28 @@ void check_path(const char* path) {
   close(fd);
 }
 
+namespace {
+
+// A process that ends without stopping its runtime (a pthread program under
+// the POSIX layer whose threads still run at exit) still gets its trace;
+// the threads may go on recording meanwhile, which the buffers allow.
+void finish_at_exit() { finish(); }
+
+// A forked child's exit must not overwrite its parent's trace.
+void stop_in_child() { g_on.store(false, std::memory_order_relaxed); }
+
+}  // namespace
+
 void start() noexcept {
   const char* path = std::getenv("ITO_TRACE");
   if (!path || !*path) return;
+  static bool hooked = false;  // under g_lock
   std::lock_guard hold(g_lock);
+  if (!hooked) {
+    hooked = true;
+    std::atexit(&finish_at_exit);
+    pthread_atfork(nullptr, nullptr, &stop_in_child);
+  }
   g_trace.fetch_add(1, std::memory_order_relaxed);
   g_clocks.start = read_clocks();
   g_on.store(true, std::memory_order_relaxed);
