@@ -2,6 +2,7 @@
 # One step of the install test (cmake -P). STEP=install: `cmake --install` this
 # build into WORK_DIR/prefix and check what lands there. STEP=find_package /
 # pkg_config: build the consumer project against that prefix and run it.
+# STEP=subproject: build a project that takes ito with FetchContent.
 cmake_minimum_required(VERSION 3.25)
 
 set(prefix ${WORK_DIR}/prefix)
@@ -148,6 +149,32 @@ elseif(STEP STREQUAL "pkg_config")
   endif()
   foreach(exe ${pkg_exes})
     run("run ${exe}" ${CMAKE_COMMAND} -E env LD_LIBRARY_PATH=${libdir} ${build}/${exe})
+    if(NOT last_output MATCHES "consumer: ok")
+      message(FATAL_ERROR "install test: ${exe} printed:\n${last_output}")
+    endif()
+  endforeach()
+
+elseif(STEP STREQUAL "subproject")
+  # FetchContent of the source tree: only the library is built (no tests,
+  # benchmarks or examples, so no GTest, oneTBB or Boost look-ups), and the
+  # consumers run.
+  set(build ${WORK_DIR}/subproject-build)
+  file(REMOVE_RECURSE ${build})
+  run("configure the subproject consumer" ${CMAKE_COMMAND} -S ${CONSUMER_DIR}/../subproject
+      -B ${build} -G ${GENERATOR} -DITO_SOURCE_DIR=${SOURCE_DIR} -DCMAKE_BUILD_TYPE=Debug
+      -DCMAKE_C_COMPILER=${C_COMPILER} -DCMAKE_CXX_COMPILER=${CXX_COMPILER})
+  if(last_output MATCHES "GTest|oneTBB|Boost.Fiber")
+    message(FATAL_ERROR "install test: the subproject looked up test or benchmark packages:\n${last_output}")
+  endif()
+  run("build the subproject consumer" ${CMAKE_COMMAND} --build ${build} --parallel 2
+      --target consumer_cxx consumer_c)
+  foreach(dir tests bench examples)
+    if(EXISTS ${build}/_deps/ito-build/${dir})
+      message(FATAL_ERROR "install test: ito's ${dir} were configured in a subproject build")
+    endif()
+  endforeach()
+  foreach(exe consumer_cxx consumer_c)
+    run("run ${exe}" ${build}/${exe})
     if(NOT last_output MATCHES "consumer: ok")
       message(FATAL_ERROR "install test: ${exe} printed:\n${last_output}")
     endif()
