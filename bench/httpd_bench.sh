@@ -21,7 +21,7 @@
 # the servers, not about which has more runnable threads; on a quiet machine
 # it changes nothing.
 #
-# Columns: requests/s and p99 latency from wrk; peak RSS = the server's VmHWM;
+# Columns: requests/s and p50 and p99 latency from wrk; peak RSS = the server's VmHWM;
 # kernel stacks = growth of KernelStack in /proc/meminfo during the run (each
 # OS thread has a 16 KiB kernel stack that RSS does not show; system-wide, so
 # approximate); errors = wrk's socket errors (connect/read/write/timeout) and
@@ -88,7 +88,7 @@ median() { sort -g | awk '{a[NR] = $1} END {if (NR % 2) print a[(NR + 1) / 2]; e
 results=$(mktemp)
 trap 'rm -f "$results"' EXIT
 
-# One measurement: prints "server conns req/s p99_ms rss_kb kstack_kb errors".
+# One measurement: prints "server conns req/s p99_ms rss_kb kstack_kb errors p50_ms".
 measure() {
   local server=$1 c=$2 args=()
   [[ $server == httpd ]] && args=(--workers "$workers")
@@ -109,12 +109,13 @@ measure() {
   wait "$wrk_pid" || true
   local rss; rss=$(awk '/^VmHWM:/ {print $2}' "/proc/$pid/status")
   kill "$pid"; wait "$pid" 2>/dev/null || true
-  local rps p99 errs
+  local rps p50 p99 errs
   rps=$(awk '/^Requests\/sec:/ {print $2}' "$out")
+  p50=$(to_ms "$(awk '$1 == "50%" {print $2}' "$out")")
   p99=$(to_ms "$(awk '$1 == "99%" {print $2}' "$out")")
   errs=$(awk '/Socket errors:/ {gsub(/,/, ""); e += $4 + $6 + $8 + $10} /Non-2xx/ {e += $NF} END {print e + 0}' "$out")
   rm -f "$out"
-  echo "$server $c ${rps:-0} $p99 $rss $((peak - base)) $errs"
+  echo "$server $c ${rps:-0} $p99 $rss $((peak - base)) $errs $p50"
   sleep 1  # let TIME_WAIT sockets and exited threads settle
 }
 
@@ -133,12 +134,12 @@ for run in $(seq "$runs"); do
   done
 done
 
-printf '%-14s %7s %12s %10s %14s %18s %8s\n' server conns "requests/s" "p99 ms" "peak RSS MiB" "kernel stacks MiB" errors
+printf '%-14s %7s %12s %10s %10s %14s %18s %8s\n' server conns "requests/s" "p50 ms" "p99 ms" "peak RSS MiB" "kernel stacks MiB" errors
 for c in $conns; do
   for s in httpd httpd-threads; do
     sel() { awk -v s="$s" -v c="$c" -v f="$1" '$1 == s && $2 == c {print $f}' "$results"; }
-    printf '%-14s %7s %12.0f %10.2f %14.1f %18.1f %8s\n' "$s" "$c" \
-      "$(sel 3 | median)" "$(sel 4 | median)" "$(echo "$(sel 5 | median) / 1024" | bc -l)" \
+    printf '%-14s %7s %12.0f %10.2f %10.2f %14.1f %18.1f %8s\n' "$s" "$c" \
+      "$(sel 3 | median)" "$(sel 8 | median)" "$(sel 4 | median)" "$(echo "$(sel 5 | median) / 1024" | bc -l)" \
       "$(echo "$(sel 6 | median) / 1024" | bc -l)" "$(sel 7 | median)"
   done
 done
