@@ -4,6 +4,8 @@
 # libito-preload.so with ITO_WORKERS=W. Passes when both finish in time with
 # the same status and byte-identical output; skips (77) when the program is
 # not installed. Usage: real_program.sh NAME PRELOAD_LIB WORKERS
+# With REAL_PROGRAM_TIMES=R (bench/real_programs.sh), it then runs each side R
+# more times, alternating, and prints the median wall times.
 set -uo pipefail
 name=$1 preload=$2 workers=$3
 limit=${REAL_PROGRAM_TIMEOUT:-60}
@@ -82,8 +84,10 @@ cmd=$(command_for "$name") || exit $?
 
 run() {  # run LABEL [env...]: runs cmd bounded in time; stdout to LABEL.out
   local label=$1; shift
+  local start; start=$(date +%s.%N)
   env "$@" timeout -k 5 "$limit" bash -c "$cmd" > "$label.out" 2> "$label.err"
   echo $? > "$label.rc"
+  awk -v end="$(date +%s.%N)" -v start="$start" 'BEGIN { printf "%.3f\n", end - start }' >> "$label.times"
 }
 run nptl
 run ito ITO_WORKERS="$workers" LD_PRELOAD="$preload"
@@ -100,5 +104,14 @@ if [ $status -ne 0 ]; then
   echo "--- ito stderr:"; head -30 ito.err
 else
   echo "ok: $name, ITO_WORKERS=$workers, status $(cat ito.rc), $(wc -l < ito.out) lines identical"
+fi
+if [ $status -eq 0 ] && [ "${REAL_PROGRAM_TIMES:-0}" -gt 0 ]; then
+  rm -f nptl.times ito.times
+  for i in $(seq "$REAL_PROGRAM_TIMES"); do
+    if [ $((i % 2)) -eq 1 ]; then run nptl; run ito ITO_WORKERS="$workers" LD_PRELOAD="$preload"
+    else run ito ITO_WORKERS="$workers" LD_PRELOAD="$preload"; run nptl; fi
+  done
+  median() { sort -g "$1" | awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}'; }
+  echo "times: $name W=$workers nptl $(median nptl.times) ito $(median ito.times) s (median of $REAL_PROGRAM_TIMES)"
 fi
 exit $status
