@@ -4,6 +4,7 @@
 // pool jobs and flow nodes; slices on one track never overlap; a path that
 // cannot be written stops the program at start.
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -113,6 +114,37 @@ TEST(trace, slices_on_one_thread_follow_each_other_without_overlap) {
       EXPECT_LE(spans[i - 1].second, spans[i].first + 0.002)  // printed to the ns
           << "thread " << tid << ": slice " << i - 1 << " overlaps the next";
   }
+}
+
+// A child forked from a traced runtime that exits (atexit handlers run)
+// after the parent wrote its trace must not overwrite it with its own copy.
+TEST(trace, a_forked_child_leaves_the_parent_s_trace_alone) {
+  const std::string path = trace_path();
+  setenv("ITO_TRACE", path.c_str(), 1);
+  int go[2];
+  ASSERT_EQ(pipe(go), 0);
+  pid_t child = -1;
+  ito::start_main_thread_with_worker_size(2, [&] {
+    auto f = ito::create_thread([] { return 1; });
+    ito::join(f);
+    child = fork();
+    if (child == 0) {
+      char byte;
+      while (read(go[0], &byte, 1) < 0) {
+      }
+      std::exit(0);  // runs the atexit handlers, the trace's among them
+    }
+  });
+  unsetenv("ITO_TRACE");
+  ASSERT_GT(child, 0);
+  ASSERT_EQ(write(go[1], "x", 1), 1);  // the parent's trace is written by now
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  const std::string text = read_file(path);
+  std::remove(path.c_str());
+  EXPECT_NE(text.find("\"pid\":" + std::to_string(getpid()) + ","), std::string::npos);
+  EXPECT_EQ(text.find("\"pid\":" + std::to_string(child) + ","), std::string::npos)
+      << "the child wrote the trace";
 }
 
 TEST(trace, a_path_that_cannot_be_written_stops_the_program_at_start) {

@@ -93,8 +93,17 @@ namespace {
 // the threads may go on recording meanwhile, which the buffers allow.
 void finish_at_exit() { finish(); }
 
-// A forked child's exit must not overwrite its parent's trace.
-void stop_in_child() { g_on.store(false, std::memory_order_relaxed); }
+// A forked child (and a runtime it starts) must not overwrite its parent's
+// trace.
+// g_lock is held across fork, so the child never inherits it locked.
+bool g_in_forked_child = false;
+void lock_before_fork() { g_lock.lock(); }
+void unlock_in_parent() { g_lock.unlock(); }
+void stop_in_child() {
+  g_in_forked_child = true;
+  g_on.store(false, std::memory_order_relaxed);
+  g_lock.unlock();
+}
 
 }  // namespace
 
@@ -103,10 +112,11 @@ void start() noexcept {
   if (!path || !*path) return;
   static bool hooked = false;  // under g_lock
   std::lock_guard hold(g_lock);
+  if (g_in_forked_child) return;
   if (!hooked) {
     hooked = true;
     std::atexit(&finish_at_exit);
-    pthread_atfork(nullptr, nullptr, &stop_in_child);
+    pthread_atfork(&lock_before_fork, &unlock_in_parent, &stop_in_child);
   }
   g_trace.fetch_add(1, std::memory_order_relaxed);
   g_clocks.start = read_clocks();
