@@ -21,6 +21,7 @@
 #include "ito/flow.hpp"
 #include "ito/io.hpp"
 #include "ito/thread.hpp"
+#include "test_support.hpp"
 
 namespace {
 
@@ -119,6 +120,9 @@ TEST(trace, slices_on_one_thread_follow_each_other_without_overlap) {
 // A child forked from a traced runtime that exits (atexit handlers run)
 // after the parent wrote its trace must not overwrite it with its own copy.
 TEST(trace, a_forked_child_leaves_the_parent_s_trace_alone) {
+  // LeakSanitizer's check at the child's exit takes ASan's allocator lock,
+  // which another thread may have held at the fork: the child then hangs.
+  if (ito::test::asan) GTEST_SKIP() << "LeakSanitizer at exit in a forked child can deadlock";
   const std::string path = trace_path();
   setenv("ITO_TRACE", path.c_str(), 1);
   int go[2];
