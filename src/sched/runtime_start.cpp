@@ -66,6 +66,9 @@ void* worker_thread_main(void* p) {
   char name[16];
   std::snprintf(name, sizeof name, "ito-worker-%u", w->index);
   pthread_setname_np(pthread_self(), name);
+  // ITO_TRACE: every worker has its track, even one that found no work
+  // before the runtime ended (it records before stop_runtime joins it).
+  trace::record(trace::kind::scheduler);
   block_asynchronous_signals();
   enter_worker_thread(w);
   arch::sanitizer_adopt_current(w->scheduler_fiber);
