@@ -9,7 +9,7 @@ packages=(
   libgtest-dev gdb valgrind                 # tests (gdb: the ito-gdb.py helper's test; valgrind: ULT stacks registered)
   libtbb-dev libboost-fiber-dev libboost-context-dev  # benchmark comparisons
   wrk                                       # bench/httpd_bench.sh
-  pigz pbzip2 lbzip2 zstd xz-utils p7zip-full sqlite3 python3 bash  # real programs under the preload (tests/programs)
+  pigz pbzip2 lbzip2 zstd xz-utils p7zip-full sqlite3 python3 bash ripgrep  # real programs under the preload (tests/programs)
   mpich libmpich-dev                        # the distributed mode (ito::dist) and its tests
 )
 

@@ -18,6 +18,10 @@ namespace {
 #define ITO_PRELOAD_LIB ""
 #endif
 const std::string preload_lib = ITO_PRELOAD_LIB;
+#ifndef ITO_TLS_PROGRAM
+#define ITO_TLS_PROGRAM ""
+#endif
+const std::string tls_program = ITO_TLS_PROGRAM;
 
 // The output and exit status of `sh -c command` (stderr folded into stdout).
 struct result {
@@ -136,6 +140,75 @@ TEST(PosixPreload, BadEnvironmentStopsAtStartWithStatus2) {
     EXPECT_NE(r.out.find("ito: " + var), std::string::npos) << r.out;
     EXPECT_EQ(r.out.find("ran"), std::string::npos) << "the program ran: " << r.out;
   }
+}
+
+// glibc's old internal names (__pthread_mutex_lock…) are the public ones
+// under another name: a wrapper calling the public name from inside the
+// library would be taken for the runtime's own call and sent to glibc.
+TEST(PosixPreload, InternalNamesAreAliasesOfThePublicOnes) {
+  if (preload_lib.empty()) GTEST_SKIP() << "no libito-preload.so in sanitizer builds";
+  result r = run("nm -D --defined-only '" + preload_lib + "'");
+  ASSERT_EQ(r.status, 0) << r.out;
+  auto address_of = [&](const std::string& name) {
+    const std::string tail = " " + name + "\n";
+    const std::size_t at = r.out.find(tail);
+    if (at == std::string::npos) return std::string("missing ") + name;
+    const std::size_t start = r.out.rfind('\n', at) + 1;
+    return r.out.substr(start, r.out.find(' ', start) - start);
+  };
+  for (const char* name : {"pthread_mutex_init", "pthread_mutex_destroy", "pthread_mutex_lock",
+                           "pthread_mutex_trylock", "pthread_mutex_unlock", "pthread_rwlock_init",
+                           "pthread_rwlock_destroy", "pthread_rwlock_rdlock",
+                           "pthread_rwlock_tryrdlock", "pthread_rwlock_wrlock",
+                           "pthread_rwlock_trywrlock", "pthread_rwlock_unlock",
+                           "pthread_key_create", "pthread_getspecific", "pthread_setspecific",
+                           "pthread_once"}) {
+    EXPECT_EQ(address_of(std::string("__") + name), address_of(name)) << name;
+  }
+}
+
+// A program with __thread variables of its own keeps OS threads (ULTs on one
+// worker would share them) and says so once on stderr; ITO_PRELOAD_THREADS
+// overrides the choice either way.
+TEST(PosixPreload, ProgramWithThreadLocalsKeepsOsThreads) {
+  if (preload_lib.empty()) GTEST_SKIP() << "no libito-preload.so in sanitizer builds";
+  const std::string under = "timeout 60 env ITO_WORKERS=1 LD_PRELOAD=" + preload_lib + " ";
+  const std::string all_kept = "4 threads, 4 kept their own value\n";
+
+  result plain = run(under + "'" + tls_program + "'");
+  EXPECT_EQ(plain.status, 0) << plain.out;
+  EXPECT_NE(plain.out.find("ito: preload: posix_tls_per_thread has thread-local variables"),
+            std::string::npos)
+      << plain.out;
+  EXPECT_NE(plain.out.find(all_kept), std::string::npos) << plain.out;
+
+  result quiet = run(under + "ITO_PRELOAD_THREADS=os '" + tls_program + "'");
+  EXPECT_EQ(quiet.status, 0);
+  EXPECT_EQ(quiet.out, all_kept);
+
+  // Forced onto ULTs of one worker, the threads share the variable: only the
+  // last writer reads its own value back.
+  result forced = run(under + "ITO_PRELOAD_THREADS=ult '" + tls_program + "'");
+  EXPECT_EQ(forced.status, 0) << forced.out;
+  EXPECT_EQ(forced.out, "4 threads, 1 kept their own value\n");
+
+  result bad = run(under + "ITO_PRELOAD_THREADS=sometimes '" + tls_program + "'");
+  ASSERT_TRUE(WIFEXITED(bad.status)) << bad.out;
+  EXPECT_EQ(WEXITSTATUS(bad.status), 2) << bad.out;
+  EXPECT_EQ(bad.out, "ito: ITO_PRELOAD_THREADS=sometimes is invalid: expected auto, ult or os\n");
+
+  // The check covers the other variables too when the threads stay OS threads.
+  result bad_other = run(under + "ITO_WORKERS=lots '" + tls_program + "'");
+  EXPECT_EQ(WEXITSTATUS(bad_other.status), 2) << bad_other.out;
+  EXPECT_EQ(bad_other.out.find("kept"), std::string::npos) << bad_other.out;
+}
+
+// A program whose only thread-local storage is libc's gets no note (and ULTs).
+TEST(PosixPreload, ProgramWithoutThreadLocalsGetsNoNote) {
+  if (preload_lib.empty()) GTEST_SKIP() << "no libito-preload.so in sanitizer builds";
+  result r = run("env LD_PRELOAD=" + preload_lib + " /bin/echo ran");
+  EXPECT_EQ(r.status, 0);
+  EXPECT_EQ(r.out, "ran\n");
 }
 
 // CPython's Lock is a POSIX semaphore; its Condition is built on Locks.

@@ -153,7 +153,17 @@ void backoff(unsigned round) noexcept {
 
 // libito-preload.so's constructor: a bad ITO_* variable stops the program
 // there, as it stops a C++ program at start (exit status 2): running on
-// without a runtime would only fail later, less clearly.
+// without a runtime would only fail later, less clearly. When the program's
+// threads stay OS threads (src/preload/thread_mode.c), the check alone.
+extern "C" void ito_posix_check_environment(void) {
+  try {
+    (void)ito::resolve_options(ito::options{});
+  } catch (const ito::config_error& e) {
+    std::fprintf(stderr, "%s\n", e.what());
+    std::exit(2);
+  }
+}
+
 extern "C" int ito_posix_start_runtime(void) {
   bool bad_config = false;
   const int e = ito::posix::start_runtime_now(&bad_config);

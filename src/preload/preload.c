@@ -21,6 +21,8 @@
  * they initialise, which is too early to start workers). */
 __attribute__((visibility("default"))) int ito_posix_preload_marker = 1;
 int ito_posix_start_runtime(void);
+void ito_posix_check_environment(void);
+int ito_preload_threads_as_ults(void); /* thread_mode.c */
 
 /* This library's own extent, from the linker's symbols (hidden: ours). */
 extern const char __ehdr_start[] __attribute__((visibility("hidden")));
@@ -29,6 +31,14 @@ extern char _end[] __attribute__((visibility("hidden")));
 static inline int from_inside(const void* return_address) {
   const char* p = (const char*)return_address;
   return p >= __ehdr_start && p < _end;
+}
+
+/* Set once, in the constructor, when the program's threads are to stay OS
+ * threads (thread_mode.c): every entry point then goes to glibc. */
+static int g_step_aside;
+
+static inline int to_glibc(const void* return_address) {
+  return g_step_aside || from_inside(return_address);
 }
 
 static void* real(const char* name, void** cache) {
@@ -42,7 +52,7 @@ static void* real(const char* name, void** cache) {
 
 #define ITO_FORWARD(ret, name, params, args)                                  \
   __attribute__((visibility("default"))) ret name params {                    \
-    if (from_inside(__builtin_return_address(0))) {                           \
+    if (to_glibc(__builtin_return_address(0))) {                              \
       static void* cache;                                                     \
       return ((ret(*) params)real(#name, &cache)) args;                       \
     }                                                                         \
@@ -52,7 +62,7 @@ static void* real(const char* name, void** cache) {
 /* The same, for a call whose ito version is named otherwise. */
 #define ITO_FORWARD_TO(ret, name, target, params, args)                       \
   __attribute__((visibility("default"))) ret name params {                    \
-    if (from_inside(__builtin_return_address(0))) {                           \
+    if (to_glibc(__builtin_return_address(0))) {                              \
       static void* cache;                                                     \
       return ((ret(*) params)real(#name, &cache)) args;                       \
     }                                                                         \
@@ -136,7 +146,7 @@ ITO_FORWARD(void*, pthread_getspecific, (pthread_key_t k), (k))
 __attribute__((visibility("default"))) int pthread_setspecific(pthread_key_t k, const void* v) {
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-  if (from_inside(__builtin_return_address(0))) {
+  if (to_glibc(__builtin_return_address(0))) {
     static void* cache;
     return ((int (*)(pthread_key_t, const void*))real("pthread_setspecific", &cache))(k, v);
   }
@@ -185,61 +195,70 @@ ITO_FORWARD_TO(int, sem_getvalue, ito_posix_sem_getvalue, (sem_t * s, int* v), (
 /* Cleanup handlers of glibc's plain-C macros, kept per ULT
  * (src/compat/posix_cleanup.cpp). */
 #define ITO_CLEANUP(name, target)                                             \
-  __attribute__((visibility("default"))) void name(__pthread_unwind_buf_t* b) { target(b); }
+  __attribute__((visibility("default"))) void name(__pthread_unwind_buf_t* b) { \
+    if (g_step_aside) {                                                       \
+      static void* cache;                                                     \
+      ((void (*)(__pthread_unwind_buf_t*))real(#name, &cache))(b);            \
+      return;                                                                 \
+    }                                                                         \
+    target(b);                                                                \
+  }
 ITO_CLEANUP(__pthread_register_cancel, ito_pthread_register_cancel)
 ITO_CLEANUP(__pthread_unregister_cancel, ito_pthread_unregister_cancel)
 ITO_CLEANUP(__pthread_register_cancel_defer, ito_pthread_register_cancel_defer)
 ITO_CLEANUP(__pthread_unregister_cancel_restore, ito_pthread_unregister_cancel_restore)
 __attribute__((visibility("default"), noreturn)) void __pthread_unwind_next(
     __pthread_unwind_buf_t* b) {
+  if (g_step_aside) {
+    static void* cache;
+    ((void (*)(__pthread_unwind_buf_t*))real("__pthread_unwind_next", &cache))(b);
+    __builtin_unreachable();
+  }
   ito_pthread_unwind_next(b);
 }
 /* The old ABI (binaries built against glibc before 2.3.3). */
-__attribute__((visibility("default"))) void _pthread_cleanup_push(
-    struct _pthread_cleanup_buffer* b, void (*f)(void*), void* a) {
-  ito_pthread_cleanup_push_routine(b, f, a);
-}
-__attribute__((visibility("default"))) void _pthread_cleanup_pop(struct _pthread_cleanup_buffer* b,
-                                                                 int e) {
-  ito_pthread_cleanup_pop_routine(b, e);
-}
-__attribute__((visibility("default"))) void _pthread_cleanup_push_defer(
-    struct _pthread_cleanup_buffer* b, void (*f)(void*), void* a) {
-  ito_pthread_cleanup_push_routine(b, f, a);
-}
-__attribute__((visibility("default"))) void _pthread_cleanup_pop_restore(
-    struct _pthread_cleanup_buffer* b, int e) {
-  ito_pthread_cleanup_pop_routine(b, e);
-}
+#define ITO_OLD_CLEANUP(name, body, params, args)                             \
+  __attribute__((visibility("default"))) void name params {                   \
+    if (g_step_aside) {                                                       \
+      static void* cache;                                                     \
+      ((void(*) params)real(#name, &cache)) args;                             \
+      return;                                                                 \
+    }                                                                         \
+    body;                                                                     \
+  }
+ITO_OLD_CLEANUP(_pthread_cleanup_push, ito_pthread_cleanup_push_routine(b, f, a),
+                (struct _pthread_cleanup_buffer * b, void (*f)(void*), void* a), (b, f, a))
+ITO_OLD_CLEANUP(_pthread_cleanup_pop, ito_pthread_cleanup_pop_routine(b, e),
+                (struct _pthread_cleanup_buffer * b, int e), (b, e))
+ITO_OLD_CLEANUP(_pthread_cleanup_push_defer, ito_pthread_cleanup_push_routine(b, f, a),
+                (struct _pthread_cleanup_buffer * b, void (*f)(void*), void* a), (b, f, a))
+ITO_OLD_CLEANUP(_pthread_cleanup_pop_restore, ito_pthread_cleanup_pop_routine(b, e),
+                (struct _pthread_cleanup_buffer * b, int e), (b, e))
 
 /* glibc's exported internal names of the same calls (GLIBC_2.2.5), which
- * older binaries and libraries may still reach. */
-#define ITO_ALIAS(ret, alias, target, params, args)                            \
-  __attribute__((visibility("default"))) ret alias params { return target args; }
+ * older binaries and libraries may still reach. True aliases: a wrapper that
+ * called the public name would be a call from inside this library, which
+ * goes to glibc, on an ito object (it did so in unoptimised builds). */
+#define ITO_ALIAS(ret, other, target, params)                                  \
+  __attribute__((visibility("default"), alias(#target), copy(target))) ret other params;
 ITO_ALIAS(int, __pthread_mutex_init, pthread_mutex_init,
-          (pthread_mutex_t * m, const pthread_mutexattr_t* a), (m, a))
-ITO_ALIAS(int, __pthread_mutex_destroy, pthread_mutex_destroy, (pthread_mutex_t * m), (m))
-ITO_ALIAS(int, __pthread_mutex_lock, pthread_mutex_lock, (pthread_mutex_t * m), (m))
-ITO_ALIAS(int, __pthread_mutex_trylock, pthread_mutex_trylock, (pthread_mutex_t * m), (m))
-ITO_ALIAS(int, __pthread_mutex_unlock, pthread_mutex_unlock, (pthread_mutex_t * m), (m))
+          (pthread_mutex_t * m, const pthread_mutexattr_t* a))
+ITO_ALIAS(int, __pthread_mutex_destroy, pthread_mutex_destroy, (pthread_mutex_t * m))
+ITO_ALIAS(int, __pthread_mutex_lock, pthread_mutex_lock, (pthread_mutex_t * m))
+ITO_ALIAS(int, __pthread_mutex_trylock, pthread_mutex_trylock, (pthread_mutex_t * m))
+ITO_ALIAS(int, __pthread_mutex_unlock, pthread_mutex_unlock, (pthread_mutex_t * m))
 ITO_ALIAS(int, __pthread_rwlock_init, pthread_rwlock_init,
-          (pthread_rwlock_t * l, const pthread_rwlockattr_t* a), (l, a))
-ITO_ALIAS(int, __pthread_rwlock_destroy, pthread_rwlock_destroy, (pthread_rwlock_t * l), (l))
-ITO_ALIAS(int, __pthread_rwlock_rdlock, pthread_rwlock_rdlock, (pthread_rwlock_t * l), (l))
-ITO_ALIAS(int, __pthread_rwlock_tryrdlock, pthread_rwlock_tryrdlock, (pthread_rwlock_t * l), (l))
-ITO_ALIAS(int, __pthread_rwlock_wrlock, pthread_rwlock_wrlock, (pthread_rwlock_t * l), (l))
-ITO_ALIAS(int, __pthread_rwlock_trywrlock, pthread_rwlock_trywrlock, (pthread_rwlock_t * l), (l))
-ITO_ALIAS(int, __pthread_rwlock_unlock, pthread_rwlock_unlock, (pthread_rwlock_t * l), (l))
-ITO_ALIAS(int, __pthread_key_create, pthread_key_create, (pthread_key_t * k, void (*d)(void*)),
-          (k, d))
-ITO_ALIAS(void*, __pthread_getspecific, pthread_getspecific, (pthread_key_t k), (k))
-ITO_ALIAS(int, __pthread_once, pthread_once, (pthread_once_t * o, void (*f)(void)), (o, f))
-__attribute__((visibility("default"))) int __pthread_setspecific(pthread_key_t k, const void* v) {
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-  return pthread_setspecific(k, v);
-#pragma GCC diagnostic pop
-}
+          (pthread_rwlock_t * l, const pthread_rwlockattr_t* a))
+ITO_ALIAS(int, __pthread_rwlock_destroy, pthread_rwlock_destroy, (pthread_rwlock_t * l))
+ITO_ALIAS(int, __pthread_rwlock_rdlock, pthread_rwlock_rdlock, (pthread_rwlock_t * l))
+ITO_ALIAS(int, __pthread_rwlock_tryrdlock, pthread_rwlock_tryrdlock, (pthread_rwlock_t * l))
+ITO_ALIAS(int, __pthread_rwlock_wrlock, pthread_rwlock_wrlock, (pthread_rwlock_t * l))
+ITO_ALIAS(int, __pthread_rwlock_trywrlock, pthread_rwlock_trywrlock, (pthread_rwlock_t * l))
+ITO_ALIAS(int, __pthread_rwlock_unlock, pthread_rwlock_unlock, (pthread_rwlock_t * l))
+ITO_ALIAS(int, __pthread_key_create, pthread_key_create, (pthread_key_t * k, void (*d)(void*)))
+ITO_ALIAS(void*, __pthread_getspecific, pthread_getspecific, (pthread_key_t k))
+ITO_ALIAS(int, __pthread_once, pthread_once, (pthread_once_t * o, void (*f)(void)))
+ITO_ALIAS(int, __pthread_setspecific, pthread_setspecific, (pthread_key_t k, const void* v))
 
 /* Blocking system calls: from a thread (a ULT) through ito::io, so that it
  * parks alone instead of stalling its worker (src/compat/posix_io.cpp). */
@@ -281,7 +300,7 @@ __attribute__((visibility("default"))) int open(const char* path, int flags, ...
     mode = (mode_t)va_arg(ap, int);
     va_end(ap);
   }
-  if (from_inside(__builtin_return_address(0))) {
+  if (to_glibc(__builtin_return_address(0))) {
     static void* cache;
     return ((int (*)(const char*, int, ...))real("open", &cache))(path, flags, mode);
   }
@@ -291,21 +310,46 @@ __attribute__((visibility("default"))) int open(const char* path, int flags, ...
 /* glibc's <pthread.h> maps pthread_yield to sched_yield by asm label, so
  * programs built against it call sched_yield; older binaries still name it. */
 __attribute__((visibility("default"))) int ito_preload_pthread_yield(void) __asm__("pthread_yield");
-int ito_preload_pthread_yield(void) { return ito_pthread_yield(); }
+int ito_preload_pthread_yield(void) {
+  if (g_step_aside) {
+    static void* cache;
+    return ((int (*)(void))real("sched_yield", &cache))();
+  }
+  return ito_pthread_yield();
+}
 
 /* glibc's header maps this one to pthread_mutex_consistent by asm label. */
 __attribute__((visibility("default"))) int ito_preload_mutex_consistent_np(pthread_mutex_t* m)
     __asm__("pthread_mutex_consistent_np");
-int ito_preload_mutex_consistent_np(pthread_mutex_t* m) { return ito_pthread_mutex_consistent(m); }
+int ito_preload_mutex_consistent_np(pthread_mutex_t* m) {
+  if (g_step_aside) {
+    static void* cache;
+    return ((int (*)(pthread_mutex_t*))real("pthread_mutex_consistent", &cache))(m);
+  }
+  return ito_pthread_mutex_consistent(m);
+}
 
 /* Not forwarded with a return-address check: the runtime never ends a thread
  * with it, and it must not return. */
 __attribute__((visibility("default"), noreturn)) void pthread_exit(void* value) {
+  if (g_step_aside) {
+    static void* cache;
+    ((void (*)(void*))real("pthread_exit", &cache))(value);
+    __builtin_unreachable();
+  }
   ito_pthread_exit(value);
 }
 
 /* After libc and libstdc++ (our dependencies) have initialised, before the
- * program's own constructors: the main thread becomes the main ULT. */
-/* A bad ITO_* variable ends the program there, with the usual message and
- * exit status 2 (ito_posix_start_runtime). */
-__attribute__((constructor)) static void ito_preload_start(void) { ito_posix_start_runtime(); }
+ * program's own constructors: the main thread becomes the main ULT, unless
+ * the program's threads are to stay OS threads (thread_mode.c). A bad ITO_*
+ * variable ends the program there, with the usual message and exit status 2
+ * (ito_posix_start_runtime, ito_posix_check_environment). */
+__attribute__((constructor)) static void ito_preload_start(void) {
+  if (ito_preload_threads_as_ults()) {
+    ito_posix_start_runtime();
+  } else {
+    ito_posix_check_environment();
+    g_step_aside = 1;
+  }
+}

@@ -1,0 +1,67 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Whether libito-preload.so runs the program's threads as ULTs or leaves
+ * them OS threads (NPTL), decided once at start.
+ *
+ * Thread-local variables (`__thread`, C++ `thread_local`, Rust's
+ * `thread_local!`) live at fixed offsets from the OS thread's %fs, so the
+ * ULTs that share a worker would share them: Rust's standard library aborts
+ * when a second thread starts on a worker, and a C program silently reads
+ * another thread's value. ito carries what libc and libstdc++ keep per thread
+ * and a switch can disturb (errno, the C++ exception globals), so only the
+ * thread-local storage of other objects counts: a program with such an object
+ * runs on NPTL, with one line on stderr saying so (ITO_PRELOAD_THREADS). */
+#define _GNU_SOURCE 1
+#include <errno.h>
+#include <link.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+extern const char __ehdr_start[] __attribute__((visibility("hidden")));
+
+/* Objects whose thread-local storage is either carried by ito across
+ * switches or never held across one (glibc's malloc caches, stdio), and the
+ * sanitizer runtimes, which follow ULT switches through their fiber hooks. */
+static const char* const carried_by_ito[] = {
+    "libc.so.",    "libstdc++.so.", "libgcc_s.so.", "libm.so.",   "libpthread.so.",
+    "libdl.so.",   "librt.so.",     "ld-linux",     "libasan.so.", "libubsan.so.",
+    "libtsan.so.", "liblsan.so.",
+};
+
+struct foreign_tls {
+  char name[128];
+};
+
+static int find_foreign_tls(struct dl_phdr_info* info, size_t size, void* data) {
+  (void)size;
+  if (info->dlpi_tls_modid == 0) return 0;                     /* no TLS */
+  if (info->dlpi_addr == (uintptr_t)__ehdr_start) return 0;     /* this library */
+  const char* path = info->dlpi_name && *info->dlpi_name ? info->dlpi_name
+                                                         : program_invocation_name;
+  const char* slash = strrchr(path, '/');
+  const char* base = slash ? slash + 1 : path;
+  for (size_t i = 0; i < sizeof carried_by_ito / sizeof carried_by_ito[0]; ++i)
+    if (strncmp(base, carried_by_ito[i], strlen(carried_by_ito[i])) == 0) return 0;
+  struct foreign_tls* found = data;
+  snprintf(found->name, sizeof found->name, "%s", base);
+  return 1;
+}
+
+int ito_preload_threads_as_ults(void) {
+  const char* mode = getenv("ITO_PRELOAD_THREADS");
+  if (mode && !strcmp(mode, "ult")) return 1;
+  if (mode && !strcmp(mode, "os")) return 0;
+  if (mode && *mode && strcmp(mode, "auto")) {
+    fprintf(stderr, "ito: ITO_PRELOAD_THREADS=%s is invalid: expected auto, ult or os\n", mode);
+    exit(2);
+  }
+  struct foreign_tls found = {{0}};
+  if (!dl_iterate_phdr(&find_foreign_tls, &found)) return 1;
+  fprintf(stderr,
+          "ito: preload: %s has thread-local variables, which threads run as ULTs on one "
+          "worker would share; its threads stay OS threads (ITO_PRELOAD_THREADS=ult runs "
+          "them as ULTs anyway, =os without this note; docs/POSIX.md)\n",
+          found.name);
+  return 0;
+}
