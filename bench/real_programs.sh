@@ -16,7 +16,7 @@ while [[ $# -gt 0 && $1 == --* ]]; do
   esac
 done
 programs=("$@")
-[[ ${#programs[@]} -gt 0 ]] || programs=(pigz pbzip2 lbzip2 zstd pzstd xz 7z sort sqlite3 bash python3 make)
+[[ ${#programs[@]} -gt 0 ]] || programs=(pigz pbzip2 lbzip2 zstd pzstd xz 7z sort sqlite3 bash python3 make ripgrep timeout)
 preload=$(find "$build" -name 'libito-preload.so' | head -1)
 [[ -n $preload ]] || { echo "real_programs.sh: no libito-preload.so under $build" >&2; exit 2; }
 preload=$(cd "$(dirname "$preload")" && pwd)/$(basename "$preload")

@@ -5,9 +5,16 @@
  *
  * The runtime's own code lives in this library too, and it needs the real
  * thing: its workers are OS threads (pthread_create/join), its internal
- * std::mutex calls pthread_mutex_lock. So every entry point looks at its
- * return address: a call from inside this library goes to glibc (found with
- * dlsym(RTLD_NEXT)), a call from anywhere else goes to ito. */
+ * std::mutex calls pthread_mutex_lock. Its references to these names are
+ * renamed __wrap_NAME when the library is linked (-Wl,--wrap, see
+ * CMakeLists.txt), and __wrap_NAME goes to glibc (dlsym(RTLD_NEXT)).
+ *
+ * An earlier version told the runtime's calls apart by their return address
+ * (inside this library: glibc). Tail calls defeat that both ways: an
+ * optimised `m.unlock()` ending a runtime function jumps here with its
+ * caller's address (glibc's fork handlers: coreutils timeout hung), and a
+ * program's key destructor ending in pthread_setspecific, called by the
+ * runtime, arrives with an address inside. */
 #define _GNU_SOURCE 1
 #define ITO_PTHREAD_NO_RENAME 1
 #include <dlfcn.h>
@@ -24,22 +31,9 @@ int ito_posix_start_runtime(void);
 void ito_posix_check_environment(void);
 int ito_preload_threads_as_ults(void); /* thread_mode.c */
 
-/* This library's own extent, from the linker's symbols (hidden: ours). */
-extern const char __ehdr_start[] __attribute__((visibility("hidden")));
-extern char _end[] __attribute__((visibility("hidden")));
-
-static inline int from_inside(const void* return_address) {
-  const char* p = (const char*)return_address;
-  return p >= __ehdr_start && p < _end;
-}
-
 /* Set once, in the constructor, when the program's threads are to stay OS
  * threads (thread_mode.c): every entry point then goes to glibc. */
 static int g_step_aside;
-
-static inline int to_glibc(const void* return_address) {
-  return g_step_aside || from_inside(return_address);
-}
 
 static void* real(const char* name, void** cache) {
   void* f = __atomic_load_n(cache, __ATOMIC_ACQUIRE);
@@ -50,9 +44,17 @@ static void* real(const char* name, void** cache) {
   return f;
 }
 
+/* __wrap_NAME: where the runtime's own calls of NAME go. */
+#define ITO_TO_GLIBC(ret, name, params, args)                                 \
+  __attribute__((visibility("hidden"))) ret __wrap_##name params {            \
+    static void* cache;                                                       \
+    return ((ret(*) params)real(#name, &cache)) args;                         \
+  }
+
 #define ITO_FORWARD(ret, name, params, args)                                  \
+  ITO_TO_GLIBC(ret, name, params, args)                                       \
   __attribute__((visibility("default"))) ret name params {                    \
-    if (to_glibc(__builtin_return_address(0))) {                              \
+    if (g_step_aside) {                              \
       static void* cache;                                                     \
       return ((ret(*) params)real(#name, &cache)) args;                       \
     }                                                                         \
@@ -61,8 +63,9 @@ static void* real(const char* name, void** cache) {
 
 /* The same, for a call whose ito version is named otherwise. */
 #define ITO_FORWARD_TO(ret, name, target, params, args)                       \
+  ITO_TO_GLIBC(ret, name, params, args)                                       \
   __attribute__((visibility("default"))) ret name params {                    \
-    if (to_glibc(__builtin_return_address(0))) {                              \
+    if (g_step_aside) {                              \
       static void* cache;                                                     \
       return ((ret(*) params)real(#name, &cache)) args;                       \
     }                                                                         \
@@ -143,10 +146,11 @@ ITO_FORWARD(int, pthread_key_delete, (pthread_key_t k), (k))
 ITO_FORWARD(void*, pthread_getspecific, (pthread_key_t k), (k))
 /* glibc declares the value access(none): gcc 12 at -O3 takes handing it on
  * to ito_pthread_setspecific for a read of memory never written. */
+ITO_TO_GLIBC(int, pthread_setspecific, (pthread_key_t k, const void* v), (k, v))
 __attribute__((visibility("default"))) int pthread_setspecific(pthread_key_t k, const void* v) {
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-  if (to_glibc(__builtin_return_address(0))) {
+  if (g_step_aside) {
     static void* cache;
     return ((int (*)(pthread_key_t, const void*))real("pthread_setspecific", &cache))(k, v);
   }
@@ -292,6 +296,17 @@ ITO_FORWARD(int, epoll_pwait, (int f, struct epoll_event* e, int n, int t, const
             (f, e, n, t, m))
 
 /* open is variadic: the mode exists only with O_CREAT or O_TMPFILE. */
+__attribute__((visibility("hidden"))) int __wrap_open(const char* path, int flags, ...) {
+  mode_t mode = 0;
+  if (flags & (O_CREAT | O_TMPFILE)) {
+    va_list ap;
+    va_start(ap, flags);
+    mode = (mode_t)va_arg(ap, int);
+    va_end(ap);
+  }
+  static void* cache;
+  return ((int (*)(const char*, int, ...))real("open", &cache))(path, flags, mode);
+}
 __attribute__((visibility("default"))) int open(const char* path, int flags, ...) {
   mode_t mode = 0;
   if (flags & (O_CREAT | O_TMPFILE)) {
@@ -300,7 +315,7 @@ __attribute__((visibility("default"))) int open(const char* path, int flags, ...
     mode = (mode_t)va_arg(ap, int);
     va_end(ap);
   }
-  if (to_glibc(__builtin_return_address(0))) {
+  if (g_step_aside) {
     static void* cache;
     return ((int (*)(const char*, int, ...))real("open", &cache))(path, flags, mode);
   }

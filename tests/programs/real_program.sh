@@ -71,6 +71,9 @@ pid = os.fork()
 if pid == 0: os._exit(9)
 print(\"forked child status\", os.waitpid(pid, 0)[1] >> 8)
 "' ;;
+    timeout) # coreutils: fork, a timer signal, sigsuspend; the child killed at its deadline
+      echo 'timeout -k 1 5 sh -c "echo in time; exit 3"; echo "status $?";
+            timeout -s USR1 0.2 sleep 5; echo "status $?"' ;;
     make) need make
       printf 'all: %s\n\techo done\n' "$(echo t{1..12})" > Makefile
       for i in $(seq 1 12); do printf 't%s:\n\t@sleep 0.05; echo built %s > t%s.out\n' $i $i $i >> Makefile; done
@@ -85,7 +88,8 @@ cmd=$(command_for "$name") || exit $?
 run() {  # run LABEL [env...]: runs cmd bounded in time; stdout to LABEL.out
   local label=$1; shift
   local start; start=$(date +%s.%N)
-  env "$@" timeout -k 5 "$limit" bash -c "$cmd" > "$label.out" 2> "$label.err"
+  # The bound itself runs without the preload: it must hold when ito fails.
+  timeout -k 5 "$limit" env "$@" bash -c "$cmd" > "$label.out" 2> "$label.err"
   echo $? > "$label.rc"
   awk -v end="$(date +%s.%N)" -v start="$start" 'BEGIN { printf "%.3f\n", end - start }' >> "$label.times"
 }
