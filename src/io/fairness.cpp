@@ -25,7 +25,7 @@ void count_call_without_park() noexcept {
   }
   if (++run.calls < calls_before_yield) return;
   run.calls = 0;
-  sched::yield(false);
+  sched::yield(true);
 }
 
 void end_run_without_park() noexcept { t_run.calls = 0; }
