@@ -14,12 +14,18 @@
 #   --runs R         measurements per server and count; medians reported (default 3)
 #   --workers N      httpd's workers (default: one per CPU)
 #   --wrk-threads T  wrk's threads (default 2)
+#   --pin            the server on CPU 1 alone (httpd with 1 worker), wrk on
+#                    CPU 0 with 1 thread: each side has a core of its own
 #
 # Each server and wrk run in their own session (setsid): with the kernel's
 # autogroup scheduling each then gets an equal CPU share however many threads
 # it has. On a machine shared with other work that keeps the comparison about
 # the servers, not about which has more runnable threads; on a quiet machine
-# it changes nothing.
+# it changes nothing. When wrk and the server share the cores, where the
+# closed loop's queue forms depends on the kernel's scheduling of the two:
+# the OS threads of httpd-threads are woken (and preempt wrk) per request, so
+# requests wait in wrk, where its latency figures do not count them. --pin
+# takes that out (BENCHMARKS.md, "httpd").
 #
 # Columns: requests/s and p50 and p99 latency from wrk; peak RSS = the server's VmHWM;
 # kernel stacks = growth of KernelStack in /proc/meminfo during the run (each
@@ -35,6 +41,7 @@ runs=3
 workers=$(nproc)
 wrk_threads=2
 port=18080
+pin=0
 
 while [[ $# -gt 0 ]]; do
   case "$1" in
@@ -45,11 +52,17 @@ while [[ $# -gt 0 ]]; do
     --workers) workers=$2; shift 2 ;;
     --wrk-threads) wrk_threads=$2; shift 2 ;;
     --port) port=$2; shift 2 ;;
+    --pin) pin=1; shift ;;
     -h|--help) sed -n '2,28p' "$0"; exit 0 ;;
     *) echo "httpd_bench.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
 
+server_cpu=() wrk_cpu=()
+if (( pin )); then
+  (( $(nproc) >= 2 )) || { echo "httpd_bench.sh: --pin needs 2 CPUs" >&2; exit 2; }
+  server_cpu=(taskset -c 1) wrk_cpu=(taskset -c 0) workers=1 wrk_threads=1
+fi
 command -v wrk >/dev/null || { echo "httpd_bench.sh: wrk not found (Debian: apt-get install wrk)" >&2; exit 2; }
 for b in httpd httpd-threads; do
   [[ -x $build/examples/$b ]] || { echo "httpd_bench.sh: $build/examples/$b not built" >&2; exit 2; }
@@ -93,12 +106,12 @@ measure() {
   local server=$1 c=$2 args=()
   [[ $server == httpd ]] && args=(--workers "$workers")
   local base; base=$(kernel_stack_kb)
-  setsid "$build/examples/$server" --port "$port" "${args[@]}" >/dev/null &
+  setsid "${server_cpu[@]}" "$build/examples/$server" --port "$port" "${args[@]}" >/dev/null &
   local pid=$!
   wait_for_port
   local peak=$base out
   out=$(mktemp)
-  setsid wrk -t"$wrk_threads" -c"$c" -d"${duration}s" --timeout 10s --latency \
+  setsid "${wrk_cpu[@]}" wrk -t"$wrk_threads" -c"$c" -d"${duration}s" --timeout 10s --latency \
     "http://127.0.0.1:$port/" >"$out" 2>&1 &
   local wrk_pid=$!
   while kill -0 "$wrk_pid" 2>/dev/null; do
@@ -120,7 +133,7 @@ measure() {
 }
 
 echo "# $(date -u '+%Y-%m-%d %H:%M UTC'), $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) CPUs, $(uname -r)"
-echo "# wrk -t$wrk_threads -d${duration}s, httpd --workers $workers, runs=$runs, load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "# wrk -t$wrk_threads -d${duration}s, httpd --workers $workers, pinned=$pin, runs=$runs, load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 for run in $(seq "$runs"); do
   for c in $conns; do
     # Alternate which server goes first, so slow drifts in background load
