@@ -144,7 +144,7 @@ TEST(PosixPreload, BadEnvironmentStopsAtStartWithStatus2) {
 
 // glibc's old internal names (__pthread_mutex_lock…) are the public ones
 // under another name: a wrapper calling the public name from inside the
-// library would be taken for the runtime's own call and sent to glibc.
+// library would be the library's own call, which goes to glibc.
 TEST(PosixPreload, InternalNamesAreAliasesOfThePublicOnes) {
   if (preload_lib.empty()) GTEST_SKIP() << "no libito-preload.so in sanitizer builds";
   result r = run("nm -D --defined-only '" + preload_lib + "'");

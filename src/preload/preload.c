@@ -44,20 +44,24 @@ static void* real(const char* name, void** cache) {
   return f;
 }
 
-/* __wrap_NAME: where the runtime's own calls of NAME go. */
+/* glibc's `name`, as a pointer of type `type` (looked up once per use site). */
+#define GLIBC(type, name)                                                     \
+  ({                                                                          \
+    static void* cache;                                                       \
+    (type) real(#name, &cache);                                               \
+  })
+
+/* __wrap_NAME: where the runtime's own calls of NAME go, and every call
+ * once the program's threads stay OS threads. */
 #define ITO_TO_GLIBC(ret, name, params, args)                                 \
   __attribute__((visibility("hidden"))) ret __wrap_##name params {            \
-    static void* cache;                                                       \
-    return ((ret(*) params)real(#name, &cache)) args;                         \
+    return GLIBC(ret(*) params, name) args;                                   \
   }
 
 #define ITO_FORWARD(ret, name, params, args)                                  \
   ITO_TO_GLIBC(ret, name, params, args)                                       \
   __attribute__((visibility("default"))) ret name params {                    \
-    if (g_step_aside) {                              \
-      static void* cache;                                                     \
-      return ((ret(*) params)real(#name, &cache)) args;                       \
-    }                                                                         \
+    if (g_step_aside) return __wrap_##name args;                              \
     return ito_##name args;                                                 \
   }
 
@@ -65,10 +69,7 @@ static void* real(const char* name, void** cache) {
 #define ITO_FORWARD_TO(ret, name, target, params, args)                       \
   ITO_TO_GLIBC(ret, name, params, args)                                       \
   __attribute__((visibility("default"))) ret name params {                    \
-    if (g_step_aside) {                              \
-      static void* cache;                                                     \
-      return ((ret(*) params)real(#name, &cache)) args;                       \
-    }                                                                         \
+    if (g_step_aside) return __wrap_##name args;                              \
     return target args;                                                       \
   }
 
@@ -150,10 +151,7 @@ ITO_TO_GLIBC(int, pthread_setspecific, (pthread_key_t k, const void* v), (k, v))
 __attribute__((visibility("default"))) int pthread_setspecific(pthread_key_t k, const void* v) {
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-  if (g_step_aside) {
-    static void* cache;
-    return ((int (*)(pthread_key_t, const void*))real("pthread_setspecific", &cache))(k, v);
-  }
+  if (g_step_aside) return __wrap_pthread_setspecific(k, v);
   return ito_pthread_setspecific(k, v);
 #pragma GCC diagnostic pop
 }
@@ -200,12 +198,10 @@ ITO_FORWARD_TO(int, sem_getvalue, ito_posix_sem_getvalue, (sem_t * s, int* v), (
  * (src/compat/posix_cleanup.cpp). */
 #define ITO_CLEANUP(name, target)                                             \
   __attribute__((visibility("default"))) void name(__pthread_unwind_buf_t* b) { \
-    if (g_step_aside) {                                                       \
-      static void* cache;                                                     \
-      ((void (*)(__pthread_unwind_buf_t*))real(#name, &cache))(b);            \
-      return;                                                                 \
-    }                                                                         \
-    target(b);                                                                \
+    if (g_step_aside)                                                         \
+      GLIBC(void (*)(__pthread_unwind_buf_t*), name)(b);                      \
+    else                                                                      \
+      target(b);                                                              \
   }
 ITO_CLEANUP(__pthread_register_cancel, ito_pthread_register_cancel)
 ITO_CLEANUP(__pthread_unregister_cancel, ito_pthread_unregister_cancel)
@@ -213,22 +209,16 @@ ITO_CLEANUP(__pthread_register_cancel_defer, ito_pthread_register_cancel_defer)
 ITO_CLEANUP(__pthread_unregister_cancel_restore, ito_pthread_unregister_cancel_restore)
 __attribute__((visibility("default"), noreturn)) void __pthread_unwind_next(
     __pthread_unwind_buf_t* b) {
-  if (g_step_aside) {
-    static void* cache;
-    ((void (*)(__pthread_unwind_buf_t*))real("__pthread_unwind_next", &cache))(b);
-    __builtin_unreachable();
-  }
+  if (g_step_aside) GLIBC(void (*)(__pthread_unwind_buf_t*), __pthread_unwind_next)(b);
   ito_pthread_unwind_next(b);
 }
 /* The old ABI (binaries built against glibc before 2.3.3). */
 #define ITO_OLD_CLEANUP(name, body, params, args)                             \
   __attribute__((visibility("default"))) void name params {                   \
-    if (g_step_aside) {                                                       \
-      static void* cache;                                                     \
-      ((void(*) params)real(#name, &cache)) args;                             \
-      return;                                                                 \
-    }                                                                         \
-    body;                                                                     \
+    if (g_step_aside)                                                         \
+      GLIBC(void(*) params, name) args;                                       \
+    else                                                                      \
+      body;                                                                   \
   }
 ITO_OLD_CLEANUP(_pthread_cleanup_push, ito_pthread_cleanup_push_routine(b, f, a),
                 (struct _pthread_cleanup_buffer * b, void (*f)(void*), void* a), (b, f, a))
@@ -241,8 +231,8 @@ ITO_OLD_CLEANUP(_pthread_cleanup_pop_restore, ito_pthread_cleanup_pop_routine(b,
 
 /* glibc's exported internal names of the same calls (GLIBC_2.2.5), which
  * older binaries and libraries may still reach. True aliases: a wrapper that
- * called the public name would be a call from inside this library, which
- * goes to glibc, on an ito object (it did so in unoptimised builds). */
+ * called the public name would be the library's own call, which goes to
+ * glibc, on an ito object (it did so in unoptimised builds). */
 #define ITO_ALIAS(ret, other, target, params)                                  \
   __attribute__((visibility("default"), alias(#target), copy(target))) ret other params;
 ITO_ALIAS(int, __pthread_mutex_init, pthread_mutex_init,
@@ -296,62 +286,41 @@ ITO_FORWARD(int, epoll_pwait, (int f, struct epoll_event* e, int n, int t, const
             (f, e, n, t, m))
 
 /* open is variadic: the mode exists only with O_CREAT or O_TMPFILE. */
+static mode_t open_mode(int flags, va_list ap) {
+  return (flags & (O_CREAT | O_TMPFILE)) ? (mode_t)va_arg(ap, int) : 0;
+}
 __attribute__((visibility("hidden"))) int __wrap_open(const char* path, int flags, ...) {
-  mode_t mode = 0;
-  if (flags & (O_CREAT | O_TMPFILE)) {
-    va_list ap;
-    va_start(ap, flags);
-    mode = (mode_t)va_arg(ap, int);
-    va_end(ap);
-  }
-  static void* cache;
-  return ((int (*)(const char*, int, ...))real("open", &cache))(path, flags, mode);
+  va_list ap;
+  va_start(ap, flags);
+  const mode_t mode = open_mode(flags, ap);
+  va_end(ap);
+  return GLIBC(int (*)(const char*, int, ...), open)(path, flags, mode);
 }
 __attribute__((visibility("default"))) int open(const char* path, int flags, ...) {
-  mode_t mode = 0;
-  if (flags & (O_CREAT | O_TMPFILE)) {
-    va_list ap;
-    va_start(ap, flags);
-    mode = (mode_t)va_arg(ap, int);
-    va_end(ap);
-  }
-  if (g_step_aside) {
-    static void* cache;
-    return ((int (*)(const char*, int, ...))real("open", &cache))(path, flags, mode);
-  }
-  return ito_open(path, flags, mode);
+  va_list ap;
+  va_start(ap, flags);
+  const mode_t mode = open_mode(flags, ap);
+  va_end(ap);
+  return g_step_aside ? __wrap_open(path, flags, mode) : ito_open(path, flags, mode);
 }
 
 /* glibc's <pthread.h> maps pthread_yield to sched_yield by asm label, so
  * programs built against it call sched_yield; older binaries still name it. */
 __attribute__((visibility("default"))) int ito_preload_pthread_yield(void) __asm__("pthread_yield");
 int ito_preload_pthread_yield(void) {
-  if (g_step_aside) {
-    static void* cache;
-    return ((int (*)(void))real("sched_yield", &cache))();
-  }
-  return ito_pthread_yield();
+  return g_step_aside ? __wrap_sched_yield() : ito_pthread_yield();
 }
 
 /* glibc's header maps this one to pthread_mutex_consistent by asm label. */
 __attribute__((visibility("default"))) int ito_preload_mutex_consistent_np(pthread_mutex_t* m)
     __asm__("pthread_mutex_consistent_np");
 int ito_preload_mutex_consistent_np(pthread_mutex_t* m) {
-  if (g_step_aside) {
-    static void* cache;
-    return ((int (*)(pthread_mutex_t*))real("pthread_mutex_consistent", &cache))(m);
-  }
-  return ito_pthread_mutex_consistent(m);
+  return g_step_aside ? __wrap_pthread_mutex_consistent(m) : ito_pthread_mutex_consistent(m);
 }
 
-/* Not forwarded with a return-address check: the runtime never ends a thread
- * with it, and it must not return. */
+/* Written out: it must not return (the runtime never calls it). */
 __attribute__((visibility("default"), noreturn)) void pthread_exit(void* value) {
-  if (g_step_aside) {
-    static void* cache;
-    ((void (*)(void*))real("pthread_exit", &cache))(value);
-    __builtin_unreachable();
-  }
+  if (g_step_aside) GLIBC(void (*)(void*), pthread_exit)(value);
   ito_pthread_exit(value);
 }
 
