@@ -4,6 +4,7 @@
 #include <mpi.h>
 #include <poll.h>
 #include <sys/eventfd.h>
+#include <sys/ioctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -38,6 +39,18 @@ watch* g_watch = nullptr;
 
 int open_pidfd(int pid) noexcept { return static_cast<int>(syscall(SYS_pidfd_open, pid, 0)); }
 
+// Under a launcher, stderr is a pipe to its forwarding process, and an abort
+// overtakes bytes still in that pipe (hydra dropped the message about 1 run in
+// 30 on a loaded machine). Wait, boundedly, until the launcher has read them.
+void let_the_launcher_forward_stderr() noexcept {
+  for (int waited_ms = 0; waited_ms < 2000; waited_ms += 10) {
+    int unread = 0;
+    if (ioctl(STDERR_FILENO, FIONREAD, &unread) != 0 || unread == 0) break;
+    usleep(10'000);
+  }
+  usleep(50'000);  // and until it has passed them on
+}
+
 void watch_loop(watch* w) {
   std::vector<pollfd> fds;
   fds.push_back({w->stop_fd, POLLIN, 0});
@@ -53,6 +66,7 @@ void watch_loop(watch* w) {
                    "running (killed, crashed or exited early); rank %d stops the job\n",
                    p.rank, p.pid, w->host, w->me);
       std::fflush(stderr);
+      let_the_launcher_forward_stderr();
       MPI_Abort(MPI_COMM_WORLD, 3);
       _exit(3);  // an MPI whose abort returned
     }
