@@ -13,6 +13,7 @@
 #include "ito/error.hpp"
 #include "ito/thread.hpp"
 #include "ito/ult.hpp"
+#include "sched/remote.hpp"
 #include "sched/scheduler.hpp"
 
 namespace ito {
@@ -47,6 +48,7 @@ inline void require_joinable(ult_id id, const char* function) {
 // detached behind the future's back.
 void require_no_future(ult_id id, const char* function) {
   if (!id.p) throw usage_error(EINVAL, std::string(function) + ": null ULT id");
+  if (sched::is_foreign(as_ult(id))) return;  // its home checks (distributed mode)
   if (as_ult(id)->has_future)
     throw usage_error(EINVAL, std::string(function) +
                                   ": the ULT was made by create_thread; join its future instead");
@@ -66,11 +68,14 @@ void throw_outside_ult(const char* function) {
 }
 
 bool ult_finished(ult_id id) noexcept {
+  // Another process's ULT: only a message could tell; not ready as far as we know.
+  if (sched::is_foreign(as_ult(id))) [[unlikely]] return false;
   return sched::has_ended(as_ult(id)->join_state.load(std::memory_order_acquire));
 }
 
 void ult_wait(ult_id id) {
   require_ult("ito::join");
+  if (sched::is_foreign(as_ult(id))) [[unlikely]] return sched::wait_finished(as_ult(id));
   if (id.p && ult_finished(id)) return;
   require_joinable(id, "ito::join");
   sched::wait_finished(as_ult(id));

@@ -22,6 +22,7 @@
 #include "sched/handles.hpp"
 #include "sched/idle.hpp"
 #include "sched/overflow.hpp"
+#include "sched/remote.hpp"
 #include "sched/scheduler.hpp"
 #include "sched/ult_report.hpp"
 #include "sched/worker_signals.hpp"
@@ -83,6 +84,7 @@ void* worker_thread_main(void* p) {
 bool all_finished(runtime_state* rt) {
   std::uint64_t finished = 0, spawned = 0;
   for (auto& w : rt->workers) finished += w->stats.finished.load(std::memory_order_acquire);
+  finished += static_cast<std::uint64_t>(rt->moved_out.load(std::memory_order_acquire));
   for (auto& w : rt->workers) spawned += w->stats.spawns.load(std::memory_order_acquire);
   return finished == spawned;
 }
@@ -120,7 +122,7 @@ runtime_state* start_runtime(const options& resolved) {
     w->rt = rt;
     w->index = i;
     w->rng = 0x9E3779B97F4A7C15ull * (i + 1);
-    w->alone = n == 1;
+    w->alone = n == 1 && !g_remote;  // other processes steal from it
     w->stack_provider = rt->stack_provider.get();
     if (w->stack_provider) w->stack_provider->attach(w.get());
     rt->workers.push_back(std::move(w));

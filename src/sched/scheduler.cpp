@@ -16,6 +16,7 @@
 #include "sched/idle.hpp"
 #include "sched/overflow.hpp"
 #include "sched/registry.hpp"
+#include "sched/remote.hpp"
 #include "trace/trace.hpp"
 
 #if ITO_ASAN
@@ -25,6 +26,7 @@
 namespace ito::sched {
 
 std::atomic<runtime_state*> g_runtime{nullptr};
+remote_ops* g_remote = nullptr;
 void (*g_destroy_locals)(ult* u) = nullptr;
 
 constinit thread_local worker* tls_worker __attribute__((tls_model("initial-exec"))) = nullptr;
@@ -148,6 +150,8 @@ extern "C" void* ito_ult_exit_hook(void* p) noexcept {
   } else if (is_joiner(old)) {
     auto* joiner = reinterpret_cast<ult*>(old);
     if (joiner != w->current) push_ready(w, joiner);
+  } else if (old == join_remote) [[unlikely]] {
+    g_remote->ended(w, self);
   }
   return nullptr;
 }
@@ -274,6 +278,7 @@ ult* pop_local_slow(worker* w) noexcept {
 }
 
 ult* poll_outside_work(worker* w) noexcept {
+  if (g_remote) [[unlikely]] g_remote->poll(w);
   timer_queue& timers = w->rt->timers;
   // Firing makes sleepers ready on this worker (make_ready pushes locally).
   if (std::int64_t due = timers.next_deadline(); due != timer_queue::never && due <= monotonic_ns())
@@ -401,15 +406,29 @@ void wait_as_joiner(worker* w, ult* self, ult* child) {
 }  // namespace
 
 void wait_finished(ult* child) {
-  if (has_ended(child->join_state.load(std::memory_order_acquire))) return;
-  worker* w = current_worker();
-  wait_as_joiner(w, w->current, child);
+  if (is_foreign(child)) [[unlikely]] {
+    if (g_remote->wait(child) != 0) fatal("a future's ULT is joined by someone else (distributed mode)");
+    return;
+  }
+  for (;;) {
+    std::uintptr_t s = child->join_state.load(std::memory_order_acquire);
+    if (has_ended(s)) return;
+    // It migrated (or did and came back) while we were about to wait.
+    if (s == join_remote) [[unlikely]] {
+      if (g_remote->wait(child) != 0) fatal("a future's ULT is joined by someone else (distributed mode)");
+      continue;
+    }
+    worker* w = current_worker();
+    wait_as_joiner(w, w->current, child);
+  }
 }
 
 int join_claim(ult* child) {
-  worker* w = current_worker();
-  ult* self = w->current;
+  ult* self = current_ult();
   if (child == self) return EDEADLK;
+  if (is_foreign(child)) [[unlikely]] {
+    if (int e = g_remote->wait(child)) return e;
+  }
   const std::uintptr_t mine = reinterpret_cast<std::uintptr_t>(self) | join_ended_bit;
   std::uintptr_t s = child->join_state.load(std::memory_order_acquire);
   for (;;) {
@@ -419,7 +438,10 @@ int join_claim(ult* child) {
                                                   std::memory_order_acquire))
         return 0;
     } else if (s == join_running) {
-      wait_as_joiner(w, self, child);
+      wait_as_joiner(current_worker(), self, child);  // we may resume on another worker
+      s = child->join_state.load(std::memory_order_acquire);
+    } else if (s == join_remote) [[unlikely]] {
+      if (int e = g_remote->wait(child)) return e;
       s = child->join_state.load(std::memory_order_acquire);
     } else {
       return s == join_released ? ESRCH : EINVAL;
@@ -433,6 +455,7 @@ namespace {
 // provider's (which owns the descriptor too), a dedicated mapping or the
 // caller's memory.
 [[gnu::noinline]] void release_elsewhere(ult* u) {
+  if (u->stack_from == stack_origin::foreign) return g_remote->release(u);
   if (u->from_provider())
     return g_runtime.load(std::memory_order_relaxed)->stack_provider->release(current_worker(), u);
   registry_remove(u);
@@ -479,8 +502,14 @@ void release(ult* u, bool orphaned) {
 }
 
 int detach(ult* child) {
+  if (is_foreign(child)) [[unlikely]] return g_remote->detach(child);
   std::uintptr_t s = child->join_state.load(std::memory_order_acquire);
   for (;;) {
+    if (s == join_remote) [[unlikely]] {
+      if (int e = g_remote->detach(child); e != EAGAIN) return e;
+      s = child->join_state.load(std::memory_order_acquire);
+      continue;
+    }
     if (s == join_running) {
       if (child->join_state.compare_exchange_weak(s, join_detached, std::memory_order_acq_rel,
                                                   std::memory_order_acquire))

@@ -26,12 +26,17 @@ struct ult_registry;
 //   released          4      joined, reaped or claimed: the handle is dead
 //   joiner address    J      J waits for it (J is 8-aligned, > released)
 //   J | finished      J+1    ended while J waited: J owns it
+//   remote            6      the distributed mode keeps this ULT's join state
+//                            elsewhere (sched/remote.hpp): it migrated, or its
+//                            joiner lives on another process
 inline constexpr std::uintptr_t join_running = 0;
 inline constexpr std::uintptr_t join_finished = 1;
 inline constexpr std::uintptr_t join_detached = 2;
 inline constexpr std::uintptr_t join_released = 4;
+inline constexpr std::uintptr_t join_remote = 6;
 inline constexpr std::uintptr_t join_ended_bit = 1;
-inline bool is_joiner(std::uintptr_t s) noexcept { return s > join_released && !(s & join_ended_bit); }
+// Joiners are descriptors, 64-byte aligned: never one of the small states.
+inline bool is_joiner(std::uintptr_t s) noexcept { return s > join_remote && !(s & join_ended_bit); }
 inline bool has_ended(std::uintptr_t s) noexcept { return (s & join_ended_bit) != 0; }
 
 // The C++ exception globals of libstdc++ (__cxa_eh_globals: the caught-
@@ -49,6 +54,8 @@ enum class stack_origin : unsigned char {
   caller,     // the caller's own memory (pthread_attr_setstack): left alone
   provided,   // the runtime's stack provider (lazy / fair_use: split-stack
               // segments); it owns the descriptor too
+  foreign,    // a pool stack of another process (distributed mode): this
+              // process hosts a copy, which goes back with a message
 };
 
 struct ult {

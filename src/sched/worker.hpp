@@ -123,6 +123,10 @@ struct runtime_state {
 
   std::atomic<bool> stopping{false};
   std::atomic<unsigned> outside_wakers{0};  // OS threads inside make_ready (see there)
+  // Distributed mode: ULTs that migrated to other processes minus those that
+  // arrived from them (each counts as finished where it left, spawned where
+  // it arrived), so that quiescence still reads finished == spawned.
+  std::atomic<std::int64_t> moved_out{0};
   task_source tasks;  // set before the workers start (see set_task_source)
   ult main_ult;  // the OS thread that created the runtime, adopted as a ULT
 

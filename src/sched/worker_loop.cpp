@@ -7,6 +7,7 @@
 #include "common/random.hpp"
 #include "os/futex.hpp"
 #include "sched/idle.hpp"
+#include "sched/remote.hpp"
 #include "sched/scheduler.hpp"
 #include "trace/trace.hpp"
 
@@ -156,6 +157,10 @@ void scheduler_loop(worker* w) {
     ult* u = ran_tasks ? nullptr : pop_local(w);
     if (!u && !ran_tasks) ran_tasks = rt->tasks.run_some && rt->tasks.run_some(w);
     if (!u && !ran_tasks) u = try_steal(w);
+    if (!u && !ran_tasks && g_remote) [[unlikely]] {
+      g_remote->poll(w);  // serves other processes; what they send lands here
+      u = pop_local(w);
+    }
     if (u || ran_tasks) {
       if (after_timeout) worker_stats::bump(w->stats.late_wakeups);
       after_timeout = false;

@@ -14,6 +14,8 @@
 
 namespace ito::stack {
 
+void* (*g_chunk_source)(std::size_t bytes) = nullptr;
+
 stack_pool::stack_pool(std::size_t stack_size)
     : stack_size_(stack_size),
       // At least a cache's half, which one worker hands over and another takes.
@@ -31,8 +33,9 @@ void stack_pool::map_chunk() {
   const std::size_t per_chunk = std::clamp<std::size_t>((std::size_t{4} << 20) / slot, 1, 64);
   const std::size_t bytes = slot * per_chunk;
   chunks_.reserve(chunks_.size() + 1);  // so that recording the mapping cannot throw
-  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
-                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  void* p = g_chunk_source ? g_chunk_source(bytes)
+                           : mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
+                                  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   // Thrown, not fatal: the caller decides (pthread_create gives EAGAIN).
   if (p == MAP_FAILED) throw std::bad_alloc();
   chunks_.push_back({static_cast<char*>(p), bytes});

@@ -77,6 +77,11 @@ class stack_pool {
   std::size_t mapped_ = 0;
 };
 
+// Where a pool maps its chunks: null, anywhere (mmap); the distributed
+// scheduler sets it, before its runtime starts, to map them read-write in this
+// process's slice of the iso-address stack area (MAP_FAILED when it is full).
+extern void* (*g_chunk_source)(std::size_t bytes);
+
 // One per worker: a LIFO of recently freed stacks, so that a spawn in steady
 // state neither locks nor maps memory (and reuses warm cache lines).
 class stack_cache {
