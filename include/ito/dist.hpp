@@ -17,7 +17,11 @@
 #include "ito/cxx20.hpp"
 
 #include <cstddef>
+#include <cstdint>
 #include <functional>
+#include <new>
+#include <type_traits>
+#include <utility>
 
 namespace ito::dist {
 
@@ -52,6 +56,62 @@ int size();
 // acquire fence after (sd_fence, si_fence): what any rank wrote before the
 // barrier is seen by every rank after it.
 void barrier();
+
+// What the distributed scheduler did in this process during the last (or
+// the running) start_main_thread; ITO_STATS=1 prints it at the end of each.
+struct scheduler_stats {
+  std::uint64_t steal_requests = 0;  // remote steal requests this rank sent
+  std::uint64_t ults_received = 0;   // ULTs that arrived here by a steal
+  std::uint64_t ults_sent = 0;       // ULTs other ranks took from here
+  std::uint64_t remote_joins = 0;    // joins of a ULT whose end another process knew
+  std::uint64_t remote_ends = 0;     // ULTs that ended here, away from their home
+  std::uint64_t stack_bytes_moved = 0;  // stack bytes this rank sent in steals
+};
+scheduler_stats last_scheduler_stats() noexcept;
+
+namespace detail {
+void run_main_thread(void (*body)(void*), void* arg, void* result, std::size_t result_bytes);
+}  // namespace detail
+
+// The distributed scheduler (seed 003 §4). Called by every rank: rank 0 runs
+// fn(args...) as its main ULT; every rank's ITO_WORKERS workers run ULTs and
+// steal them from the other ranks, so the ULTs fn creates (ito::create_thread,
+// ito::fork, ...) migrate between processes. Returns fn's result on rank 0,
+// and on every rank when the result is trivially copyable (other ranks get a
+// default-constructed one otherwise). An exception from fn is rethrown on
+// rank 0. Creates the distributed runtime if the program has none (do that
+// first thing in main: the runtime may re-execute the program without ASLR).
+//
+// Fences follow the DAG (docs/DISTRIBUTED.md): a ULT sees everything that
+// happened before its creation and everything its joined children did. A ULT
+// that may migrate must not keep on its stack pointers to process-local
+// memory (heap, thread_local, another ULT's stack); shared data goes in the
+// DSM (alloc, alloc_collective). Results and exceptions of a ULT joined on
+// another process must be trivially copyable / caught inside it.
+template <class F, class... A>
+auto start_main_thread(F&& fn, A&&... args) {
+  using R = std::invoke_result_t<F, A...>;
+  if constexpr (std::is_void_v<R>) {
+    auto call = [&] { std::invoke(std::forward<F>(fn), std::forward<A>(args)...); };
+    detail::run_main_thread([](void* c) { (*static_cast<decltype(call)*>(c))(); }, &call, nullptr,
+                            0);
+  } else if constexpr (std::is_trivially_copyable_v<R>) {
+    alignas(R) unsigned char bytes[sizeof(R)] = {};
+    auto call = [&] { ::new (bytes) R(std::invoke(std::forward<F>(fn), std::forward<A>(args)...)); };
+    detail::run_main_thread([](void* c) { (*static_cast<decltype(call)*>(c))(); }, &call, bytes,
+                            sizeof(R));
+    return *std::launder(reinterpret_cast<R*>(bytes));
+  } else {
+    static_assert(std::is_default_constructible_v<R>,
+                  "ito::dist::start_main_thread: ranks other than 0 return R{}: R needs a default "
+                  "constructor (or make it trivially copyable)");
+    R result{};
+    auto call = [&] { result = std::invoke(std::forward<F>(fn), std::forward<A>(args)...); };
+    detail::run_main_thread([](void* c) { (*static_cast<decltype(call)*>(c))(); }, &call, nullptr,
+                            0);
+    return result;
+  }
+}
 
 // --- The distributed shared memory (docs/DISTRIBUTED.md) -------------------
 // Memory in the region is shared by all ranks, page by page, for programs

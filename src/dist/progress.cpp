@@ -10,10 +10,12 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <mutex>
 #include <string>
 #include <thread>
 
 #include "ito/options.hpp"
+#include "os/futex.hpp"
 
 namespace ito::dist::detail {
 namespace {
@@ -24,13 +26,20 @@ constexpr long max_interval_us = 1'000'000;
 std::atomic<bool> g_stop{false};
 std::thread* g_thread = nullptr;
 MPI_Comm g_comm = MPI_COMM_NULL;  // a duplicate: probing it never sees the program's messages
+std::atomic<void (*)()> g_hook{nullptr};
+std::mutex g_hook_lock;  // held while the hook runs: unsetting it waits for that
+std::atomic<std::uint32_t> g_nudged{0};  // a futex word: the hook has work waiting
 
 void progress_loop(long interval_us) {
-  const timespec pause{0, interval_us * 1000};
   while (!g_stop.load(std::memory_order_acquire)) {
     int flag = 0;
     MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, g_comm, &flag, MPI_STATUS_IGNORE);
-    nanosleep(&pause, nullptr);
+    if (g_hook.load(std::memory_order_relaxed)) {
+      std::lock_guard hold(g_hook_lock);
+      if (auto hook = g_hook.load(std::memory_order_acquire)) hook();
+    }
+    if (g_nudged.exchange(0, std::memory_order_acq_rel) == 0)
+      os::futex_wait_for(&g_nudged, 0, interval_us * 1000);
   }
 }
 
@@ -61,6 +70,17 @@ void start_progress(long interval_us) {
   g_thread = new std::thread(progress_loop, interval_us);
   pthread_sigmask(SIG_SETMASK, &old, nullptr);
   pthread_setname_np(g_thread->native_handle(), "ito-mpi-progress");
+}
+
+bool progress_running() noexcept { return g_thread != nullptr; }
+
+void nudge_progress() noexcept {
+  if (g_nudged.exchange(1, std::memory_order_acq_rel) == 0) os::futex_wake_one(&g_nudged);
+}
+
+void set_progress_hook(void (*hook)()) noexcept {
+  std::lock_guard hold(g_hook_lock);
+  g_hook.store(hook, std::memory_order_release);
 }
 
 void stop_progress() noexcept {

@@ -16,6 +16,13 @@ namespace ito::dist::detail {
 long resolve_progress_interval_us();
 // Starts the thread (interval 0: none). After MPI is up.
 void start_progress(long interval_us);
+// Called by the progress thread after each probe (the distributed
+// scheduler's poller), or not at all (null).
+void set_progress_hook(void (*hook)()) noexcept;
+// True while the thread runs.
+bool progress_running() noexcept;
+// Wakes the thread before its interval is over (the hook has work).
+void nudge_progress() noexcept;
 // Stops and joins it. Before MPI is finalised.
 void stop_progress() noexcept;
 
