@@ -16,6 +16,16 @@ struct fib_params {
 };
 void run_fib(const fib_params& p, reporter& out);
 
+// bench/dist_fib_launch.cpp: fib on the distributed scheduler, launched
+// through mpiexec at each rank count, against one process.
+struct dist_fib_params {
+  int n = 30;
+  std::vector<unsigned> workers{1, 2};
+  std::vector<unsigned> ranks{1, 2, 4};
+  int runs = 5;
+};
+void run_dist_fib(const dist_fib_params& p, reporter& out);
+
 struct create_join_params {
   long long ito_iters = 1'000'000;
   long long stolen_iters = 1'000'000;  // the cross-worker hand-off (W >= 2)

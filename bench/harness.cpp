@@ -173,6 +173,12 @@ long long args::take_int(const std::string& name, long long fallback, long long 
   return parse_int(name, v, lo, hi);
 }
 
+std::vector<unsigned> args::take_list(const std::string& name, std::vector<unsigned> fallback) {
+  std::string v;
+  if (!find(name, &v, true)) return fallback;
+  return parse_uint_list(name, v);
+}
+
 void args::finish() const {
   for (std::size_t i = 0; i < items_.size(); ++i)
     if (!used_[i]) throw usage_error("unknown argument '" + items_[i] + "'");

@@ -66,6 +66,8 @@ class args {
   common_flags take_common(int default_runs = 5);
   bool take_switch(const std::string& name);
   long long take_int(const std::string& name, long long fallback, long long lo, long long hi);
+  // "1,2,4" after `name`, or the fallback.
+  std::vector<unsigned> take_list(const std::string& name, std::vector<unsigned> fallback);
   // Rejects anything not taken yet.
   void finish() const;
 

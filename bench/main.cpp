@@ -64,7 +64,10 @@ const char* const usage_text =
     "  dsm          [--ranks N] [--pages N] [--runs N]\n"
     "                                      the DSM's fetch, release, barrier against raw MPI and\n"
     "                                      seed 003 listing 3's sweep; launches N (2) ranks itself\n"
-    "  demo                                all of the above but dsm, small, runs=3\n"
+    "  dist-fib     [--n N] [--ranks R[,R...]]\n"
+    "                                      fib(n) (30) on the distributed scheduler at 1,2,4\n"
+    "                                      ranks (launched through mpiexec) vs one process\n"
+    "  demo                                all of the above but dsm and dist-fib, small, runs=3\n"
     "\n"
     "common flags:\n"
     "  --workers N[,N...]  worker counts (repeatable); default: the subcommand's standard set\n"
@@ -103,7 +106,17 @@ int run(int argc, char** argv) {
   const bench::common_flags c = a.take_common(is_demo ? 3 : 5);
   bench::reporter out(c.json);
 
-  if (cmd == "fib") {
+  if (cmd == "dist-fib") {
+    bench::dist_fib_params p;
+    p.n = static_cast<int>(a.take_int("--n", 30, 2, 45));
+    p.ranks = a.take_list("--ranks", p.ranks);
+    for (unsigned r : p.ranks)
+      if (r == 0 || r > 1024) throw bench::usage_error("--ranks: each must be 1 to 1024");
+    a.finish();
+    apply_common(p, c);
+    bench::run_dist_fib(p, out);
+    out.print_table("dist-fib(" + std::to_string(p.n) + ")");
+  } else if (cmd == "fib") {
     bench::fib_params p;
     p.n = static_cast<int>(a.take_int("--n", 30, 2, 45));
     a.finish();
