@@ -15,9 +15,11 @@ namespace ito::dist::detail {
 namespace {
 
 constexpr std::uintptr_t tib = std::uintptr_t{1} << 40;
-// Below the DSM region's candidates (16 TiB and up) and far above the heap of
-// a program without ASLR (the executable sits near 85 TiB, libraries near 128).
-constexpr std::uintptr_t candidates[] = {8 * tib, 4 * tib, 12 * tib, 2 * tib};
+// Between the DSM region's candidates (16, 32, ... 96 TiB; a region up to
+// 8 TiB leaves these free), below the executable of a program without ASLR
+// (near 85 TiB) and above ASan's shadow (up to 16 TiB, where the first
+// choice, 8 TiB, failed under ASan); then below 16 TiB.
+constexpr std::uintptr_t candidates[] = {24 * tib, 40 * tib, 56 * tib, 72 * tib, 8 * tib, 4 * tib};
 constexpr std::size_t area_limit = 4 * tib;
 constexpr std::size_t max_slice = std::size_t{4} << 30;  // 4 GiB of address per rank
 
