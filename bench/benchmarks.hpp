@@ -16,10 +16,12 @@ struct fib_params {
 };
 void run_fib(const fib_params& p, reporter& out);
 
-// bench/dist_fib_launch.cpp: fib on the distributed scheduler, launched
-// through mpiexec at each rank count, against one process.
+// bench/dist_fib_launch.cpp: fib (or, with `sort`, cilksort on n ints) on
+// the distributed scheduler, launched through mpiexec at each rank count,
+// against one process.
 struct dist_fib_params {
-  int n = 30;
+  bool sort = false;
+  long n = 30;
   std::vector<unsigned> workers{1, 2};
   std::vector<unsigned> ranks{1, 2, 4};
   int runs = 5;

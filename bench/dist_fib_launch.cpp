@@ -1,12 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
-// `ito-bench dist-fib`: fib(n) on the distributed scheduler at 1, 2 and 4
-// ranks (each through `mpiexec -n R ito-bench-dist-fib`, built beside this
-// executable) against fib(n) on shared-memory ito in this process, at the
-// same worker counts. Each row times one whole start_main_thread (the
-// runtime's start and end included, in both), and the distributed rows carry
-// the ULTs that moved, the steal requests, the joins answered by another
-// process and the stack bytes moved (medians over the runs, summed over the
-// ranks).
+// `ito-bench dist-fib` and `dist-sort`: a kernel on the distributed scheduler
+// at 1, 2 and 4 ranks (each through `mpiexec -n R ito-bench-dist-fib` or
+// `-dist-sort`, built beside this executable) against the same kernel on
+// shared-memory ito in this process, at the same worker counts. fib's rows
+// time one whole start_main_thread (the runtime's start and end included, in
+// both); sort's time the sort alone (its data in the DSM, or plain memory).
+// The distributed rows carry the ULTs that moved, the steal requests, the
+// joins answered by another process and the stack bytes moved (medians over
+// the runs, summed over the ranks).
 #include <unistd.h>
 
 #include <cerrno>
@@ -18,6 +19,7 @@
 #include <vector>
 
 #include "benchmarks.hpp"
+#include "dist/sort_kernel.hpp"
 #include "ito/thread.hpp"
 
 namespace bench {
@@ -41,19 +43,20 @@ std::string beside_this_executable(const char* name) {
 
 result row(const dist_fib_params& p, std::string impl, unsigned w) {
   result r;
-  r.bench = "dist-fib";
+  r.bench = p.sort ? "dist-sort" : "dist-fib";
   r.group = "n=" + std::to_string(p.n);
   r.impl = std::move(impl);
   r.workers = w;
   r.params = {{"n", std::to_string(p.n)}};
-  r.ops = static_cast<double>(fib_value(p.n + 1) - 1);
+  r.ops = p.sort ? static_cast<double>(p.n) : static_cast<double>(fib_value(p.n + 1) - 1);
   return r;
 }
 
 #if defined(ITO_BENCH_MPIEXEC)
 // One mpiexec of ito-bench-dist-fib: its per-run lines into r.
 void run_distributed(const dist_fib_params& p, unsigned ranks, unsigned w, result& r) {
-  const std::string target = beside_this_executable("ito-bench-dist-fib");
+  const std::string target =
+      beside_this_executable(p.sort ? "ito-bench-dist-sort" : "ito-bench-dist-fib");
   if (access(target.c_str(), X_OK) != 0) throw std::runtime_error(target + " is missing");
   const std::string command = "ITO_WORKERS=" + std::to_string(w) + " " + ITO_BENCH_MPIEXEC +
                               " -n " + std::to_string(ranks) + " " + target + " --n " +
@@ -69,9 +72,10 @@ void run_distributed(const dist_fib_params& p, unsigned ranks, unsigned w, resul
     long value = 0;
     unsigned long long m = 0, q = 0, j = 0, b = 0;
     if (std::sscanf(line, "run %lf %ld %llu %llu %llu %llu", &ms, &value, &m, &q, &j, &b) == 6) {
-      if (value != fib_value(p.n))
-        throw std::runtime_error("distributed fib(" + std::to_string(p.n) + ") = " +
-                                 std::to_string(value));
+      if (value != (p.sort ? 1 : fib_value(p.n)))
+        throw std::runtime_error(p.sort ? "distributed sort: wrong result"
+                                        : "distributed fib(" + std::to_string(p.n) + ") = " +
+                                              std::to_string(value));
       ns.push_back(static_cast<std::int64_t>(ms * 1e6));
       moved.push_back(static_cast<double>(m));
       requests.push_back(static_cast<double>(q));
@@ -93,32 +97,51 @@ void run_distributed(const dist_fib_params& p, unsigned ranks, unsigned w, resul
 }
 #endif
 
+// One run of the kernel on shared-memory ito, in ns.
+std::int64_t run_shared(const dist_fib_params& p, unsigned w, std::vector<int>& a,
+                        std::vector<int>& tmp, unsigned run) {
+  if (!p.sort) {
+    const std::int64_t t0 = now_ns();
+    const long v = ito::start_main_thread_with_worker_size(
+        w, [&] { return ito::join(ito::create_thread(shared_fib, p.n)); });
+    const std::int64_t t = now_ns() - t0;
+    if (v != fib_value(p.n)) throw std::runtime_error("fib: wrong result");
+    return t;
+  }
+  return ito::start_main_thread_with_worker_size(w, [&] {
+    sort_kernel::fill(a.data(), p.n, run + 1);
+    const std::uint64_t sum = sort_kernel::checksum(a.data(), p.n);
+    const std::int64_t t0 = now_ns();
+    sort_kernel::sort(a.data(), tmp.data(), p.n);
+    const std::int64_t t = now_ns() - t0;
+    if (!sort_kernel::is_sorted(a.data(), p.n) || sort_kernel::checksum(a.data(), p.n) != sum)
+      throw std::runtime_error("sort: wrong result");
+    return t;
+  });
+}
+
 }  // namespace
 
 void run_dist_fib(const dist_fib_params& p, reporter& out) {
+  const char* name = p.sort ? "dist-sort" : "dist-fib";
+  std::vector<int> a(p.sort ? static_cast<std::size_t>(p.n) : 0), tmp(a.size());
   for (unsigned w : p.workers) {
-    progress("dist-fib(%d), %u worker(s), one process...", p.n, w);
+    progress("%s(%ld), %u worker(s), one process...", name, p.n, w);
     result shared = row(p, "ito (one process)", w);
     shared.reference = true;
-    shared.note = "each run: start_main_thread, fresh runtime";
-    measure(shared, p.runs, [&] {
-      const std::int64_t t0 = now_ns();
-      const long v = ito::start_main_thread_with_worker_size(
-          w, [&] { return ito::join(ito::create_thread(shared_fib, p.n)); });
-      const std::int64_t t = now_ns() - t0;
-      if (v != fib_value(p.n)) throw std::runtime_error("fib: wrong result");
-      return t;
-    });
+    shared.note = p.sort ? "plain memory" : "each run: start_main_thread, fresh runtime";
+    unsigned run = 0;
+    measure(shared, p.runs, [&] { return run_shared(p, w, a, tmp, run++); });
     out.add(std::move(shared));
     for (unsigned ranks : p.ranks) {
       result r = row(p, "distributed, " + std::to_string(ranks) + " rank(s)", w);
 #if defined(ITO_BENCH_MPIEXEC)
-      progress("dist-fib(%d), %u worker(s), %u rank(s)...", p.n, w, ranks);
-      r.note = "each run: ito::dist::start_main_thread on every rank";
+      progress("%s(%ld), %u worker(s), %u rank(s)...", name, p.n, w, ranks);
+      r.note = p.sort ? "data in the DSM" : "each run: ito::dist::start_main_thread on every rank";
       run_distributed(p, ranks, w, r);
       out.add(std::move(r));
 #else
-      out.add(not_available("dist-fib", r.group, r.impl, w,
+      out.add(not_available(r.bench, r.group, r.impl, w,
                             "built without the distributed mode (no MPI found)"));
 #endif
     }

@@ -67,6 +67,8 @@ const char* const usage_text =
     "  dist-fib     [--n N] [--ranks R[,R...]]\n"
     "                                      fib(n) (30) on the distributed scheduler at 1,2,4\n"
     "                                      ranks (launched through mpiexec) vs one process\n"
+    "  dist-sort    [--n N] [--ranks R[,R...]]\n"
+    "                                      cilksort of N ints (1e7) in the DSM, the same way\n"
     "  demo                                all of the above but dsm and dist-fib, small, runs=3\n"
     "\n"
     "common flags:\n"
@@ -106,16 +108,17 @@ int run(int argc, char** argv) {
   const bench::common_flags c = a.take_common(is_demo ? 3 : 5);
   bench::reporter out(c.json);
 
-  if (cmd == "dist-fib") {
+  if (cmd == "dist-fib" || cmd == "dist-sort") {
     bench::dist_fib_params p;
-    p.n = static_cast<int>(a.take_int("--n", 30, 2, 45));
+    p.sort = cmd == "dist-sort";
+    p.n = p.sort ? a.take_int("--n", 10'000'000, 1, 1'000'000'000) : a.take_int("--n", 30, 2, 45);
     p.ranks = a.take_list("--ranks", p.ranks);
     for (unsigned r : p.ranks)
       if (r == 0 || r > 1024) throw bench::usage_error("--ranks: each must be 1 to 1024");
     a.finish();
     apply_common(p, c);
     bench::run_dist_fib(p, out);
-    out.print_table("dist-fib(" + std::to_string(p.n) + ")");
+    out.print_table(cmd + "(" + std::to_string(p.n) + ")");
   } else if (cmd == "fib") {
     bench::fib_params p;
     p.n = static_cast<int>(a.take_int("--n", 30, 2, 45));

@@ -208,6 +208,15 @@ void write_foreign_copy(ult* u, const header& h, const char* payload, const void
   arch::sanitizer_init_fiber(u->fiber, u->stack.lo, u->stack.size());
 }
 
+// An acquire for one ULT in a process whose other ULTs keep running: si_fence
+// alone keeps every Modified page (written here since the last release) as
+// it is, stale in the bytes others released; releasing first makes them
+// Shared, so that the invalidation takes them too.
+void acquire() {
+  sd_fence();
+  si_fence();
+}
+
 // ---- A steal from another process (this rank is the victim) ----------------
 
 bool migratable(const ult* u) {
@@ -295,7 +304,7 @@ void arrive(const header& h, const char* payload) {
   ++u->resumes;
   runtime()->moved_out.fetch_sub(1, std::memory_order_acq_rel);
   g->ults_received.fetch_add(1, std::memory_order_relaxed);
-  si_fence();  // DAG consistency: it sees what its victim released before the steal
+  acquire();  // DAG consistency: it sees what its victim released before the steal
   sched::make_ready(u);
 }
 
@@ -418,7 +427,7 @@ void home_ended(const header& h, const char* payload) {
   if (forward) queue(std::move(forward));
   if (release_now) sched::release(u, true);
   if (wake) {
-    si_fence();  // DAG consistency: the joiner sees what the child released
+    acquire();  // DAG consistency: the joiner sees what the child released
     sched::make_ready(wake);
   }
 }
@@ -442,7 +451,7 @@ void joined(const header& h, const char* payload) {
     u->join_state.store(h.err == ESRCH ? sched::join_released : sched::join_detached,
                         std::memory_order_release);
   }
-  si_fence();  // DAG consistency: the joiner sees what the child released
+  acquire();  // DAG consistency: the joiner sees what the child released
   sched::make_ready(joiner);
 }
 

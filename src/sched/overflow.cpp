@@ -17,7 +17,11 @@
 namespace ito::sched {
 namespace {
 
-constexpr std::size_t altstack_size = 64 * 1024;
+// Every SIGSEGV of a worker runs here, the distributed mode's DSM faults
+// included, whose handler calls MPI: a fault served while MPI also handled
+// an incoming active message (ucp_am_handler) overflowed 64 KiB. Reserved,
+// not committed: a worker pays for the pages its handlers touched.
+constexpr std::size_t altstack_size = 1024 * 1024;
 struct sigaction g_previous {};
 std::once_flag g_installed;
 thread_local stack_t t_previous_altstack{};
@@ -78,8 +82,8 @@ void install_overflow_handler() {
 }
 
 void* install_overflow_altstack() {
-  void* mem = mmap(nullptr, altstack_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-                   -1, 0);
+  void* mem = mmap(nullptr, altstack_size, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (mem == MAP_FAILED) return nullptr;
   stack_t ss{};
   ss.ss_sp = mem;

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "dist/sort_kernel.hpp"  // bench/: the same kernel ito-bench dist-sort times
 #include "ito/dist.hpp"
 #include "ito/thread.hpp"
 #include "ito/ult.hpp"
@@ -124,6 +125,25 @@ TEST(DistScheduler, ChildrenWritesToTheDsmAreSeenAfterJoin) {
     return bad;
   });
   EXPECT_EQ(wrong, 0);
+  ito::dist::barrier();
+}
+
+// Cilksort on DSM arrays (bench/dist/sort_kernel.hpp): children on every
+// rank write interleaved ranges of the same pages, merges read what other
+// ranks' children wrote, after joins only.
+TEST(DistScheduler, CilksortOnTheDsmSortsAcrossRanks) {
+  constexpr long n = 1 << 17;
+  auto* a = static_cast<int*>(ito::dist::alloc_collective(n * sizeof(int)));
+  auto* tmp = static_cast<int*>(ito::dist::alloc_collective(n * sizeof(int)));
+  for (unsigned run = 1; run <= 2; ++run) {
+    const int ok = ito::dist::start_main_thread([=] {
+      sort_kernel::fill(a, n, run);
+      const std::uint64_t sum = sort_kernel::checksum(a, n);
+      sort_kernel::sort(a, tmp, n);
+      return sort_kernel::is_sorted(a, n) && sort_kernel::checksum(a, n) == sum ? 1 : 0;
+    });
+    EXPECT_EQ(ok, 1) << "run " << run;
+  }
   ito::dist::barrier();
 }
 
