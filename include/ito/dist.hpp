@@ -20,6 +20,8 @@
 #include <cstdint>
 #include <functional>
 #include <new>
+#include <stdexcept>
+#include <string>
 #include <type_traits>
 #include <utility>
 
@@ -69,6 +71,19 @@ struct scheduler_stats {
 };
 scheduler_stats last_scheduler_stats() noexcept;
 
+// Rethrown at the join of a ULT that threw on another process: the exception
+// object lived in that process's memory, so its type name and what() travel
+// instead (type_name() is the mangled name's demangled form).
+class remote_error : public std::runtime_error {
+ public:
+  remote_error(std::string type_name, const std::string& what)
+      : std::runtime_error(what), type_name_(std::move(type_name)) {}
+  const char* type_name() const noexcept { return type_name_.c_str(); }
+
+ private:
+  std::string type_name_;
+};
+
 namespace detail {
 void run_main_thread(void (*body)(void*), void* arg, void* result, std::size_t result_bytes);
 }  // namespace detail
@@ -86,8 +101,8 @@ void run_main_thread(void (*body)(void*), void* arg, void* result, std::size_t r
 // happened before its creation and everything its joined children did. A ULT
 // that may migrate must not keep on its stack pointers to process-local
 // memory (heap, thread_local, another ULT's stack); shared data goes in the
-// DSM (alloc, alloc_collective). Results and exceptions of a ULT joined on
-// another process must be trivially copyable / caught inside it.
+// DSM (alloc, alloc_collective). The result of a ULT joined on another
+// process must be trivially copyable; its exception arrives as remote_error.
 template <class F, class... A>
 auto start_main_thread(F&& fn, A&&... args) {
   using R = std::invoke_result_t<F, A...>;

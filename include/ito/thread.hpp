@@ -4,6 +4,8 @@
 #pragma once
 
 #include <cerrno>
+#include <cstddef>
+#include <cstdint>
 #include <exception>
 #include <functional>
 #include <new>
@@ -81,6 +83,14 @@ struct task_frame {
   result_box<std::exception_ptr> error;
 
   call_type& call() { return *std::launder(reinterpret_cast<call_type*>(call_bytes)); }
+  // Where `error` lies (the distributed mode moves an exception between
+  // processes through it). No virtual bases here: offsetof is exact.
+  static constexpr std::uint32_t error_offset() {
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Winvalid-offsetof"
+    return static_cast<std::uint32_t>(offsetof(task_frame, error));
+#pragma GCC diagnostic pop
+  }
   void destroy_call() noexcept {
     if (call_alive) call().~call_type();
     call_alive = false;
@@ -200,7 +210,8 @@ auto create_thread(F&& fn, A&&... args)
   using frame = detail::task_frame<F, A...>;
   using R = typename frame::result_type;
   allocated_ult th = detail::spawn_prepare(sizeof(frame), frame::trivial ? nullptr : &frame::cleanup,
-                                           &frame::on_exception);
+                                           &frame::on_exception,
+                                           frame::trivial ? frame::error_offset() : 0);
   auto* f = ::new (th.ptr) frame;
   ::new (f->call_bytes) typename frame::call_type(std::forward<F>(fn), std::forward<A>(args)...);
   f->call_alive = true;

@@ -6,6 +6,7 @@
 #include "ito/cxx20.hpp"
 
 #include <cstddef>
+#include <cstdint>
 
 namespace ito {
 
@@ -63,8 +64,12 @@ void set_own_cleanup(frame_cleanup_fn cleanup) noexcept;
 // runs inside the ULT entry's handler when the body throws), then start.
 // Its id is only handed out after the start, which lets a child that ends
 // before anyone else could see it skip an atomic exchange.
+// error_offset: where in the frame a thrown exception is kept (a
+// result_box<std::exception_ptr>), for the distributed mode to carry it to a
+// joiner on another process; 0: not kept there.
 allocated_ult spawn_prepare(std::size_t size, frame_cleanup_fn cleanup,
-                            void (*on_exception)(void* frame, bool exiting));
+                            void (*on_exception)(void* frame, bool exiting),
+                            std::uint32_t error_offset = 0);
 void spawn_start(allocated_ult th, void (*func)(void*)) noexcept;
 }  // namespace detail
 

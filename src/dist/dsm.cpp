@@ -389,6 +389,37 @@ void si_fence() {
   d.shared_count = 0;
 }
 
+void release_and_invalidate() {
+  dsm& d = require_dsm("release_and_invalidate");
+  std::lock_guard hold(d.lock);
+  std::size_t kept = 0;
+  for (std::size_t k = 0; k < d.modified_count; ++k) {
+    const std::size_t page = d.modified_list[k];
+    const bool keep = d.state[page] == pinned;
+    // No access before the diff: a store from another thread of this rank
+    // meanwhile faults, waits for the lock, and then fetches the master.
+    if (!keep) protect(d, page, PROT_NONE);
+    send_diff(d, page);
+    if (keep) {
+      std::memcpy(d.twins + page * page_bytes, d.alias + page * page_bytes, page_bytes);
+      d.modified_list[kept++] = page;
+    } else {
+      d.state[page] = invalid;
+      madvise(d.twins + page * page_bytes, page_bytes, MADV_DONTNEED);
+    }
+  }
+  d.modified_count = kept;
+  if (MPI_Win_flush_all(d.data) != MPI_SUCCESS) mpi_failed("completing the diffs");
+  for (std::size_t k = 0; k < d.shared_count; ++k) {
+    const std::size_t page = d.shared_list[k];
+    d.listed[page] = 0;
+    if (d.state[page] != shared) continue;
+    protect(d, page, PROT_NONE);
+    d.state[page] = invalid;
+  }
+  d.shared_count = 0;
+}
+
 void pin(void* p, std::size_t bytes) {
   dsm& d = require_dsm("pin");
   std::size_t first = 0, last = 0;

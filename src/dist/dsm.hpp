@@ -37,6 +37,11 @@ void stop_dsm(dist_state& st) noexcept;
 
 void sd_fence();
 void si_fence();
+// sd_fence then si_fence as one step, Modified pages included: what an
+// acquire needs while other threads of this rank keep writing (with the two
+// fences apart, a page written again between them stays Modified and stale
+// in the bytes other ranks released). Pinned pages are released and kept.
+void release_and_invalidate();
 void pin(void* p, std::size_t bytes);
 void unpin(void* p, std::size_t bytes);
 

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "dist/migration.hpp"
 
+#include <cxxabi.h>
 #include <mpi.h>
 
 #include <atomic>
@@ -10,6 +11,7 @@
 #include <cstring>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -18,6 +20,7 @@
 #include "dist/dsm.hpp"
 #include "dist/progress.hpp"
 #include "dist/stack_area.hpp"
+#include "ito/thread.hpp"
 #include "sched/registry.hpp"
 #include "sched/remote.hpp"
 #include "sched/scheduler.hpp"
@@ -52,6 +55,7 @@ struct header {
   std::uint64_t len;
   std::uint64_t stack_lo;     // the ULT's stack, [lo, hi)
   std::uint64_t stack_hi;
+  std::uint64_t error_len;    // ended / done: the exception it threw, after the bytes
 };
 
 struct outgoing {
@@ -130,19 +134,66 @@ char* frame_lo(const ult* u) {
   return f && f < d ? f : d;
 }
 
-// A frame left with something to destroy holds an exception or a result with
-// a destructor: process-local pointers that cannot be copied to a joiner
-// elsewhere (its heap is not ours).
+// ---- An exception crossing processes -----------------------------------------
+// The exception object lives on the heap of the process where the ULT threw.
+// It leaves as its type's name and what() (export_error, where it ended) and
+// comes back as an ito::dist::remote_error (import_error, where it lands),
+// placed in the frame's error box (ult::frame_error_offset).
+
+using error_box = ito::detail::result_box<std::exception_ptr>;
+
+error_box* error_box_of(const ult* u) {
+  if (!u->frame_error_offset) return nullptr;
+  return reinterpret_cast<error_box*>(static_cast<char*>(u->frame) + u->frame_error_offset);
+}
+
+// "type\0what", or empty; the box keeps has = true and a null pointer.
+std::string export_error(ult* u) {
+  error_box* box = error_box_of(u);
+  if (!box || !box->has) return {};
+  std::exception_ptr e = box->take();  // leaves a moved-from (null) pointer in the box
+  std::string type = "an exception of unknown type", what;
+  try {
+    std::rethrow_exception(e);
+  } catch (const ito::dist::remote_error& x) {
+    return std::string(x.type_name()) + '\0' + x.what();  // passing through (home → joiner)
+  } catch (const std::exception& x) {
+    what = x.what();
+    if (const std::type_info* t = abi::__cxa_current_exception_type()) type = t->name();
+  } catch (...) {
+    if (const std::type_info* t = abi::__cxa_current_exception_type()) type = t->name();
+  }
+  int status = -1;
+  char* readable = abi::__cxa_demangle(type.c_str(), nullptr, nullptr, &status);
+  if (status == 0) type = readable;
+  std::free(readable);
+  return type + '\0' + what;
+}
+
+void import_error(ult* u, const char* text, std::size_t len) {
+  error_box* box = error_box_of(u);
+  if (!box || !len) return;
+  const std::string all(text, len);
+  const std::size_t split = all.find('\0');
+  ::new (box->bytes) std::exception_ptr(std::make_exception_ptr(
+      ito::dist::remote_error(all.substr(0, split), all.substr(split + 1))));
+  box->has = true;
+}
+
+// A frame left with something to destroy, besides an exception that can be
+// exported, holds a result with a destructor: process-local pointers that
+// cannot be copied to a joiner elsewhere (its heap is not ours).
 void require_exportable(const ult* u) {
-  if (u->frame_cleanup)
-    die("it ended with an exception, or a result that has a destructor, and is joined on "
-        "another process: neither can cross processes (catch exceptions inside a ULT that may "
-        "migrate and return trivially copyable values; docs/DISTRIBUTED.md)",
+  const error_box* box = error_box_of(u);
+  if (u->frame_cleanup && !(box && box->has))
+    die("it ended with a result that has a destructor, and is joined on another process: that "
+        "cannot cross processes (return trivially copyable values from a ULT that may migrate; "
+        "docs/DISTRIBUTED.md)",
         u);
 }
 
 std::unique_ptr<outgoing> make(int to, msg type, const ult* u, const char* start = nullptr,
-                               std::size_t len = 0, int err = 0) {
+                               std::size_t len = 0, int err = 0, const std::string& error = {}) {
 #if ITO_ASAN
   // A suspended or ended ULT's stack holds its frames' redzones, and it leaves
   // this process (or is dead): read it unchecked (each receiver unpoisons too).
@@ -151,11 +202,12 @@ std::unique_ptr<outgoing> make(int to, msg type, const ult* u, const char* start
   auto o = std::make_unique<outgoing>();
   o->to = to;
   o->carries_results = type == msg::ult || type == msg::ended || type == msg::done;
-  o->bytes.resize(sizeof(header) + len);
-  header h{type, err, addr(u), addr(start), len, 0, 0};
+  o->bytes.resize(sizeof(header) + len + error.size());
+  header h{type, err, addr(u), addr(start), len, 0, 0, error.size()};
   if (u && type == msg::ult) h.stack_lo = addr(u->stack.lo), h.stack_hi = addr(u->stack.hi);
   std::memcpy(o->bytes.data(), &h, sizeof h);
   if (len) std::memcpy(o->bytes.data() + sizeof h, start, len);
+  if (!error.empty()) std::memcpy(o->bytes.data() + sizeof h + len, error.data(), error.size());
   return o;
 }
 
@@ -210,12 +262,10 @@ void write_foreign_copy(ult* u, const header& h, const char* payload, const void
 
 // An acquire for one ULT in a process whose other ULTs keep running: si_fence
 // alone keeps every Modified page (written here since the last release) as
-// it is, stale in the bytes others released; releasing first makes them
-// Shared, so that the invalidation takes them too.
-void acquire() {
-  sd_fence();
-  si_fence();
-}
+// it is, stale in the bytes others released; sd_fence then si_fence leaves a
+// window in which another ULT writes a page again. Both at once, under the
+// DSM's lock, close it.
+void acquire() { release_and_invalidate(); }
 
 // ---- A steal from another process (this rank is the victim) ----------------
 
@@ -358,8 +408,9 @@ void home_join(ult* u, int from) {
                                                  std::memory_order_acquire))
           continue;
         require_exportable(u);
+        const std::string error = export_error(u);
         char* lo = frame_lo(u);
-        reply = make(from, msg::done, u, lo, static_cast<std::size_t>(u->stack.hi - lo));
+        reply = make(from, msg::done, u, lo, static_cast<std::size_t>(u->stack.hi - lo), 0, error);
         break;
       }
       if (s == sched::join_remote) {
@@ -407,6 +458,7 @@ void home_ended(const header& h, const char* payload) {
   {
     std::lock_guard hold(g->lock);
     write_home_copy(u, h, payload);
+    import_error(u, payload + h.len, h.error_len);
     auto it = g->homes.find(addr(u));
     const tracked t = it->second;
     g->homes.erase(it);
@@ -416,7 +468,7 @@ void home_ended(const header& h, const char* payload) {
                           std::memory_order_release);
     } else if (t.remote_joiner >= 0) {
       u->join_state.store(sched::join_released, std::memory_order_release);
-      forward = make(t.remote_joiner, msg::done, u, ptr<char>(h.start), h.len);
+      forward = make(t.remote_joiner, msg::done, u, ptr<char>(h.start), h.len, 0, export_error(u));
     } else if (t.detached) {
       u->join_state.store(sched::join_released, std::memory_order_release);
       release_now = true;
@@ -426,10 +478,10 @@ void home_ended(const header& h, const char* payload) {
   }
   if (forward) queue(std::move(forward));
   if (release_now) sched::release(u, true);
-  if (wake) {
-    acquire();  // DAG consistency: the joiner sees what the child released
-    sched::make_ready(wake);
-  }
+  // DAG consistency: a joiner here, now or later (a local join of a finished
+  // ULT sends no message), sees what the child released.
+  if (!forward) acquire();
+  if (wake) sched::make_ready(wake);
 }
 
 // At a joiner's process: the home's answer about a foreign ULT.
@@ -444,6 +496,7 @@ void joined(const header& h, const char* payload) {
   }
   if (h.err == 0) {
     write_foreign_copy(u, h, payload, ptr<char>(h.start), ptr<char>(h.start) + h.len);
+    import_error(u, payload + h.len, h.error_len);
     u->join_state.store(reinterpret_cast<std::uintptr_t>(joiner) | sched::join_ended_bit,
                         std::memory_order_release);
   } else {
@@ -525,11 +578,12 @@ int remote_detach(ult* child) {
 
 void remote_ended(worker*, ult* self) {
   require_exportable(self);
+  const std::string error = export_error(self);
   char* lo = frame_lo(self);
   const auto len = static_cast<std::size_t>(self->stack.hi - lo);
   if (g->ops.is_foreign(self)) {
     g->remote_ends.fetch_add(1, std::memory_order_relaxed);
-    queue(make(g->area->home_of(self), msg::ended, self, lo, len));
+    queue(make(g->area->home_of(self), msg::ended, self, lo, len, 0, error));
     drop_range(self->stack.lo, self->stack.hi);
     return;
   }
@@ -542,7 +596,7 @@ void remote_ended(worker*, ult* self) {
     const int to = it->second.remote_joiner;
     g->homes.erase(it);
     self->join_state.store(sched::join_released, std::memory_order_release);
-    reply = make(to, msg::done, self, lo, len);
+    reply = make(to, msg::done, self, lo, len, 0, error);
   }
   queue(std::move(reply));
 }

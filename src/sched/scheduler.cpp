@@ -476,6 +476,7 @@ void release(ult* u, bool orphaned) {
   u->join_state.store(join_released, std::memory_order_relaxed);
   u->frame_cleanup = nullptr;
   u->frame_catch = nullptr;
+  u->frame_error_offset = 0;
   u->exited = false;
   u->has_future = false;
   u->locals = nullptr;

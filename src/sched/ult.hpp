@@ -76,6 +76,10 @@ struct ult {
   stack_origin stack_from = stack_origin::pool;
   std::uint32_t resumes = 0;      // bumped whenever this ULT is switched to
   std::uint32_t parent_resumes = 0;  // parent->resumes when this ULT was forked
+  // Where its frame keeps a thrown exception (create_thread's frames of
+  // trivial types), 0: nowhere. The distributed mode carries an exception to
+  // a joiner on another process through it. (In parent_resumes' padding.)
+  std::uint32_t frame_error_offset = 0;
   void* exit_value = nullptr;     // exit()'s value, for the C API
   ult* next = nullptr;            // intrusive link: wait queues, inboxes
   ult* join_target = nullptr;     // the ULT this one is about to join

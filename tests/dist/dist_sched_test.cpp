@@ -8,6 +8,8 @@
 #include <chrono>
 #include <cstdint>
 #include <cstring>
+#include <stdexcept>
+#include <string>
 
 #include "dist/sort_kernel.hpp"  // bench/: the same kernel ito-bench dist-sort times
 #include "ito/dist.hpp"
@@ -145,6 +147,68 @@ TEST(DistScheduler, CilksortOnTheDsmSortsAcrossRanks) {
     EXPECT_EQ(ok, 1) << "run " << run;
   }
   ito::dist::barrier();
+}
+
+// Leaves throw; each parent joins its leaf and catches. A leaf that ended on
+// the parent's process rethrows its own exception; one that ended elsewhere
+// arrives as ito::dist::remote_error with the type's name and what().
+struct caught {
+  int local = 0, remote = 0, wrong = 0;
+};
+
+caught throwing_leaf(int i) {
+  for (int round = 0; round < 3; ++round) {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(100);
+    while (std::chrono::steady_clock::now() < until) {
+    }
+    ito::yield();  // a thief may take it here: it then ends on another rank
+  }
+  throw std::out_of_range("leaf " + std::to_string(i));
+}
+
+caught join_throwers(int lo, int hi) {
+  if (hi - lo == 1) {
+    auto f = ito::create_thread(throwing_leaf, lo);
+    caught c;
+    try {
+      f.get();
+      ++c.wrong;  // it must throw
+    } catch (const std::out_of_range& e) {
+      c.local += std::string(e.what()) == "leaf " + std::to_string(lo) ? 1 : 0;
+      c.wrong += std::string(e.what()) == "leaf " + std::to_string(lo) ? 0 : 1;
+    } catch (const ito::dist::remote_error& e) {
+      const bool right = std::string(e.type_name()) == "std::out_of_range" &&
+                         std::string(e.what()) == "leaf " + std::to_string(lo);
+      c.remote += right ? 1 : 0;
+      c.wrong += right ? 0 : 1;
+      if (!right)  // the test's output says which
+        std::fprintf(stderr, "leaf %d: remote_error %s: %s\n", lo, e.type_name(), e.what());
+    } catch (...) {
+      ++c.wrong;
+    }
+    return c;
+  }
+  const int mid = (lo + hi) / 2;
+  auto left = ito::create_thread(join_throwers, lo, mid);
+  const caught r = join_throwers(mid, hi);
+  const caught l = left.get();
+  return {l.local + r.local, l.remote + r.remote, l.wrong + r.wrong};
+}
+
+TEST(DistScheduler, ExceptionsCrossProcessesToTheJoin) {
+  int remote = 0;
+  for (int run = 0; run < runs_to_see_a_migration && (run == 0 || remote == 0); ++run) {
+    const caught c = ito::dist::start_main_thread(join_throwers, 0, 256);
+    EXPECT_EQ(c.wrong, 0);
+    EXPECT_EQ(c.local + c.remote, 256);
+    remote += c.remote;
+  }
+  if (ito::dist::size() > 1) {
+    EXPECT_GT(remote, 0) << "no exception crossed processes in " << runs_to_see_a_migration
+                         << " runs";
+  } else {
+    EXPECT_EQ(remote, 0);
+  }
 }
 
 // Seed 003's low-level API: allocate, fork, join, across processes. A joined
