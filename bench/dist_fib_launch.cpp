@@ -64,14 +64,15 @@ void run_distributed(const dist_fib_params& p, unsigned ranks, unsigned w, resul
   FILE* in = popen(command.c_str(), "r");
   if (!in) throw std::runtime_error("cannot run " + command + ": " + std::strerror(errno));
   std::vector<std::int64_t> ns;
-  std::vector<double> moved, requests, joins, bytes;
+  std::vector<double> moved, requests, joins, bytes, fences;
   std::string unexpected;
   char line[512];
   while (std::fgets(line, sizeof line, in)) {
     double ms = 0;
     long value = 0;
-    unsigned long long m = 0, q = 0, j = 0, b = 0;
-    if (std::sscanf(line, "run %lf %ld %llu %llu %llu %llu", &ms, &value, &m, &q, &j, &b) == 6) {
+    unsigned long long m = 0, q = 0, j = 0, b = 0, f = 0;
+    if (std::sscanf(line, "run %lf %ld %llu %llu %llu %llu %llu", &ms, &value, &m, &q, &j, &b, &f) ==
+        7) {
       if (value != (p.sort ? 1 : fib_value(p.n)))
         throw std::runtime_error(p.sort ? "distributed sort: wrong result"
                                         : "distributed fib(" + std::to_string(p.n) + ") = " +
@@ -81,6 +82,7 @@ void run_distributed(const dist_fib_params& p, unsigned ranks, unsigned w, resul
       requests.push_back(static_cast<double>(q));
       joins.push_back(static_cast<double>(j));
       bytes.push_back(static_cast<double>(b));
+      fences.push_back(static_cast<double>(f));
     } else if (unexpected.size() < 2000) {
       unexpected += line;
     }
@@ -93,7 +95,8 @@ void run_distributed(const dist_fib_params& p, unsigned ranks, unsigned w, resul
   r.extra = {{"ults_moved", median(moved)},
              {"steal_requests", median(requests)},
              {"remote_joins", median(joins)},
-             {"stack_bytes_moved", median(bytes)}};
+             {"stack_bytes_moved", median(bytes)},
+             {"fences", median(fences)}};
 }
 #endif
 

@@ -4,7 +4,7 @@
 //   ITO_WORKERS=W mpiexec -n R ito-bench-dist-fib [--n 30] [--runs 5]
 // (`ito-bench dist-fib` launches it at every shape and compares). Rank 0
 // prints one line per run:
-//   run <ms> <fib> <ULTs moved> <steal requests> <remote joins> <stack bytes moved>
+//   run <ms> <fib> <ULTs moved> <steal requests> <remote joins> <stack bytes moved> <fences>
 // the counts summed over the ranks.
 #include <mpi.h>
 
@@ -45,13 +45,15 @@ int main(int argc, char** argv) {
     const double ms =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     const auto c = ito::dist::last_scheduler_stats();
-    std::uint64_t mine[4] = {c.ults_received, c.steal_requests, c.remote_joins, c.stack_bytes_moved};
-    std::uint64_t all[4] = {};
-    MPI_Reduce(mine, all, 4, MPI_UINT64_T, MPI_SUM, 0, MPI_COMM_WORLD);
+    std::uint64_t mine[5] = {c.ults_received, c.steal_requests, c.remote_joins, c.stack_bytes_moved,
+                             c.releases + c.acquires};
+    std::uint64_t all[5] = {};
+    MPI_Reduce(mine, all, 5, MPI_UINT64_T, MPI_SUM, 0, MPI_COMM_WORLD);
     if (ito::dist::rank() == 0)
-      std::printf("run %.3f %ld %llu %llu %llu %llu\n", ms, result,
+      std::printf("run %.3f %ld %llu %llu %llu %llu %llu\n", ms, result,
                   static_cast<unsigned long long>(all[0]), static_cast<unsigned long long>(all[1]),
-                  static_cast<unsigned long long>(all[2]), static_cast<unsigned long long>(all[3]));
+                  static_cast<unsigned long long>(all[2]), static_cast<unsigned long long>(all[3]),
+                  static_cast<unsigned long long>(all[4]));
     std::fflush(stdout);
   }
   return 0;

@@ -5,7 +5,8 @@
 //   ITO_WORKERS=W mpiexec -n R ito-bench-dist-sort [--n 1000000] [--runs 3]
 // (`ito-bench dist-sort` launches it at every shape and compares with the
 // same code on plain memory in one process). Rank 0 prints one line per run:
-//   run <ms> <1 if sorted and the sum matches> <ULTs moved> <steal requests> <remote joins> <stack bytes moved>
+//   run <ms> <1 if sorted and the sum matches> <ULTs moved> <steal requests> <remote joins>
+//       <stack bytes moved> <fences: releases + acquires>
 #include <mpi.h>
 
 #include <chrono>
@@ -45,13 +46,15 @@ int main(int argc, char** argv) {
       return sort_kernel::is_sorted(data, n) && sort_kernel::checksum(data, n) == sum ? 1 : 0;
     });
     const auto c = ito::dist::last_scheduler_stats();
-    std::uint64_t mine[4] = {c.ults_received, c.steal_requests, c.remote_joins, c.stack_bytes_moved};
-    std::uint64_t all[4] = {};
-    MPI_Reduce(mine, all, 4, MPI_UINT64_T, MPI_SUM, 0, MPI_COMM_WORLD);
+    std::uint64_t mine[5] = {c.ults_received, c.steal_requests, c.remote_joins, c.stack_bytes_moved,
+                             c.releases + c.acquires};
+    std::uint64_t all[5] = {};
+    MPI_Reduce(mine, all, 5, MPI_UINT64_T, MPI_SUM, 0, MPI_COMM_WORLD);
     if (ito::dist::rank() == 0)
-      std::printf("run %.3f %d %llu %llu %llu %llu\n", ms, ok,
+      std::printf("run %.3f %d %llu %llu %llu %llu %llu\n", ms, ok,
                   static_cast<unsigned long long>(all[0]), static_cast<unsigned long long>(all[1]),
-                  static_cast<unsigned long long>(all[2]), static_cast<unsigned long long>(all[3]));
+                  static_cast<unsigned long long>(all[2]), static_cast<unsigned long long>(all[3]),
+                  static_cast<unsigned long long>(all[4]));
     std::fflush(stdout);
   }
   return 0;

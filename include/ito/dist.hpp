@@ -68,6 +68,8 @@ struct scheduler_stats {
   std::uint64_t remote_joins = 0;    // joins of a ULT whose end another process knew
   std::uint64_t remote_ends = 0;     // ULTs that ended here, away from their home
   std::uint64_t stack_bytes_moved = 0;  // stack bytes this rank sent in steals
+  std::uint64_t releases = 0;  // sd_fence before a ULT, its end or a result left
+  std::uint64_t acquires = 0;  // release-and-invalidate before a migrated ULT or a joiner ran
 };
 scheduler_stats last_scheduler_stats() noexcept;
 

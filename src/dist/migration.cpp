@@ -103,7 +103,7 @@ struct migration {
   std::atomic<std::int64_t> last_poll_ns{0};
   std::atomic<std::int64_t> next_steal_ns_shared{0};  // next_steal_ns, for the workers' nudges
   std::atomic<std::uint64_t> steal_requests{0}, ults_received{0}, ults_sent{0}, remote_joins{0},
-      remote_ends{0}, stack_bytes_moved{0};
+      remote_ends{0}, stack_bytes_moved{0}, releases{0}, acquires{0};
 };
 migration* g = nullptr;
 migration_counts g_last_counts;  // of the last run, once it ended
@@ -265,7 +265,10 @@ void write_foreign_copy(ult* u, const header& h, const char* payload, const void
 // it is, stale in the bytes others released; sd_fence then si_fence leaves a
 // window in which another ULT writes a page again. Both at once, under the
 // DSM's lock, close it.
-void acquire() { release_and_invalidate(); }
+void acquire() {
+  g->acquires.fetch_add(1, std::memory_order_relaxed);
+  release_and_invalidate();
+}
 
 // ---- A steal from another process (this rank is the victim) ----------------
 
@@ -650,7 +653,10 @@ void send_all() {
   }
   bool release_first = false;
   for (auto& o : batch) release_first |= o->carries_results;
-  if (release_first) sd_fence();  // DAG consistency: what went before is at its homes
+  if (release_first) {
+    g->releases.fetch_add(1, std::memory_order_relaxed);
+    sd_fence();  // DAG consistency: what went before is at its homes
+  }
   for (auto& o : batch) {
     MPI_Isend(o->bytes.data(), static_cast<int>(o->bytes.size()), MPI_BYTE, o->to, message_tag,
               g->comm, &o->request);
@@ -783,13 +789,15 @@ void stop_migration() noexcept {
     std::fprintf(stderr,
                  "ito: dist: stats: rank %d: remote steals: %llu requests sent, %llu ULTs "
                  "received, %llu ULTs given; %llu remote joins, %llu ends away from home, %llu "
-                 "stack bytes moved\n",
+                 "stack bytes moved; %llu releases, %llu acquires\n",
                  g->rank, static_cast<unsigned long long>(c.steal_requests),
                  static_cast<unsigned long long>(c.ults_received),
                  static_cast<unsigned long long>(c.ults_sent),
                  static_cast<unsigned long long>(c.remote_joins),
                  static_cast<unsigned long long>(c.remote_ends),
-                 static_cast<unsigned long long>(c.stack_bytes_moved));
+                 static_cast<unsigned long long>(c.stack_bytes_moved),
+                 static_cast<unsigned long long>(c.releases),
+                 static_cast<unsigned long long>(c.acquires));
   }
   g_last_counts = current_counts();
   MPI_Comm_free(&g->comm);
@@ -806,6 +814,8 @@ migration_counts current_counts() noexcept {
   c.remote_joins = g->remote_joins.load(std::memory_order_relaxed);
   c.remote_ends = g->remote_ends.load(std::memory_order_relaxed);
   c.stack_bytes_moved = g->stack_bytes_moved.load(std::memory_order_relaxed);
+  c.releases = g->releases.load(std::memory_order_relaxed);
+  c.acquires = g->acquires.load(std::memory_order_relaxed);
   return c;
 }
 
