@@ -4,10 +4,10 @@
 // sched::remote_ops (sched/remote.hpp); docs/DISTRIBUTED.md has the protocol
 // as sequence diagrams.
 //
-// Who handles messages: whoever polls — an idle worker in its scheduler loop,
-// a busy one at a switch (rate-limited, every 64th pick), or the progress
-// thread (progress.hpp). One poller at a time (a try-lock); MPI and DSM fences
-// are only ever called by the poller, never with a table lock held.
+// Who handles messages: the progress thread (progress.hpp), on its own 8 MiB
+// stack; MPI calls and DSM fences need more than a ULT's. Workers queue what
+// they send and nudge it; an idle worker nudges it to ask for work. MPI and
+// the fences are never called with a table lock held.
 #pragma once
 
 #include <cstdint>

@@ -40,8 +40,8 @@ struct remote_ops {
   void (*ended)(worker* w, ult* self) = nullptr;
   // release() of a foreign descriptor: its stack goes back to its home.
   void (*release)(ult* u) = nullptr;
-  // Messages and remote steals, from an idle worker's loop and, rate-limited,
-  // at switches (poll_outside_work). Never blocks (a try-lock).
+  // From an idle worker's loop and every 64th pick (poll_outside_work): lets
+  // the distributed mode ask other processes for work. Never blocks.
   void (*poll)(worker* w) = nullptr;
 
   bool is_foreign(const void* u) const noexcept {
