@@ -676,14 +676,12 @@ void poll_locked(std::int64_t now) {
   send_all();
 }
 
-// The scheduler's hook (sched::remote_ops::poll): an idle worker (in its
-// scheduler loop, no ULT) wants work from other ranks now, not at the
-// progress thread's next round. Messages themselves are only ever handled on
-// the progress thread: MPI calls and DSM fences need more stack than a ULT's
-// (a fence's MPI_Put overflowed a 64 KiB one) and must not run in a
-// switch hook.
-void poll(worker* w) {
-  if (w->current) return;  // at a switch: queue() nudges when there is something to send
+// The scheduler's hook (sched::remote_ops::wants_work): an idle worker wants
+// work from other ranks now, not at the progress thread's next round.
+// Messages themselves are only ever handled on the progress thread: MPI calls
+// and DSM fences need more stack than a ULT's (a fence's MPI_Put overflowed a
+// 64 KiB one) and must not run in a switch hook.
+void wants_work(worker*) {
   const std::int64_t now = sched::monotonic_ns();
   if (now - g->last_poll_ns.load(std::memory_order_relaxed) < min_poll_gap_ns ||
       now < g->next_steal_ns_shared.load(std::memory_order_relaxed))
@@ -739,7 +737,7 @@ void start_migration(const stack_area& area, int rank, int size) {
   g->ops.detach = &remote_detach;
   g->ops.ended = &remote_ended;
   g->ops.release = &remote_release;
-  g->ops.poll = &poll;
+  g->ops.wants_work = &wants_work;
   stack::g_chunk_source = &map_stack_chunk;
   sched::g_remote = &g->ops;
   set_progress_hook(&poll_from_progress);

@@ -40,9 +40,9 @@ struct remote_ops {
   void (*ended)(worker* w, ult* self) = nullptr;
   // release() of a foreign descriptor: its stack goes back to its home.
   void (*release)(ult* u) = nullptr;
-  // From an idle worker's loop and every 64th pick (poll_outside_work): lets
-  // the distributed mode ask other processes for work. Never blocks.
-  void (*poll)(worker* w) = nullptr;
+  // From an idle worker's scheduler loop, after local stealing failed: lets
+  // the distributed mode ask other processes for work now. Never blocks.
+  void (*wants_work)(worker* w) = nullptr;
 
   bool is_foreign(const void* u) const noexcept {
     const auto a = reinterpret_cast<std::uintptr_t>(u);

@@ -278,7 +278,6 @@ ult* pop_local_slow(worker* w) noexcept {
 }
 
 ult* poll_outside_work(worker* w) noexcept {
-  if (g_remote) [[unlikely]] g_remote->poll(w);
   timer_queue& timers = w->rt->timers;
   // Firing makes sleepers ready on this worker (make_ready pushes locally).
   if (std::int64_t due = timers.next_deadline(); due != timer_queue::never && due <= monotonic_ns())

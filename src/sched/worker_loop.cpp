@@ -158,7 +158,7 @@ void scheduler_loop(worker* w) {
     if (!u && !ran_tasks) ran_tasks = rt->tasks.run_some && rt->tasks.run_some(w);
     if (!u && !ran_tasks) u = try_steal(w);
     if (!u && !ran_tasks && g_remote) [[unlikely]] {
-      g_remote->poll(w);  // serves other processes; what they send lands here
+      g_remote->wants_work(w);  // what other processes send lands here
       u = pop_local(w);
     }
     if (u || ran_tasks) {
