@@ -19,18 +19,12 @@
 #include <vector>
 
 #include "benchmarks.hpp"
+#include "dist/fib_kernel.hpp"
 #include "dist/sort_kernel.hpp"
 #include "ito/thread.hpp"
 
 namespace bench {
 namespace {
-
-long shared_fib(int n) {
-  if (n < 2) return n;
-  auto a = ito::create_thread(shared_fib, n - 1);
-  const long b = shared_fib(n - 2);
-  return a.get() + b;
-}
 
 std::string beside_this_executable(const char* name) {
   char path[PATH_MAX];
@@ -106,7 +100,7 @@ std::int64_t run_shared(const dist_fib_params& p, unsigned w, std::vector<int>& 
   if (!p.sort) {
     const std::int64_t t0 = now_ns();
     const long v = ito::start_main_thread_with_worker_size(
-        w, [&] { return ito::join(ito::create_thread(shared_fib, p.n)); });
+        w, [&] { return ito::join(ito::create_thread(fib_kernel::fib, static_cast<int>(p.n))); });
     const std::int64_t t = now_ns() - t0;
     if (v != fib_value(p.n)) throw std::runtime_error("fib: wrong result");
     return t;

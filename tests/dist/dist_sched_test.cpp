@@ -11,19 +11,13 @@
 #include <stdexcept>
 #include <string>
 
-#include "dist/sort_kernel.hpp"  // bench/: the same kernel ito-bench dist-sort times
+#include "dist/fib_kernel.hpp"  // bench/: the kernels ito-bench dist-fib and dist-sort time
+#include "dist/sort_kernel.hpp"
 #include "ito/dist.hpp"
 #include "ito/thread.hpp"
 #include "ito/ult.hpp"
 
 namespace {
-
-long fib(int n) {
-  if (n < 2) return n;
-  auto a = ito::create_thread(fib, n - 1);
-  const long b = fib(n - 2);
-  return a.get() + b;
-}
 
 long fib_sequential(int n) { return n < 2 ? n : fib_sequential(n - 1) + fib_sequential(n - 2); }
 
@@ -41,7 +35,7 @@ constexpr int runs_to_see_a_migration = 5;
 TEST(DistScheduler, FibIsRightOnEveryRank) {
   std::uint64_t moved = 0;
   for (int run = 0; run < runs_to_see_a_migration && (run == 0 || moved == 0); ++run) {
-    const long got = ito::dist::start_main_thread(fib, 24);
+    const long got = ito::dist::start_main_thread(fib_kernel::fib, 24);
     EXPECT_EQ(got, fib_sequential(24));  // trivially copyable: every rank has it
     moved += ults_moved_everywhere();
   }
