@@ -8,30 +8,19 @@
 #include <cstdio>
 #include <thread>
 
+#include "dist/fib_kernel.hpp"  // bench/
 #include "ito/dist.hpp"
-#include "ito/thread.hpp"
-
-namespace {
-
-long fib(int n) {
-  if (n < 2) return n;
-  auto a = ito::create_thread(fib, n - 1);
-  const long b = fib(n - 2);
-  return a.get() + b;
-}
-
-}  // namespace
 
 int main(int argc, char** argv) {
   ito::dist::runtime dist(&argc, &argv);
   const int victim = ito::dist::size() - 1;
   if (ito::dist::rank() == victim) {
     std::thread([] {
-      usleep(300'000);  // well inside the run below (seconds long)
+      usleep(300'000);  // well inside the run below (seconds long even in a release build)
       raise(SIGKILL);
     }).detach();
   }
-  const long r = ito::dist::start_main_thread(fib, 34);
+  const long r = ito::dist::start_main_thread(fib_kernel::fib, 40);
   std::printf("rank %d finished fib = %ld although rank %d was killed\n", ito::dist::rank(), r,
               victim);
   return 0;
