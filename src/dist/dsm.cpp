@@ -16,7 +16,9 @@
 #include <string>
 
 #include "dist/dist_state.hpp"
+#include "dist/page_board.hpp"
 #include "dist/race_check.hpp"
+#include "ito/dist.hpp"
 #include "ito/error.hpp"
 
 namespace ito::dist::detail {
@@ -24,7 +26,21 @@ namespace {
 
 constexpr std::size_t page_bytes = 4096;
 
-enum page_state : std::uint8_t { invalid = 0, shared = 1, modified = 2, home = 3, pinned = 4 };
+// Away from its home a page is invalid, shared (a read-only copy), modified
+// (written since the last release, with a twin) or pinned. On its home it is
+// home (read-write, no other rank reads it), home_watched (others read it:
+// read-only, so that a write faults and is known), home_written (written
+// since the last release, read-write) or home_pinned.
+enum page_state : std::uint8_t {
+  invalid = 0,
+  shared,
+  modified,
+  pinned,
+  home,
+  home_watched,
+  home_written,
+  home_pinned,
+};
 
 // Process-local bookkeeping, in MAP_NORESERVE arrays indexed by page (only the
 // entries of touched pages take memory). Written only with `lock` held.
@@ -40,14 +56,27 @@ struct dsm {
   MPI_Win directory = MPI_WIN_NULL;  // over every rank's managed directory entries
   std::int64_t* entries = nullptr;   // this rank's: home + 1 of page rank + k * ranks
   std::size_t entry_count = 0;
+  // The sharing window: at word p, the readers of page p if this rank is its
+  // home (a bit per rank, rank % 64), then two boards: `stale` (write
+  // notices: pages others wrote that this rank may hold copies of) and
+  // `read_elsewhere` (pages of this home that another rank began to read).
+  MPI_Win sharing = MPI_WIN_NULL;
+  std::uint64_t* sharing_words = nullptr;
+  std::size_t sharing_count = 0;
+  page_board stale, read_elsewhere;
+  board_posts posts;
   std::uint8_t* state = nullptr;
   std::int32_t* home_plus1 = nullptr;  // cache of the directory
+  std::uint8_t* registered = nullptr;  // 1 once this rank is among the page's readers
   char* twins = nullptr;               // page i's twin at twins + i * page_bytes
-  std::size_t* shared_list = nullptr;  // pages now Shared (si_fence invalidates them)
-  std::uint8_t* listed = nullptr;      // 1 while a page is on shared_list
-  std::size_t shared_count = 0;
-  std::size_t* modified_list = nullptr;  // pages now Modified or Pinned
+  std::size_t* modified_list = nullptr;  // pages now modified, pinned, home_written or home_pinned
   std::size_t modified_count = 0;
+  std::size_t* written = nullptr;      // a release's pages to send write notices for
+  std::size_t written_count = 0;
+  std::uint64_t* written_readers = nullptr;  // and their readers
+  std::uint8_t* noticed = nullptr;     // release_and_invalidate: modified pages left invalid
+  std::size_t* noticed_list = nullptr;
+  dsm_stats stats;
   bool check_races = false;   // ITO_DSM_CHECK: read the home's bytes back before each diff
   char master[page_bytes];    // send_diff's copy of the home's page, when checking
   int run_at[page_bytes / 2];  // send_diff's runs of changed bytes: where, how long
@@ -145,10 +174,24 @@ void fetch(dsm& d, std::size_t page, int from) {
     mpi_failed("fetching a page from its home");
 }
 
-void list_shared(dsm& d, std::size_t page) {
-  if (d.listed[page]) return;
-  d.listed[page] = 1;
-  d.shared_list[d.shared_count++] = page;
+// A rank's bit in a readers mask: ranks 64 apart share one (a notice then
+// reaches all of them, which is safe: a notice only costs a refetch).
+std::uint64_t reader_bit(int rank) noexcept { return std::uint64_t{1} << (rank % 64); }
+
+// Before this rank's first fetch of `page`: it becomes one of the page's
+// readers at the home, which is told so on its read_elsewhere board. Both
+// complete before the fetch: a writer that reads the readers after its diff
+// landed either sees this rank (and notifies it) or was read before this
+// rank's fetch, which then sees the diff (docs/DISTRIBUTED.md, write notices).
+void register_reader(dsm& d, std::size_t page, int h) {
+  if (d.registered[page]) return;
+  d.registered[page] = 1;
+  const std::uint64_t bit = reader_bit(d.rank);
+  if (MPI_Accumulate(&bit, 1, MPI_UINT64_T, h, static_cast<MPI_Aint>(page), 1, MPI_UINT64_T,
+                     MPI_BOR, d.sharing) != MPI_SUCCESS)
+    mpi_failed("registering a reader at the home");
+  d.posts.post(h, d.read_elsewhere, page);
+  d.posts.send(d.sharing);  // flushes the accumulate above with its own
 }
 
 // Makes a non-home page writable with a twin of what it holds now.
@@ -163,21 +206,31 @@ void make_modified(dsm& d, std::size_t page, std::uint8_t how) {
 // have served the same page meanwhile: then there is nothing left to do.
 void serve_fault(dsm& d, std::size_t page, bool write) {
   const std::uint8_t s = d.state[page];
-  if (s == home || s == modified || s == pinned) return;
-  if (s == shared && !write) return;
+  if (s == modified || s == pinned || s == home || s == home_written || s == home_pinned) return;
+  if ((s == shared || s == home_watched) && !write) return;
+  if (s == home_watched) {  // this home writes a page others read: notices at the release
+    protect(d, page, PROT_READ | PROT_WRITE);
+    d.state[page] = home_written;
+    d.modified_list[d.modified_count++] = page;
+    ++d.stats.home_write_faults;
+    return;
+  }
   const int h = home_of(d, page);
   if (h == d.rank) {
     protect(d, page, PROT_READ | PROT_WRITE);
     d.state[page] = home;
     return;
   }
-  if (s == invalid) fetch(d, page, h);
+  if (s == invalid) {
+    register_reader(d, page, h);
+    fetch(d, page, h);
+    ++d.stats.fetches;
+  }
   if (write) {
     make_modified(d, page, modified);
   } else {
     protect(d, page, PROT_READ);
     d.state[page] = shared;
-    list_shared(d, page);
   }
 }
 
@@ -216,8 +269,8 @@ void on_fault(int sig, siginfo_t* info, void* context) {
 
 // Sends page's changes against its twin to its home: exactly the bytes that
 // differ (a word-wide run would carry stale neighbours over bytes another
-// rank wrote), skipping equal words a word at a time.
-void send_diff(dsm& d, std::size_t page) {
+// rank wrote), skipping equal words a word at a time. False if nothing changed.
+bool send_diff(dsm& d, std::size_t page) {
   const char* now = d.alias + page * page_bytes;
   const char* twin = d.twins + page * page_bytes;
   int runs = 0;
@@ -244,7 +297,8 @@ void send_diff(dsm& d, std::size_t page) {
     }
   }
   if (run != page_bytes) close_run(page_bytes);
-  if (runs == 0) return;
+  if (runs == 0) return false;
+  ++d.stats.diffs_sent;
   const int h = home_of(d, page);
   const auto at = static_cast<MPI_Aint>(page * page_bytes);
   if (d.check_races) {
@@ -257,7 +311,7 @@ void send_diff(dsm& d, std::size_t page) {
     if (MPI_Put(now + d.run_at[0], d.run_length[0], MPI_BYTE, h, at + d.run_at[0], d.run_length[0],
                 MPI_BYTE, d.data) != MPI_SUCCESS)
       mpi_failed("sending a diff to its home");
-    return;
+    return true;
   }
   // One put per page, its runs described by an indexed type on both sides:
   // a put per run (up to 2048 for interleaved writers) costs a round of
@@ -270,6 +324,108 @@ void send_diff(dsm& d, std::size_t page) {
   if (MPI_Put(now, 1, runs_type, h, at, 1, runs_type, d.data) != MPI_SUCCESS)
     mpi_failed("sending a diff to its home");
   MPI_Type_free(&runs_type);  // MPI keeps it alive until the put completes
+  return true;
+}
+
+// The readers of a page this rank wrote, other than itself: write notices go
+// to each. Taken after the page's diff is complete at the home (or, on the
+// home, after the writes), so that a notice never arrives before the data.
+void note_written(dsm& d, std::size_t page) { d.written[d.written_count++] = page; }
+
+void send_write_notices(dsm& d) {
+  for (std::size_t k = 0; k < d.written_count; ++k) {
+    const std::size_t page = d.written[k];
+    const int h = home_of(d, page);
+    if (h == d.rank) {
+      d.written_readers[k] = __atomic_load_n(&d.sharing_words[page], __ATOMIC_ACQUIRE);
+    } else if (MPI_Get(&d.written_readers[k], 1, MPI_UINT64_T, h, static_cast<MPI_Aint>(page), 1,
+                       MPI_UINT64_T, d.sharing) != MPI_SUCCESS) {
+      mpi_failed("reading a page's readers");
+    }
+  }
+  if (d.written_count && MPI_Win_flush_all(d.sharing) != MPI_SUCCESS)
+    mpi_failed("reading the readers of written pages");
+  for (std::size_t k = 0; k < d.written_count; ++k) {
+    for (std::uint64_t bits = d.written_readers[k]; bits; bits &= bits - 1)
+      for (int r = __builtin_ctzll(bits); r < d.ranks; r += 64)
+        if (r != d.rank) d.posts.post(r, d.stale, d.written[k]);
+  }
+  d.written_count = 0;
+  d.stats.notices_sent += d.posts.send(d.sharing);
+}
+
+// A release: sends the diffs of this rank's modified and pinned pages to
+// their homes, then write notices to the readers of every page this rank
+// wrote, its own pages included. Modified pages become shared, or invalid
+// where `d.noticed` says another rank wrote them too (release_and_invalidate).
+void release(dsm& d) {
+  // Pages of this home that another rank began to read: from now on a write
+  // here must fault to be known; what this rank wrote since the last
+  // release, unknown, is notified as written.
+  d.read_elsewhere.take([&](std::size_t page) {
+    if (d.state[page] != home) return;  // watched already, or listed below
+    protect(d, page, PROT_READ);
+    d.state[page] = home_watched;
+    note_written(d, page);
+  });
+  std::size_t kept = 0;
+  for (std::size_t k = 0; k < d.modified_count; ++k) {
+    const std::size_t page = d.modified_list[k];
+    switch (d.state[page]) {
+      case home_written:
+        if (__atomic_load_n(&d.sharing_words[page], __ATOMIC_ACQUIRE) == 0) {
+          d.state[page] = home;  // pinned and unpinned, never read elsewhere
+          continue;
+        }
+        protect(d, page, PROT_READ);
+        d.state[page] = home_watched;
+        note_written(d, page);
+        continue;
+      case home_pinned:  // written or not: pinned pages are not watched
+        note_written(d, page);
+        d.modified_list[kept++] = page;
+        continue;
+      case pinned:
+        if (send_diff(d, page)) note_written(d, page);
+        std::memcpy(d.twins + page * page_bytes, d.alias + page * page_bytes, page_bytes);
+        d.modified_list[kept++] = page;
+        continue;
+      default: {  // modified
+        // Read-only (or no access) before the diff: a store from another
+        // thread of this rank meanwhile faults, waits for the lock, and
+        // takes a fresh twin (or fetches the master) after.
+        const bool drop = d.noticed[page];
+        protect(d, page, drop ? PROT_NONE : PROT_READ);
+        if (send_diff(d, page)) note_written(d, page);
+        d.state[page] = drop ? invalid : shared;
+        madvise(d.twins + page * page_bytes, page_bytes, MADV_DONTNEED);
+      }
+    }
+  }
+  d.modified_count = kept;
+  if (MPI_Win_flush_all(d.data) != MPI_SUCCESS) mpi_failed("completing the diffs");
+  send_write_notices(d);
+}
+
+// An acquire: drops the shared copies of pages that others wrote and
+// released (their write notices). A notice for a page this rank is writing
+// now stays on the board, for the acquire after this rank's next release.
+void take_write_notices(dsm& d) {
+  d.stale.take([&](std::size_t page) {
+    switch (d.state[page]) {
+      case shared:
+        protect(d, page, PROT_NONE);
+        d.state[page] = invalid;
+        ++d.stats.invalidations;
+        break;
+      case modified:
+      case pinned:
+        d.stale.mark_here(page);
+        break;
+      default:
+        break;
+    }
+  });
 }
 
 dsm& require_dsm(const char* what) {
@@ -308,18 +464,32 @@ void start_dsm(dist_state& st) {
   d->entries = reserve_array<std::int64_t>(d->entry_count);
   d->state = reserve_array<std::uint8_t>(d->pages);
   d->home_plus1 = reserve_array<std::int32_t>(d->pages);
+  d->registered = reserve_array<std::uint8_t>(d->pages);
   d->twins = reserve_array<char>(d->pages * page_bytes);
-  d->shared_list = reserve_array<std::size_t>(d->pages);
-  d->listed = reserve_array<std::uint8_t>(d->pages);
   d->modified_list = reserve_array<std::size_t>(d->pages);
+  d->written = reserve_array<std::size_t>(d->pages);
+  d->written_readers = reserve_array<std::uint64_t>(d->pages);
+  d->noticed = reserve_array<std::uint8_t>(d->pages);
+  d->noticed_list = reserve_array<std::size_t>(d->pages);
+  const std::size_t board_words = page_board::words_for(d->pages);
+  d->sharing_count = d->pages + 2 * board_words;
+  d->sharing_words = reserve_array<std::uint64_t>(d->sharing_count);
+  d->stale = page_board(d->sharing_words, d->pages, d->pages);
+  d->read_elsewhere = page_board(d->sharing_words, d->pages + board_words, d->pages);
+  d->posts.reserve(64);  // register_reader posts from the fault handler: no allocation there
   if (MPI_Win_create(d->alias, static_cast<MPI_Aint>(st.region.bytes + st.region.globals_bytes), 1,
                      MPI_INFO_NULL,
                      MPI_COMM_WORLD, &d->data) != MPI_SUCCESS ||
       MPI_Win_create(d->entries, static_cast<MPI_Aint>(d->entry_count * sizeof(std::int64_t)),
                      sizeof(std::int64_t), MPI_INFO_NULL, MPI_COMM_WORLD,
                      &d->directory) != MPI_SUCCESS ||
+      MPI_Win_create(d->sharing_words,
+                     static_cast<MPI_Aint>(d->sharing_count * sizeof(std::uint64_t)),
+                     sizeof(std::uint64_t), MPI_INFO_NULL, MPI_COMM_WORLD,
+                     &d->sharing) != MPI_SUCCESS ||
       MPI_Win_lock_all(MPI_MODE_NOCHECK, d->data) != MPI_SUCCESS ||
-      MPI_Win_lock_all(MPI_MODE_NOCHECK, d->directory) != MPI_SUCCESS)
+      MPI_Win_lock_all(MPI_MODE_NOCHECK, d->directory) != MPI_SUCCESS ||
+      MPI_Win_lock_all(MPI_MODE_NOCHECK, d->sharing) != MPI_SUCCESS)
     mpi_failed("creating the DSM's windows");
   // After MPI_Init, which installs a SIGSEGV handler of its own: ours serves
   // the region and hands every other fault to it.
@@ -339,15 +509,21 @@ void stop_dsm(dist_state& st) noexcept {
   g_dsm.store(nullptr, std::memory_order_release);
   MPI_Win_unlock_all(d->data);
   MPI_Win_unlock_all(d->directory);
+  MPI_Win_unlock_all(d->sharing);
   MPI_Win_free(&d->data);
   MPI_Win_free(&d->directory);
+  MPI_Win_free(&d->sharing);
   release_array(d->entries, d->entry_count);
   release_array(d->state, d->pages);
   release_array(d->home_plus1, d->pages);
+  release_array(d->registered, d->pages);
   release_array(d->twins, d->pages * page_bytes);
-  release_array(d->shared_list, d->pages);
-  release_array(d->listed, d->pages);
   release_array(d->modified_list, d->pages);
+  release_array(d->written, d->pages);
+  release_array(d->written_readers, d->pages);
+  release_array(d->noticed, d->pages);
+  release_array(d->noticed_list, d->pages);
+  release_array(d->sharing_words, d->sharing_count);
   mprotect(st.region.view, st.region.bytes, PROT_NONE);
   delete d;
 }
@@ -355,69 +531,34 @@ void stop_dsm(dist_state& st) noexcept {
 void sd_fence() {
   dsm& d = require_dsm("sd_fence");
   std::lock_guard hold(d.lock);
-  std::size_t kept = 0;
-  for (std::size_t k = 0; k < d.modified_count; ++k) {
-    const std::size_t page = d.modified_list[k];
-    const bool keep = d.state[page] == pinned;
-    // Read-only before the diff: a store from another thread of this rank
-    // meanwhile faults, waits for the lock, and takes a fresh twin after.
-    if (!keep) protect(d, page, PROT_READ);
-    send_diff(d, page);
-    if (keep) {
-      std::memcpy(d.twins + page * page_bytes, d.alias + page * page_bytes, page_bytes);
-      d.modified_list[kept++] = page;
-    } else {
-      d.state[page] = shared;
-      list_shared(d, page);
-      madvise(d.twins + page * page_bytes, page_bytes, MADV_DONTNEED);
-    }
-  }
-  d.modified_count = kept;
-  if (MPI_Win_flush_all(d.data) != MPI_SUCCESS) mpi_failed("completing the diffs");
+  release(d);
 }
 
 void si_fence() {
   dsm& d = require_dsm("si_fence");
   std::lock_guard hold(d.lock);
-  for (std::size_t k = 0; k < d.shared_count; ++k) {
-    const std::size_t page = d.shared_list[k];
-    d.listed[page] = 0;
-    if (d.state[page] != shared) continue;  // written since: on the modified list now
-    protect(d, page, PROT_NONE);
-    d.state[page] = invalid;
-  }
-  d.shared_count = 0;
+  take_write_notices(d);
 }
 
 void release_and_invalidate() {
   dsm& d = require_dsm("release_and_invalidate");
   std::lock_guard hold(d.lock);
-  std::size_t kept = 0;
-  for (std::size_t k = 0; k < d.modified_count; ++k) {
-    const std::size_t page = d.modified_list[k];
-    const bool keep = d.state[page] == pinned;
-    // No access before the diff: a store from another thread of this rank
-    // meanwhile faults, waits for the lock, and then fetches the master.
-    if (!keep) protect(d, page, PROT_NONE);
-    send_diff(d, page);
-    if (keep) {
-      std::memcpy(d.twins + page * page_bytes, d.alias + page * page_bytes, page_bytes);
-      d.modified_list[kept++] = page;
+  // The notices first: a modified page that another rank wrote too is left
+  // invalid by the release, so that a store from another thread of this
+  // rank fetches what the other rank released rather than twinning a stale
+  // copy.
+  std::size_t noticed = 0;
+  d.stale.take([&](std::size_t page) {
+    if (d.state[page] == modified) {
+      d.noticed[page] = 1;
+      d.noticed_list[noticed++] = page;
     } else {
-      d.state[page] = invalid;
-      madvise(d.twins + page * page_bytes, page_bytes, MADV_DONTNEED);
+      d.stale.mark_here(page);  // taken again just below
     }
-  }
-  d.modified_count = kept;
-  if (MPI_Win_flush_all(d.data) != MPI_SUCCESS) mpi_failed("completing the diffs");
-  for (std::size_t k = 0; k < d.shared_count; ++k) {
-    const std::size_t page = d.shared_list[k];
-    d.listed[page] = 0;
-    if (d.state[page] != shared) continue;
-    protect(d, page, PROT_NONE);
-    d.state[page] = invalid;
-  }
-  d.shared_count = 0;
+  });
+  release(d);
+  for (std::size_t k = 0; k < noticed; ++k) d.noticed[d.noticed_list[k]] = 0;
+  take_write_notices(d);
 }
 
 void pin(void* p, std::size_t bytes) {
@@ -427,9 +568,26 @@ void pin(void* p, std::size_t bytes) {
   std::lock_guard hold(d.lock);
   for (std::size_t page = first; page <= last; ++page) {
     serve_fault(d, page, false);  // fetched (or ours, if we are its home)
-    if (d.state[page] == shared) make_modified(d, page, pinned);
-    else if (d.state[page] == modified) d.state[page] = pinned;
+    switch (d.state[page]) {
+      case shared: make_modified(d, page, pinned); break;
+      case modified: d.state[page] = pinned; break;
+      case home:
+      case home_watched:
+        protect(d, page, PROT_READ | PROT_WRITE);
+        d.state[page] = home_pinned;
+        d.modified_list[d.modified_count++] = page;
+        break;
+      case home_written: d.state[page] = home_pinned; break;
+      default: break;
+    }
   }
+}
+
+dsm_stats stats() noexcept {
+  dsm* d = g_dsm.load(std::memory_order_acquire);
+  if (!d) return {};
+  std::lock_guard hold(d->lock);
+  return d->stats;
 }
 
 void unpin(void* p, std::size_t bytes) {
@@ -437,8 +595,10 @@ void unpin(void* p, std::size_t bytes) {
   std::size_t first = 0, last = 0;
   page_range(d, p, bytes, "unpin", &first, &last);
   std::lock_guard hold(d.lock);
-  for (std::size_t page = first; page <= last; ++page)
+  for (std::size_t page = first; page <= last; ++page) {
     if (d.state[page] == pinned) d.state[page] = modified;
+    else if (d.state[page] == home_pinned) d.state[page] = home_written;  // watched from the next release
+  }
 }
 
 }  // namespace ito::dist::detail

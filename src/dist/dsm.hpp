@@ -25,6 +25,8 @@
 
 #include <cstddef>
 
+#include "ito/dist.hpp"
+
 namespace ito::dist::detail {
 
 struct dist_state;
@@ -44,5 +46,7 @@ void si_fence();
 void release_and_invalidate();
 void pin(void* p, std::size_t bytes);
 void unpin(void* p, std::size_t bytes);
+// This process's counters (zero without a runtime).
+dsm_stats stats() noexcept;
 
 }  // namespace ito::dist::detail

@@ -107,6 +107,7 @@ void* alloc_collective(std::size_t bytes) { return detail::allocate_collective(b
 void sd_fence() { detail::sd_fence(); }
 void si_fence() { detail::si_fence(); }
 void pin(void* p, std::size_t bytes) { detail::pin(p, bytes); }
+dsm_stats current_dsm_stats() noexcept { return detail::stats(); }
 void unpin(void* p, std::size_t bytes) { detail::unpin(p, bytes); }
 
 region_info region() {

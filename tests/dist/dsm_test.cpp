@@ -45,7 +45,10 @@ TEST(dsm, a_copy_read_before_a_write_stays_until_the_readers_si) {
   ito::dist::barrier();
   EXPECT_EQ(v[0], 1u);  // every rank now holds a copy
   MPI_Barrier(MPI_COMM_WORLD);
-  if (me() == 0) v[0] = 2;  // the home writes in place
+  if (me() == 0) {
+    v[0] = 2;  // the home writes in place, and releases
+    ito::dist::sd_fence();
+  }
   MPI_Barrier(MPI_COMM_WORLD);
   if (me() != 0) {
     EXPECT_EQ(v[0], 1u) << "a copy changed without an acquire";
@@ -67,6 +70,93 @@ TEST(dsm, writers_of_different_bytes_of_one_page_merge) {
         ++wrong;
       }
     EXPECT_EQ(wrong, 0) << "round " << round << ", rank " << me() << ", first wrong byte " << first_wrong;
+    ito::dist::barrier();
+  }
+}
+
+// Write notices: an acquire drops only the copies of pages that another
+// rank wrote and released. Pages written once and then only read are
+// fetched once more at most (the home's first notice after a new reader,
+// whose writes since its last release it cannot know), not at every barrier.
+TEST(dsm, a_page_nobody_writes_any_more_is_not_fetched_again_at_every_barrier) {
+  constexpr int pages = 16, rounds = 10, per_page = 4096 / sizeof(long);
+  auto* v = static_cast<long*>(ito::dist::alloc_collective(4096 * pages));
+  if (me() == 0)
+    for (int i = 0; i < pages * per_page; ++i) v[i] = 3L * i;  // home of every page
+  ito::dist::barrier();
+  const std::uint64_t before = ito::dist::current_dsm_stats().fetches;
+  long wrong = 0;
+  for (int r = 0; r < rounds; ++r) {
+    for (int i = 0; i < pages * per_page; i += 7) wrong += v[i] != 3L * i;
+    ito::dist::barrier();
+  }
+  EXPECT_EQ(wrong, 0);
+  const std::uint64_t fetched = ito::dist::current_dsm_stats().fetches - before;
+  if (me() != 0) {
+    EXPECT_GE(fetched, std::uint64_t{pages});
+    EXPECT_LE(fetched, std::uint64_t{2 * pages}) << "copies nobody wrote were dropped";
+  } else {
+    EXPECT_EQ(fetched, 0u);
+  }
+}
+
+// Every rank in turn writes one word of a page every rank holds a copy of
+// (the home, rank 0, included): after each barrier every rank reads every
+// word written so far, and the home's writes faulted (it must know them to
+// notify) once per round it wrote.
+TEST(dsm, a_copy_is_dropped_after_any_rank_writes_its_page_home_included) {
+  auto* v = static_cast<long*>(ito::dist::alloc_collective(4096));
+  if (me() == 0) std::memset(v, 0, 4096);
+  ito::dist::barrier();
+  const ito::dist::dsm_stats before = ito::dist::current_dsm_stats();
+  const int rounds = 3 * ranks();
+  for (int r = 0; r < rounds; ++r) {
+    long sum = 0;
+    for (int k = 0; k < r; ++k) sum += v[k];  // every rank holds a copy now
+    EXPECT_EQ(sum, static_cast<long>(r) * (r + 1) / 2) << "round " << r;
+    ito::dist::barrier();
+    if (r % ranks() == me()) v[r] = r + 1;
+    ito::dist::barrier();
+  }
+  long sum = 0;
+  for (int k = 0; k < rounds; ++k) sum += v[k];
+  EXPECT_EQ(sum, static_cast<long>(rounds) * (rounds + 1) / 2);
+  const ito::dist::dsm_stats after = ito::dist::current_dsm_stats();
+  if (me() == 0) {
+    EXPECT_GE(after.home_write_faults - before.home_write_faults, 2u);
+  } else {  // a copy from round 1 on, dropped in each round another rank wrote
+    EXPECT_GE(after.invalidations - before.invalidations,
+              std::uint64_t(rounds - rounds / ranks() - 1));
+    // Its own writes go to the other readers (the home only takes the diff).
+    if (ranks() > 2) {
+      EXPECT_GE(after.notices_sent - before.notices_sent, 1u);
+    }
+  }
+  ito::dist::barrier();
+}
+
+// A rank's first read of a page while its home writes other bytes of it in
+// the same interval (race free): the home's writes after that read are not
+// watched yet, and must still be seen after the next barrier.
+TEST(dsm, a_home_writing_while_another_rank_first_reads_the_page_is_seen_after_the_barrier) {
+  constexpr int pages = 8, writes = 2000;
+  auto* v = static_cast<std::atomic<long>*>(ito::dist::alloc_collective(4096 * pages));
+  if (me() == 0)
+    for (int p = 0; p < pages; ++p) v[p * 512] = 0;  // home of every page
+  ito::dist::barrier();
+  for (int p = 0; p < pages; ++p) {
+    std::atomic<long>* page = v + p * 512;
+    if (me() == 0) {
+      for (long i = 1; i <= writes; ++i) {
+        page[0].store(i, std::memory_order_relaxed);
+        if (i % 100 == 0) std::this_thread::sleep_for(std::chrono::microseconds(50));
+      }
+    } else {
+      std::this_thread::sleep_for(std::chrono::microseconds(200 * me()));
+      EXPECT_EQ(page[100].load(std::memory_order_relaxed), 0);  // the first fetch
+    }
+    ito::dist::barrier();
+    EXPECT_EQ(page[0].load(std::memory_order_relaxed), writes) << "page " << p;
     ito::dist::barrier();
   }
 }
