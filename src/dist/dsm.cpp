@@ -29,8 +29,11 @@ constexpr std::size_t page_bytes = 4096;
 // Away from its home a page is invalid, shared (a read-only copy), modified
 // (written since the last release, with a twin) or pinned. On its home it is
 // home (read-write, no other rank reads it), home_watched (others read it:
-// read-only, so that a write faults and is known), home_written (written
-// since the last release, read-write) or home_pinned.
+// read-only, so that a write faults and is known) or home_hot (written since
+// others read it, or pinned: read-write for good, with a twin that each
+// release of the home compares it with to know whether to notify). Hot is
+// for good because a fault per page per release (46 us here) would cost the
+// home more than a 4 KiB comparison.
 enum page_state : std::uint8_t {
   invalid = 0,
   shared,
@@ -38,8 +41,7 @@ enum page_state : std::uint8_t {
   pinned,
   home,
   home_watched,
-  home_written,
-  home_pinned,
+  home_hot,
 };
 
 // Process-local bookkeeping, in MAP_NORESERVE arrays indexed by page (only the
@@ -69,7 +71,7 @@ struct dsm {
   std::int32_t* home_plus1 = nullptr;  // cache of the directory
   std::uint8_t* registered = nullptr;  // 1 once this rank is among the page's readers
   char* twins = nullptr;               // page i's twin at twins + i * page_bytes
-  std::size_t* modified_list = nullptr;  // pages now modified, pinned, home_written or home_pinned
+  std::size_t* modified_list = nullptr;  // pages now modified, pinned or home_hot
   std::size_t modified_count = 0;
   std::size_t* written = nullptr;      // a release's pages to send write notices for
   std::size_t written_count = 0;
@@ -163,6 +165,7 @@ int home_of(dsm& d, std::size_t page) {
     mpi_failed("the directory's compare-and-swap");
   const int h = found == 0 ? d.rank : static_cast<int>(found - 1);
   d.home_plus1[page] = h + 1;
+  if (h == d.rank) d.read_elsewhere.watch(page);
   return h;
 }
 
@@ -186,6 +189,7 @@ std::uint64_t reader_bit(int rank) noexcept { return std::uint64_t{1} << (rank %
 void register_reader(dsm& d, std::size_t page, int h) {
   if (d.registered[page]) return;
   d.registered[page] = 1;
+  d.stale.watch(page);
   const std::uint64_t bit = reader_bit(d.rank);
   if (MPI_Accumulate(&bit, 1, MPI_UINT64_T, h, static_cast<MPI_Aint>(page), 1, MPI_UINT64_T,
                      MPI_BOR, d.sharing) != MPI_SUCCESS)
@@ -194,9 +198,30 @@ void register_reader(dsm& d, std::size_t page, int h) {
   d.posts.send(d.sharing);  // flushes the accumulate above with its own
 }
 
+void take_twin(dsm& d, std::size_t page) {
+  std::memcpy(d.twins + page * page_bytes, d.alias + page * page_bytes, page_bytes);
+}
+
+// Whether a hot page of this home changed since its twin was taken; the
+// twin becomes what was compared, word by word, so that a store from
+// another thread meanwhile differs from it at the next release.
+bool hot_page_changed(dsm& d, std::size_t page) {
+  auto* now = reinterpret_cast<std::uint64_t*>(d.alias + page * page_bytes);
+  auto* twin = reinterpret_cast<std::uint64_t*>(d.twins + page * page_bytes);
+  bool changed = false;
+  for (std::size_t i = 0; i < page_bytes / 8; ++i) {
+    const std::uint64_t w = __atomic_load_n(&now[i], __ATOMIC_RELAXED);
+    if (w != twin[i]) {
+      changed = true;
+      twin[i] = w;
+    }
+  }
+  return changed;
+}
+
 // Makes a non-home page writable with a twin of what it holds now.
 void make_modified(dsm& d, std::size_t page, std::uint8_t how) {
-  std::memcpy(d.twins + page * page_bytes, d.alias + page * page_bytes, page_bytes);
+  take_twin(d, page);
   protect(d, page, PROT_READ | PROT_WRITE);
   d.state[page] = how;
   d.modified_list[d.modified_count++] = page;
@@ -206,11 +231,12 @@ void make_modified(dsm& d, std::size_t page, std::uint8_t how) {
 // have served the same page meanwhile: then there is nothing left to do.
 void serve_fault(dsm& d, std::size_t page, bool write) {
   const std::uint8_t s = d.state[page];
-  if (s == modified || s == pinned || s == home || s == home_written || s == home_pinned) return;
+  if (s == modified || s == pinned || s == home || s == home_hot) return;
   if ((s == shared || s == home_watched) && !write) return;
-  if (s == home_watched) {  // this home writes a page others read: notices at the release
+  if (s == home_watched) {  // this home writes a page others read: hot from now on
+    take_twin(d, page);
     protect(d, page, PROT_READ | PROT_WRITE);
-    d.state[page] = home_written;
+    d.state[page] = home_hot;
     d.modified_list[d.modified_count++] = page;
     ++d.stats.home_write_faults;
     return;
@@ -327,31 +353,48 @@ bool send_diff(dsm& d, std::size_t page) {
   return true;
 }
 
-// The readers of a page this rank wrote, other than itself: write notices go
-// to each. Taken after the page's diff is complete at the home (or, on the
-// home, after the writes), so that a notice never arrives before the data.
-void note_written(dsm& d, std::size_t page) { d.written[d.written_count++] = page; }
+// Write notices for `page` to its readers other than this rank.
+void post_notices(dsm& d, std::size_t page, std::uint64_t readers) {
+  for (; readers; readers &= readers - 1)
+    for (int r = __builtin_ctzll(readers); r < d.ranks; r += 64)
+      if (r != d.rank) d.posts.post(r, d.stale, page);
+}
 
-void send_write_notices(dsm& d) {
-  for (std::size_t k = 0; k < d.written_count; ++k) {
-    const std::size_t page = d.written[k];
-    const int h = home_of(d, page);
-    if (h == d.rank) {
-      d.written_readers[k] = __atomic_load_n(&d.sharing_words[page], __ATOMIC_ACQUIRE);
-    } else if (MPI_Get(&d.written_readers[k], 1, MPI_UINT64_T, h, static_cast<MPI_Aint>(page), 1,
-                       MPI_UINT64_T, d.sharing) != MPI_SUCCESS) {
-      mpi_failed("reading a page's readers");
+// A page this rank wrote: notices go to its other readers. For this home's
+// own pages at once (its writes are in place: nothing to wait for); for
+// others once the diff is complete at the home (complete_release), so that
+// a notice never arrives before the data. With two ranks the only reader of
+// a page away from its home is this rank itself: nothing to send.
+void note_written(dsm& d, std::size_t page) {
+  if (home_of(d, page) == d.rank)
+    post_notices(d, page, __atomic_load_n(&d.sharing_words[page], __ATOMIC_ACQUIRE));
+  else if (d.ranks > 2)
+    d.written[d.written_count++] = page;
+}
+
+// Completes the diffs, reads the readers of the pages they went to, and
+// sends every notice: two round trips where another home's pages were
+// written at more than two ranks, else one (the diffs and this home's
+// notices travel together).
+void complete_release(dsm& d) {
+  const bool read_readers = d.written_count != 0;
+  if (read_readers) {
+    if (MPI_Win_flush_all(d.data) != MPI_SUCCESS) mpi_failed("completing the diffs");
+    for (std::size_t k = 0; k < d.written_count; ++k) {
+      const std::size_t page = d.written[k];
+      if (MPI_Get(&d.written_readers[k], 1, MPI_UINT64_T, home_of(d, page),
+                  static_cast<MPI_Aint>(page), 1, MPI_UINT64_T, d.sharing) != MPI_SUCCESS)
+        mpi_failed("reading a page's readers");
     }
+    if (MPI_Win_flush_all(d.sharing) != MPI_SUCCESS)
+      mpi_failed("reading the readers of written pages");
+    for (std::size_t k = 0; k < d.written_count; ++k)
+      post_notices(d, d.written[k], d.written_readers[k]);
+    d.written_count = 0;
   }
-  if (d.written_count && MPI_Win_flush_all(d.sharing) != MPI_SUCCESS)
-    mpi_failed("reading the readers of written pages");
-  for (std::size_t k = 0; k < d.written_count; ++k) {
-    for (std::uint64_t bits = d.written_readers[k]; bits; bits &= bits - 1)
-      for (int r = __builtin_ctzll(bits); r < d.ranks; r += 64)
-        if (r != d.rank) d.posts.post(r, d.stale, d.written[k]);
-  }
-  d.written_count = 0;
   d.stats.notices_sent += d.posts.send(d.sharing);
+  if (!read_readers && MPI_Win_flush_all(d.data) != MPI_SUCCESS)
+    mpi_failed("completing the diffs");
 }
 
 // A release: sends the diffs of this rank's modified and pinned pages to
@@ -372,17 +415,8 @@ void release(dsm& d) {
   for (std::size_t k = 0; k < d.modified_count; ++k) {
     const std::size_t page = d.modified_list[k];
     switch (d.state[page]) {
-      case home_written:
-        if (__atomic_load_n(&d.sharing_words[page], __ATOMIC_ACQUIRE) == 0) {
-          d.state[page] = home;  // pinned and unpinned, never read elsewhere
-          continue;
-        }
-        protect(d, page, PROT_READ);
-        d.state[page] = home_watched;
-        note_written(d, page);
-        continue;
-      case home_pinned:  // written or not: pinned pages are not watched
-        note_written(d, page);
+      case home_hot:
+        if (hot_page_changed(d, page)) note_written(d, page);
         d.modified_list[kept++] = page;
         continue;
       case pinned:
@@ -403,8 +437,7 @@ void release(dsm& d) {
     }
   }
   d.modified_count = kept;
-  if (MPI_Win_flush_all(d.data) != MPI_SUCCESS) mpi_failed("completing the diffs");
-  send_write_notices(d);
+  complete_release(d);
 }
 
 // An acquire: drops the shared copies of pages that others wrote and
@@ -471,7 +504,7 @@ void start_dsm(dist_state& st) {
   d->written_readers = reserve_array<std::uint64_t>(d->pages);
   d->noticed = reserve_array<std::uint8_t>(d->pages);
   d->noticed_list = reserve_array<std::size_t>(d->pages);
-  const std::size_t board_words = page_board::words_for(d->pages);
+  const std::size_t board_words = page_board::words_for(d->pages);  // each board's
   d->sharing_count = d->pages + 2 * board_words;
   d->sharing_words = reserve_array<std::uint64_t>(d->sharing_count);
   d->stale = page_board(d->sharing_words, d->pages, d->pages);
@@ -504,6 +537,18 @@ void start_dsm(dist_state& st) {
 void stop_dsm(dist_state& st) noexcept {
   dsm* d = g_dsm.load(std::memory_order_acquire);
   if (!d) return;
+  if (const char* e = std::getenv("ITO_STATS"); e && *e && std::strcmp(e, "0") != 0) {
+    const dsm_stats& c = d->stats;
+    std::fprintf(stderr,
+                 "ito: dsm: stats: rank %d: %llu pages fetched, %llu diffs sent, %llu write "
+                 "notices sent, %llu copies invalidated, %llu write faults on watched home "
+                 "pages\n",
+                 d->rank, static_cast<unsigned long long>(c.fetches),
+                 static_cast<unsigned long long>(c.diffs_sent),
+                 static_cast<unsigned long long>(c.notices_sent),
+                 static_cast<unsigned long long>(c.invalidations),
+                 static_cast<unsigned long long>(c.home_write_faults));
+  }
   MPI_Barrier(MPI_COMM_WORLD);
   sigaction(SIGSEGV, &d->previous, nullptr);
   g_dsm.store(nullptr, std::memory_order_release);
@@ -523,6 +568,8 @@ void stop_dsm(dist_state& st) noexcept {
   release_array(d->written_readers, d->pages);
   release_array(d->noticed, d->pages);
   release_array(d->noticed_list, d->pages);
+  d->stale.release();
+  d->read_elsewhere.release();
   release_array(d->sharing_words, d->sharing_count);
   mprotect(st.region.view, st.region.bytes, PROT_NONE);
   delete d;
@@ -571,13 +618,14 @@ void pin(void* p, std::size_t bytes) {
     switch (d.state[page]) {
       case shared: make_modified(d, page, pinned); break;
       case modified: d.state[page] = pinned; break;
-      case home:
       case home_watched:
-        protect(d, page, PROT_READ | PROT_WRITE);
-        d.state[page] = home_pinned;
+      case home:  // hot: a reader that arrives later does not make it fault
+        take_twin(d, page);
+        if (d.state[page] == home_watched) protect(d, page, PROT_READ | PROT_WRITE);
+        else note_written(d, page);  // unwatched until now: its past writes are unknown
+        d.state[page] = home_hot;
         d.modified_list[d.modified_count++] = page;
         break;
-      case home_written: d.state[page] = home_pinned; break;
       default: break;
     }
   }
@@ -595,10 +643,8 @@ void unpin(void* p, std::size_t bytes) {
   std::size_t first = 0, last = 0;
   page_range(d, p, bytes, "unpin", &first, &last);
   std::lock_guard hold(d.lock);
-  for (std::size_t page = first; page <= last; ++page) {
-    if (d.state[page] == pinned) d.state[page] = modified;
-    else if (d.state[page] == home_pinned) d.state[page] = home_written;  // watched from the next release
-  }
+  for (std::size_t page = first; page <= last; ++page)
+    if (d.state[page] == pinned) d.state[page] = modified;  // a home's pinned page stays hot
 }
 
 }  // namespace ito::dist::detail

@@ -1,13 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 // Page boards: sets of pages that other ranks mark in this rank's memory with
 // one-sided accumulates, and that this rank takes when it fences (the DSM's
-// write notices, and a home's "someone else reads this page now").
+// write notices, and a home's "another rank reads this page now").
 //
-// A board is two bitmaps in an MPI window: a bit per page (leaves) and a bit
-// per leaf word (summary), so taking scans the summary only. A poster sets
-// the leaf bits, flushes, and only then the summary bits: a taker clears a
-// summary word before the leaf words it covers, so a page whose summary bit
-// it cleared is either taken now or has its summary bit set again after.
+// A board is a bitmap in an MPI window, a bit per page. A rank is only ever
+// marked for pages it said it may be marked for (watch(): the pages it reads
+// from other homes, or the pages it is home of), so take() scans the words
+// holding those and no others: its cost follows this rank's working set, not
+// the region's size. One accumulate per word and rank marks pages (one
+// round trip).
 #pragma once
 
 #include <mpi.h>
@@ -21,62 +22,69 @@ namespace ito::dist::detail {
 class page_board {
  public:
   // Words a board for `pages` pages takes in a window.
-  static std::size_t words_for(std::size_t pages) noexcept;
+  static std::size_t words_for(std::size_t pages) noexcept { return (pages + 63) / 64; }
 
   page_board() = default;
   // The board at word `first` of a window whose local memory is `base`.
-  page_board(std::uint64_t* base, std::size_t first, std::size_t pages) noexcept;
+  page_board(std::uint64_t* base, std::size_t first, std::size_t pages);
+  // Frees the scan list (the window's memory is the caller's).
+  void release() noexcept;
+
+  // This rank may be marked for `page` from now on.
+  void watch(std::size_t page) {
+    const std::size_t w = page / 64;
+    if (listed_[w]) return;
+    listed_[w] = 1;
+    scan_[scan_count_++] = w;
+  }
 
   // Calls each(page) for every page marked, unmarking it.
   template <class Each>
   void take(Each&& each) {
-    for (std::size_t s = 0; s < summary_words_; ++s) {
-      std::uint64_t groups = __atomic_exchange_n(&summary_[s], 0, __ATOMIC_ACQ_REL);
-      for (; groups; groups &= groups - 1) {
-        const std::size_t leaf = s * 64 + static_cast<std::size_t>(__builtin_ctzll(groups));
-        std::uint64_t pages = __atomic_exchange_n(&leaves_[leaf], 0, __ATOMIC_ACQ_REL);
-        for (; pages; pages &= pages - 1)
-          each(leaf * 64 + static_cast<std::size_t>(__builtin_ctzll(pages)));
-      }
+    for (std::size_t k = 0; k < scan_count_; ++k) {
+      const std::size_t w = scan_[k];
+      if (__atomic_load_n(&leaves_[w], __ATOMIC_RELAXED) == 0) continue;
+      std::uint64_t pages = __atomic_exchange_n(&leaves_[w], 0, __ATOMIC_ACQ_REL);
+      for (; pages; pages &= pages - 1) each(w * 64 + static_cast<std::size_t>(__builtin_ctzll(pages)));
     }
   }
 
-  // Marks `page` on this rank's own board (a notice kept for a later take).
-  void mark_here(std::size_t page) noexcept;
-
-  // Displacements in the window, the same on every rank.
-  std::size_t leaf_word(std::size_t page) const noexcept { return leaf_at_ + page / 64; }
-  std::size_t summary_word(std::size_t page) const noexcept {
-    return summary_at_ + page / (64 * 64);
+  // Marks a watched `page` on this rank's own board (kept for a later take).
+  void mark_here(std::size_t page) noexcept {
+    __atomic_fetch_or(&leaves_[page / 64], std::uint64_t{1} << (page % 64), __ATOMIC_ACQ_REL);
   }
+
+  // The page's word in the window, the same on every rank.
+  std::size_t word(std::size_t page) const noexcept { return first_ + page / 64; }
 
  private:
   std::uint64_t* leaves_ = nullptr;
-  std::uint64_t* summary_ = nullptr;
-  std::size_t leaf_at_ = 0, summary_at_ = 0;
-  std::size_t summary_words_ = 0;
+  std::size_t first_ = 0;
+  std::size_t words_ = 0;
+  std::size_t* scan_ = nullptr;      // the words watched, in the order first watched
+  std::size_t scan_count_ = 0;
+  std::uint8_t* listed_ = nullptr;   // 1 for a word on scan_
 };
 
 // Marks pages on other ranks' boards of one window: post() collects, send()
-// issues the accumulates in two flushed rounds (leaves, then summaries),
-// merging consecutive marks of one word on one rank into one accumulate.
+// issues one accumulate (bitwise or) per word per rank and completes them.
 class board_posts {
  public:
   void reserve(std::size_t marks) { marks_.reserve(marks), bits_.reserve(marks); }
   void post(int rank, const page_board& board, std::size_t page);
   bool empty() const noexcept { return marks_.empty(); }
-  // Returns the number of pages marked. Completes every accumulate.
+  // Issues the accumulates, completes them (and every other operation on
+  // the window: one flush), and returns the number of pages marked.
   std::size_t send(MPI_Win window);
 
  private:
   struct mark {
     int rank;
-    std::size_t leaf_word, summary_word;
-    std::uint64_t leaf_bit, summary_bit;
+    std::size_t word;
+    std::uint64_t bit;
   };
-  void send_round(MPI_Win window, bool summaries);
   std::vector<mark> marks_;
-  std::vector<std::uint64_t> bits_;
+  std::vector<std::uint64_t> bits_;  // origin buffers, alive until the flush
 };
 
 }  // namespace ito::dist::detail
