@@ -13,8 +13,9 @@
 //            vs MPI_Barrier
 // Then the sweep of seed 003's listing 3: for 64 B ... 1 MiB homed on rank 0,
 // rank 1's time to read it (one load per 64 B), write it (one store per
-// 64 B), sd_fence and si_fence, in microseconds, and a one-page round trip:
-// rank 1 writes a page and releases, rank 0 acquires and reads it.
+// 64 B), sd_fence and si_fence, and read it again after that acquire (what
+// nobody else wrote stays: write notices), in microseconds; and a one-page
+// round trip: rank 1 writes a page and releases, rank 0 acquires and reads it.
 #include <mpi.h>
 #include <signal.h>
 #include <sys/mman.h>
@@ -138,7 +139,7 @@ void mpi_run(std::size_t pages, MPI_Win win, char* local, row& fetch, row& relea
 }
 
 struct sweep_row {
-  std::vector<double> read, write, sd, si;
+  std::vector<double> read, write, sd, si, reread;
 };
 
 // One run of the sweep at `bytes`: fresh memory homed on rank 0.
@@ -159,10 +160,13 @@ void sweep_run(std::size_t bytes, sweep_row& row) {
     const double t3 = now_ns();
     ito::dist::si_fence();
     const double t4 = now_ns();
+    for (std::size_t i = 0; i < bytes; i += 64) sum += p[i];
+    const double t5 = now_ns();
     row.read.push_back((t1 - t0) / 1000);
     row.write.push_back((t2 - t1) / 1000);
     row.sd.push_back((t3 - t2) / 1000);
     row.si.push_back((t4 - t3) / 1000);
+    row.reread.push_back((t5 - t4) / 1000);
   }
   ito::dist::barrier();
 }
@@ -254,10 +258,12 @@ int main(int argc, char** argv) {
   if (ito::dist::rank() == 1) {
     std::printf("\nseed 003 listing 3 at %d ranks, median of %d runs, microseconds (rank 1; home rank 0)\n",
                 ito::dist::size(), runs);
-    std::printf("%-9s %10s %10s %10s %10s\n", "bytes", "read", "write", "sd_fence", "si_fence");
+    std::printf("%-9s %10s %10s %10s %10s %10s\n", "bytes", "read", "write", "sd_fence", "si_fence",
+                "reread");
     for (std::size_t k = 0; k < std::size(sizes); ++k)
-      std::printf("%-9zu %10.1f %10.1f %10.1f %10.1f\n", sizes[k], median(sweep[k].read),
-                  median(sweep[k].write), median(sweep[k].sd), median(sweep[k].si));
+      std::printf("%-9zu %10.1f %10.1f %10.1f %10.1f %10.1f\n", sizes[k], median(sweep[k].read),
+                  median(sweep[k].write), median(sweep[k].sd), median(sweep[k].si),
+                  median(sweep[k].reread));
     std::fflush(stdout);
   }
   std::vector<double> trips;

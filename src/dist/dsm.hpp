@@ -4,15 +4,20 @@
 //
 // - Every page has a home rank, fixed by the first rank to touch it (a
 //   compare-and-swap in the page's directory entry, kept by its manager rank,
-//   page % P). The home's copy is the master: the home reads and writes it
-//   directly, with no fault after the first.
+//   page % P). The home's copy is the master, which it reads and writes in
+//   place. The home also keeps the page's readers (a mask), which every
+//   other rank joins before its first fetch.
 // - Elsewhere a page is Invalid (PROT_NONE), Shared (a read-only copy fetched
 //   from the home at a read fault) or Modified (writable, with a twin taken at
 //   the write fault). Pinned pages stay Modified across fences.
 // - sd_fence (release) sends each Modified page's diff against its twin to
 //   the home (only the bytes this rank changed: writers of different bytes of
-//   one page merge) and makes the page Shared again. si_fence (acquire) makes
-//   every Shared copy Invalid, so the next read fetches what others released.
+//   one page merge), makes the page Shared again, and then sends a write
+//   notice to the page's other readers. The home's own writes are notified
+//   too: pages others read are write-protected on their home until its first
+//   store, then compared with a twin at each release.
+// - si_fence (acquire) makes Invalid the Shared copies that notices name, so
+//   the next read fetches what others released; other copies stay.
 //   Data moves only at faults and at this rank's own fences.
 //
 // MPI only ever reads and writes the region's alias (never a protected page).
