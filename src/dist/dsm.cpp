@@ -18,6 +18,7 @@
 #include "dist/dist_state.hpp"
 #include "dist/page_board.hpp"
 #include "dist/race_check.hpp"
+#include "dist/reserved_array.hpp"
 #include "ito/dist.hpp"
 #include "ito/error.hpp"
 
@@ -106,22 +107,6 @@ bool page_at(const dsm& d, const char* at, std::size_t* page) noexcept {
     return true;
   }
   return false;
-}
-
-template <class T>
-T* reserve_array(std::size_t n) {
-  void* p = mmap(nullptr, n * sizeof(T) + 1, PROT_READ | PROT_WRITE,
-                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  if (p == MAP_FAILED) {
-    std::fprintf(stderr, "ito: dsm: cannot reserve the page tables: %s\n", std::strerror(errno));
-    std::exit(2);
-  }
-  return static_cast<T*>(p);
-}
-
-template <class T>
-void release_array(T* p, std::size_t n) {
-  if (p) munmap(p, n * sizeof(T) + 1);
 }
 
 [[noreturn]] void mpi_failed(const char* what) {
@@ -421,7 +406,7 @@ void release(dsm& d) {
         continue;
       case pinned:
         if (send_diff(d, page)) note_written(d, page);
-        std::memcpy(d.twins + page * page_bytes, d.alias + page * page_bytes, page_bytes);
+        take_twin(d, page);
         d.modified_list[kept++] = page;
         continue;
       default: {  // modified

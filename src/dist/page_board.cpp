@@ -1,40 +1,24 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "dist/page_board.hpp"
 
-#include <sys/mman.h>
-
 #include <algorithm>
-#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
+
+#include "dist/reserved_array.hpp"
 
 namespace ito::dist::detail {
-namespace {
-
-// Address space only: a word's entries take memory once it is watched.
-void* reserve(std::size_t bytes) {
-  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
-                 -1, 0);
-  if (p == MAP_FAILED) {
-    std::fprintf(stderr, "ito: dsm: cannot reserve a page board: %s\n", std::strerror(errno));
-    std::exit(2);
-  }
-  return p;
-}
-
-}  // namespace
 
 page_board::page_board(std::uint64_t* base, std::size_t first, std::size_t pages)
     : leaves_(base + first),
       first_(first),
       words_(words_for(pages)),
-      scan_(static_cast<std::size_t*>(reserve(words_ * sizeof(std::size_t)))),
-      listed_(static_cast<std::uint8_t*>(reserve(words_))) {}
+      scan_(reserve_array<std::size_t>(words_)),
+      listed_(reserve_array<std::uint8_t>(words_)) {}
 
 void page_board::release() noexcept {
-  if (scan_) munmap(scan_, words_ * sizeof(std::size_t));
-  if (listed_) munmap(listed_, words_);
+  release_array(scan_, words_);
+  release_array(listed_, words_);
   scan_ = nullptr;
   listed_ = nullptr;
 }
