@@ -81,7 +81,7 @@ struct dsm {
   std::size_t* noticed_list = nullptr;
   dsm_stats stats;
   bool check_races = false;   // ITO_DSM_CHECK: read the home's bytes back before each diff
-  char master[page_bytes];    // send_diff's copy of the home's page, when checking
+  char master[page_bytes];    // a copy of the home's page: race checks, merges
   int run_at[page_bytes / 2];  // send_diff's runs of changed bytes: where, how long
   int run_length[page_bytes / 2];
   std::mutex lock;
@@ -425,9 +425,31 @@ void release(dsm& d) {
   complete_release(d);
 }
 
+// A page this rank is writing that another rank wrote and released: the
+// home's bytes replace this copy's, except where this rank changed it since
+// its twin (a data-race-free program's other writer did not touch those),
+// and the master becomes the twin, so this rank's bytes still go out at its
+// next release. Read-only meanwhile: a store from another thread waits.
+void merge_master(dsm& d, std::size_t page) {
+  protect(d, page, PROT_READ);
+  const int h = home_of(d, page);
+  if (MPI_Get(d.master, page_bytes, MPI_BYTE, h, static_cast<MPI_Aint>(page * page_bytes),
+              page_bytes, MPI_BYTE, d.data) != MPI_SUCCESS ||
+      MPI_Win_flush(h, d.data) != MPI_SUCCESS)
+    mpi_failed("fetching a page from its home");
+  char* now = d.alias + page * page_bytes;
+  char* twin = d.twins + page * page_bytes;
+  for (std::size_t k = 0; k < page_bytes; ++k)
+    if (now[k] == twin[k]) now[k] = d.master[k];
+  std::memcpy(twin, d.master, page_bytes);
+  protect(d, page, PROT_READ | PROT_WRITE);
+  ++d.stats.fetches;
+}
+
 // An acquire: drops the shared copies of pages that others wrote and
-// released (their write notices). A notice for a page this rank is writing
-// now stays on the board, for the acquire after this rank's next release.
+// released (their write notices), and merges the master into the pages this
+// rank is writing. A notice for a pinned page stays on the board until the
+// page is unpinned and released.
 void take_write_notices(dsm& d) {
   d.stale.take([&](std::size_t page) {
     switch (d.state[page]) {
@@ -437,7 +459,10 @@ void take_write_notices(dsm& d) {
         ++d.stats.invalidations;
         break;
       case modified:
-      case pinned:
+        merge_master(d, page);
+        ++d.stats.invalidations;
+        break;
+      case pinned:  // must not fault, so not merged under another thread's stores
         d.stale.mark_here(page);
         break;
       default:

@@ -214,6 +214,35 @@ TEST(dsm, random_writers_of_pages_homed_everywhere_are_seen_after_each_barrier) 
   EXPECT_EQ(wrong, 0);
 }
 
+// Rank 1 writes a page and acquires without releasing first: the bytes the
+// home (and, at 3+ ranks, rank 2) wrote and released meanwhile are merged
+// into its copy, and its own pending bytes survive to its next release.
+TEST(dsm, an_acquire_merges_others_released_bytes_into_a_page_this_rank_is_writing) {
+  auto* v = static_cast<long*>(ito::dist::alloc_collective(4096));
+  if (me() == 0) std::memset(v, 0, 4096);  // rank 0 is home
+  ito::dist::barrier();
+  for (int round = 1; round <= 3; ++round) {
+    if (me() == 1) v[1] = 100 + round;  // pending: not released before the acquire
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (me() == 0) v[2] = 200 + round;
+    if (me() == 2) v[3] = 300 + round;
+    if (me() == 0 || me() == 2) ito::dist::sd_fence();
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (me() == 1) {
+      ito::dist::si_fence();
+      EXPECT_EQ(v[2], 200 + round) << "round " << round;
+      if (ranks() > 2) {
+        EXPECT_EQ(v[3], 300 + round) << "round " << round;
+      }
+      EXPECT_EQ(v[1], 100 + round) << "round " << round;
+    }
+    ito::dist::barrier();
+    EXPECT_EQ(v[1], 100 + round);
+    EXPECT_EQ(v[2], 200 + round);
+    ito::dist::barrier();
+  }
+}
+
 // A stencil over a DSM array, each rank its slice, fences between phases:
 // the same numbers as the sequential loop.
 TEST(dsm, a_race_free_stencil_matches_the_sequential_result) {
