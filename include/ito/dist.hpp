@@ -64,7 +64,7 @@ struct dsm_stats {
   std::uint64_t fetches = 0;        // pages fetched from their home (read or write misses)
   std::uint64_t diffs_sent = 0;     // pages whose changes went to their home at a release
   std::uint64_t notices_sent = 0;   // write notices to other readers of pages written here
-  std::uint64_t invalidations = 0;  // copies dropped at acquires, each after a notice
+  std::uint64_t invalidations = 0;  // copies dropped (or merged) at acquires after a notice
   std::uint64_t home_write_faults = 0;  // writes faulted on this rank's pages others read
 };
 dsm_stats current_dsm_stats() noexcept;

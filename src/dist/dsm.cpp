@@ -450,25 +450,27 @@ void merge_master(dsm& d, std::size_t page) {
 // released (their write notices), and merges the master into the pages this
 // rank is writing. A notice for a pinned page stays on the board until the
 // page is unpinned and released.
+void act_on_notice(dsm& d, std::size_t page) {
+  switch (d.state[page]) {
+    case shared:
+      protect(d, page, PROT_NONE);
+      d.state[page] = invalid;
+      ++d.stats.invalidations;
+      break;
+    case modified:
+      merge_master(d, page);
+      ++d.stats.invalidations;
+      break;
+    case pinned:  // must not fault, so not merged under another thread's stores
+      d.stale.mark_here(page);
+      break;
+    default:
+      break;
+  }
+}
+
 void take_write_notices(dsm& d) {
-  d.stale.take([&](std::size_t page) {
-    switch (d.state[page]) {
-      case shared:
-        protect(d, page, PROT_NONE);
-        d.state[page] = invalid;
-        ++d.stats.invalidations;
-        break;
-      case modified:
-        merge_master(d, page);
-        ++d.stats.invalidations;
-        break;
-      case pinned:  // must not fault, so not merged under another thread's stores
-        d.stale.mark_here(page);
-        break;
-      default:
-        break;
-    }
-  });
+  d.stale.take([&](std::size_t page) { act_on_notice(d, page); });
 }
 
 dsm& require_dsm(const char* what) {
@@ -547,7 +549,7 @@ void start_dsm(dist_state& st) {
 void stop_dsm(dist_state& st) noexcept {
   dsm* d = g_dsm.load(std::memory_order_acquire);
   if (!d) return;
-  if (const char* e = std::getenv("ITO_STATS"); e && *e && std::strcmp(e, "0") != 0) {
+  if (stats_requested()) {
     const dsm_stats& c = d->stats;
     std::fprintf(stderr,
                  "ito: dsm: stats: rank %d: %llu pages fetched, %llu diffs sent, %llu write "
@@ -610,12 +612,12 @@ void release_and_invalidate() {
       d.noticed[page] = 1;
       d.noticed_list[noticed++] = page;
     } else {
-      d.stale.mark_here(page);  // taken again just below
+      act_on_notice(d, page);
     }
   });
   release(d);
   for (std::size_t k = 0; k < noticed; ++k) d.noticed[d.noticed_list[k]] = 0;
-  take_write_notices(d);
+  take_write_notices(d);  // those that landed during the release
 }
 
 void pin(void* p, std::size_t bytes) {

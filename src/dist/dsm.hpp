@@ -17,7 +17,8 @@
 //   too: pages others read are write-protected on their home until its first
 //   store, then compared with a twin at each release.
 // - si_fence (acquire) makes Invalid the Shared copies that notices name, so
-//   the next read fetches what others released; other copies stay.
+//   the next read fetches what others released, and merges the master into
+//   the Modified pages they name; other copies stay.
 //   Data moves only at faults and at this rank's own fences.
 //
 // MPI only ever reads and writes the region's alias (never a protected page).

@@ -17,6 +17,7 @@
 
 #include "arch/sanitizer.hpp"
 #include "common/random.hpp"
+#include "dist/dist_state.hpp"
 #include "dist/dsm.hpp"
 #include "dist/progress.hpp"
 #include "dist/stack_area.hpp"
@@ -781,8 +782,7 @@ void stop_migration() noexcept {
   set_progress_hook(nullptr);
   sched::g_remote = nullptr;
   stack::g_chunk_source = nullptr;
-  const char* stats = std::getenv("ITO_STATS");
-  if (stats && *stats && std::strcmp(stats, "0") != 0) {
+  if (stats_requested()) {
     const migration_counts c = current_counts();
     std::fprintf(stderr,
                  "ito: dist: stats: rank %d: remote steals: %llu requests sent, %llu ULTs "

@@ -72,7 +72,6 @@ class board_posts {
  public:
   void reserve(std::size_t marks) { marks_.reserve(marks), bits_.reserve(marks); }
   void post(int rank, const page_board& board, std::size_t page);
-  bool empty() const noexcept { return marks_.empty(); }
   // Issues the accumulates, completes them (and every other operation on
   // the window: one flush), and returns the number of pages marked.
   std::size_t send(MPI_Win window);

@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 
 #include "dist/aslr.hpp"
@@ -41,6 +42,11 @@ dist_state& require(const char* what) {
                                  " needs a running ito::dist::runtime (create one first, on "
                                  "every rank)");
   return *st;
+}
+
+bool stats_requested() noexcept {
+  const char* e = std::getenv("ITO_STATS");
+  return e && *e && std::strcmp(e, "0") != 0;
 }
 
 }  // namespace detail
