@@ -75,6 +75,11 @@ struct task_frame {
       (std::is_void_v<result_type> || std::is_reference_v<result_type> ||
        std::is_trivially_destructible_v<result_type>);
 
+  // A result that cannot be copied byte for byte to another process.
+  static constexpr bool result_local =
+      !std::is_void_v<result_type> && !std::is_reference_v<result_type> &&
+      !std::is_trivially_copyable_v<result_type>;
+
   alignas(call_type) unsigned char call_bytes[sizeof(call_type)];
   bool call_alive = false;
   result_box<result_type> result;
@@ -210,8 +215,8 @@ auto create_thread(F&& fn, A&&... args)
   using frame = detail::task_frame<F, A...>;
   using R = typename frame::result_type;
   allocated_ult th = detail::spawn_prepare(sizeof(frame), frame::trivial ? nullptr : &frame::cleanup,
-                                           &frame::on_exception,
-                                           frame::trivial ? frame::error_offset() : 0);
+                                           &frame::on_exception, frame::error_offset(),
+                                           frame::result_local);
   auto* f = ::new (th.ptr) frame;
   ::new (f->call_bytes) typename frame::call_type(std::forward<F>(fn), std::forward<A>(args)...);
   f->call_alive = true;

@@ -64,12 +64,14 @@ void set_own_cleanup(frame_cleanup_fn cleanup) noexcept;
 // runs inside the ULT entry's handler when the body throws), then start.
 // Its id is only handed out after the start, which lets a child that ends
 // before anyone else could see it skip an atomic exchange.
+// result_local: the result type is not trivially copyable (the distributed
+// mode keeps such a ULT in its process).
 // error_offset: where in the frame a thrown exception is kept (a
 // result_box<std::exception_ptr>), for the distributed mode to carry it to a
 // joiner on another process; 0: not kept there.
 allocated_ult spawn_prepare(std::size_t size, frame_cleanup_fn cleanup,
                             void (*on_exception)(void* frame, bool exiting),
-                            std::uint32_t error_offset = 0);
+                            std::uint32_t error_offset = 0, bool result_local = false);
 void spawn_start(allocated_ult th, void (*func)(void*)) noexcept;
 }  // namespace detail
 

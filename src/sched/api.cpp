@@ -90,7 +90,8 @@ void set_own_cleanup(frame_cleanup_fn cleanup) noexcept {
 }
 
 allocated_ult spawn_prepare(std::size_t size, frame_cleanup_fn cleanup,
-                            void (*on_exception)(void*, bool), std::uint32_t error_offset) {
+                            void (*on_exception)(void*, bool), std::uint32_t error_offset,
+                            bool result_local) {
   // A worker's scheduler stack (a flow node's body) may spawn too: fork then
   // queues the child instead of switching to it.
   if (!sched::current_worker()) [[unlikely]]
@@ -99,7 +100,8 @@ allocated_ult spawn_prepare(std::size_t size, frame_cleanup_fn cleanup,
   sched::ult* u = sched::allocate(size, &frame);
   u->frame_cleanup = cleanup;
   u->frame_catch = on_exception;
-  u->frame_error_offset = error_offset;
+  u->frame_error_offset = error_offset & 0x7fffffffu;
+  u->frame_result_local = result_local;
   u->has_future = true;
   return {ult_id{u}, frame};
 }

@@ -23,7 +23,10 @@ namespace {
 // not committed: a worker pays for the pages its handlers touched.
 constexpr std::size_t altstack_size = 1024 * 1024;
 struct sigaction g_previous {};
-std::once_flag g_installed;
+std::mutex g_install_lock;
+// Set while this thread hands a fault on: a handler that chains back here
+// (the DSM's, installed over ours and later under it) must not loop.
+thread_local bool t_handing_on = false;
 thread_local stack_t t_previous_altstack{};
 
 // Async-signal-safe formatting: append text or a decimal number.
@@ -55,15 +58,21 @@ void on_segv(int sig, siginfo_t* info, void* context) {
     signal(SIGABRT, SIG_DFL);
     abort();
   }
-  // Not ours: hand it on.
-  if (g_previous.sa_flags & SA_SIGINFO) {
-    if (g_previous.sa_sigaction) {
-      g_previous.sa_sigaction(sig, info, context);
+  // Not ours: hand it on, once.
+  if (!t_handing_on) {
+    struct handing_on {
+      handing_on() { t_handing_on = true; }
+      ~handing_on() { t_handing_on = false; }
+    } once;
+    if (g_previous.sa_flags & SA_SIGINFO) {
+      if (g_previous.sa_sigaction) {
+        g_previous.sa_sigaction(sig, info, context);
+        return;
+      }
+    } else if (g_previous.sa_handler != SIG_DFL && g_previous.sa_handler != SIG_IGN) {
+      g_previous.sa_handler(sig);
       return;
     }
-  } else if (g_previous.sa_handler != SIG_DFL && g_previous.sa_handler != SIG_IGN) {
-    g_previous.sa_handler(sig);
-    return;
   }
   // Default action: uninstall ourselves and let the fault happen again.
   signal(SIGSEGV, SIG_DFL);
@@ -72,13 +81,18 @@ void on_segv(int sig, siginfo_t* info, void* context) {
 }  // namespace
 
 void install_overflow_handler() {
-  std::call_once(g_installed, [] {
-    struct sigaction sa {};
-    sa.sa_sigaction = &on_segv;
-    sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGSEGV, &sa, &g_previous);
-  });
+  // At every start, not once: whoever installed a handler since (MPI's,
+  // restored when the DSM stopped) would otherwise keep overflow reports
+  // from a later runtime. Ours goes first again and hands other faults on.
+  std::lock_guard hold(g_install_lock);
+  struct sigaction current {};
+  sigaction(SIGSEGV, nullptr, &current);
+  if ((current.sa_flags & SA_SIGINFO) && current.sa_sigaction == &on_segv) return;
+  struct sigaction sa {};
+  sa.sa_sigaction = &on_segv;
+  sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGSEGV, &sa, &g_previous);
 }
 
 void* install_overflow_altstack() {

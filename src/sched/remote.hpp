@@ -30,7 +30,9 @@ struct remote_ops {
   // (the caller's own ended state: self | 1). For a foreign child, or one of
   // this process in state join_remote.
   // 0, or EINVAL when another ULT joins it or it is detached. (The caller
-  // reads the join state again afterwards: it may have come back meanwhile.)
+  // reads the join state again afterwards: it may have come back meanwhile,
+  // or the caller may have moved to the child's process, whose result must
+  // stay there; then the child is no longer foreign and is joined locally.)
   int (*wait)(ult* child) = nullptr;
   // detach() of such a ULT: 0 or EINVAL as sched::detach; EAGAIN: its state
   // changed meanwhile, look again.

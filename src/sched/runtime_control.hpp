@@ -15,6 +15,12 @@ namespace ito::sched {
 runtime_state* start_runtime(const options& resolved);
 // From the main ULT: waits for every ULT to finish, then stops the workers.
 void stop_runtime(runtime_state* rt);
+// No ULT of rt is live here (the main ULT aside), none is between its end
+// and its exit hook's last message, and no ULT arrived from or left for
+// another process meanwhile (the caller holds what serialises migrations).
+// For the distributed mode's global quiescence; exact only while nothing can
+// spawn, i.e. once it returned true nothing here spawns until a ULT arrives.
+bool quiescent_locally(runtime_state* rt) noexcept;
 // With ITO_DUMP_SIGNAL set: that signal makes ito list the live ULTs on stderr
 // (dump.cpp). Once per process; called at each start.
 void install_dump_signal();

@@ -89,17 +89,34 @@ bool all_finished(runtime_state* rt) {
   return finished == spawned;
 }
 
+}  // namespace
+
+bool quiescent_locally(runtime_state* rt) noexcept {
+  // Each count only grows (moved_out is fixed by the caller), and a ULT is
+  // spawned, then finished, then done with its exit hook: reading them in
+  // the reverse order, equal sums mean that at the first read nothing was
+  // live or between its end and its hook's last message.
+  std::uint64_t hooks_done = 0, finished = 0, spawned = 0;
+  for (auto& w : rt->workers) hooks_done += w->stats.exit_hooks_done.load(std::memory_order_acquire);
+  for (auto& w : rt->workers) finished += w->stats.finished.load(std::memory_order_acquire);
+  for (auto& w : rt->workers) spawned += w->stats.spawns.load(std::memory_order_acquire);
+  const auto moved_out = static_cast<std::uint64_t>(rt->moved_out.load(std::memory_order_acquire));
+  return hooks_done == finished && finished + moved_out == spawned;
+}
+
+namespace {
+
 // How long the runtime's end waits for the last ULTs before saying which.
 constexpr std::int64_t stop_report_after_ns = 5'000'000'000;
 
 void report_unfinished(runtime_state* rt) {
-  std::uint64_t finished = 0, spawned = 0;
-  for (auto& w : rt->workers) finished += w->stats.finished.load(std::memory_order_relaxed);
-  for (auto& w : rt->workers) spawned += w->stats.spawns.load(std::memory_order_relaxed);
+  std::int64_t finished = rt->moved_out.load(std::memory_order_relaxed), spawned = 0;
+  for (auto& w : rt->workers) finished += static_cast<std::int64_t>(w->stats.finished.load(std::memory_order_relaxed));
+  for (auto& w : rt->workers) spawned += static_cast<std::int64_t>(w->stats.spawns.load(std::memory_order_relaxed));
   std::fprintf(stderr,
-               "ito: the runtime is ending but %llu ULT(s) have not finished after %lld s; "
+               "ito: the runtime is ending but %lld ULT(s) have not finished after %lld s; "
                "it waits for them. Still there:\n",
-               static_cast<unsigned long long>(spawned - finished),
+               static_cast<long long>(spawned - finished),
                static_cast<long long>(stop_report_after_ns / 1'000'000'000));
   report_live_ults(rt, stderr);
 }

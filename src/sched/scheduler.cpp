@@ -107,6 +107,7 @@ void clean_frame_on_own_stack(worker* w, ult* self) noexcept {
   self->body = &clean_orphaned_frame;
   self->parent = nullptr;  // never a quick resume: its end must be published
   self->id_was_public = true;
+  self->stays_here = true;  // the frame's objects belong to this process's heap
   self->sp = arch::make_context(self->frame, &ult_main, self);
   worker_stats::bump(w->stats.spawns);  // it will finish once more
   push_ready(w, self);
@@ -130,10 +131,9 @@ std::uintptr_t publish_end(ult* self) noexcept {
 
 }  // namespace
 
-// The finished ULT is off its stack now: only from here on may anyone free it.
-extern "C" void* ito_ult_exit_hook(void* p) noexcept {
-  worker* w = current_worker();
-  auto tagged = reinterpret_cast<std::uintptr_t>(p);
+namespace {
+
+void exit_hook(worker* w, std::uintptr_t tagged) noexcept {
   auto* self = reinterpret_cast<ult*>(tagged & ~quick_resume_tag);
   // Before a joiner may recycle it.
   if (self->from_provider()) [[unlikely]] w->stack_provider->exited(w, self);
@@ -141,7 +141,7 @@ extern "C" void* ito_ult_exit_hook(void* p) noexcept {
     // Nobody but the parent, which we resume now, can know this ULT: no joiner
     // or detacher can race us, and a plain store replaces the exchange.
     self->join_state.store(join_finished, std::memory_order_release);
-    return nullptr;
+    return;
   }
   std::uintptr_t old = publish_end(self);
   if (old == join_detached) {
@@ -153,6 +153,23 @@ extern "C" void* ito_ult_exit_hook(void* p) noexcept {
   } else if (old == join_remote) [[unlikely]] {
     g_remote->ended(w, self);
   }
+}
+
+}  // namespace
+
+// The finished ULT is off its stack now: only from here on may anyone free it.
+extern "C" void* ito_ult_exit_hook(void* p) noexcept {
+  worker* w = current_worker();
+  if (g_remote) [[unlikely]] {
+    // A lock it never released, or a past clean-up, must not pin the next
+    // ULT on this descriptor to this process.
+    auto* self = reinterpret_cast<ult*>(reinterpret_cast<std::uintptr_t>(p) & ~quick_resume_tag);
+    self->locks_held = 0;
+    self->stays_here = false;
+  }
+  exit_hook(w, reinterpret_cast<std::uintptr_t>(p));
+  // After whatever message the end sent (quiescent_locally).
+  if (g_remote) [[unlikely]] worker_stats::bump(w->stats.exit_hooks_done);
   return nullptr;
 }
 
@@ -407,7 +424,9 @@ void wait_as_joiner(worker* w, ult* self, ult* child) {
 void wait_finished(ult* child) {
   if (is_foreign(child)) [[unlikely]] {
     if (g_remote->wait(child) != 0) fatal("a future's ULT is joined by someone else (distributed mode)");
-    return;
+    // Known here now, unless this ULT went to the child's process instead
+    // (a result that stays there): then it waits as a local joiner.
+    if (is_foreign(child)) return;
   }
   for (;;) {
     std::uintptr_t s = child->join_state.load(std::memory_order_acquire);
@@ -476,6 +495,7 @@ void release(ult* u, bool orphaned) {
   u->frame_cleanup = nullptr;
   u->frame_catch = nullptr;
   u->frame_error_offset = 0;
+  u->frame_result_local = 0;
   u->exited = false;
   u->has_future = false;
   u->locals = nullptr;

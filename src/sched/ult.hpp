@@ -79,7 +79,11 @@ struct ult {
   // Where its frame keeps a thrown exception (create_thread's frames of
   // trivial types), 0: nowhere. The distributed mode carries an exception to
   // a joiner on another process through it. (In parent_resumes' padding.)
-  std::uint32_t frame_error_offset = 0;
+  std::uint32_t frame_error_offset : 31 = 0;
+  // Its result, once it has one, is not trivially copyable: it may hold this
+  // process's pointers, so the distributed mode keeps the ULT on its home
+  // process and hands the result to no joiner elsewhere.
+  std::uint32_t frame_result_local : 1 = 0;
   void* exit_value = nullptr;     // exit()'s value, for the C API
   ult* next = nullptr;            // intrusive link: wait queues, inboxes
   ult* join_target = nullptr;     // the ULT this one is about to join
@@ -98,6 +102,12 @@ struct ult {
   // registry of descriptors (registry.hpp).
   const char* blocked_in = nullptr;
   const void* blocked_on = nullptr;
+  // Distributed mode: locks it holds (sync/waiter.hpp count_held_lock). A
+  // lock lives in this process's memory and records its holder, so a ULT
+  // holding one never moves to another process; nor does one that must run
+  // here (stays_here: the clean-up of a frame whose objects this heap owns).
+  std::uint32_t locks_held = 0;
+  bool stays_here = false;
   ult_registry* registry = nullptr;
   ult* registry_prev = nullptr;
   ult* registry_next = nullptr;

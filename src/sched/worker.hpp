@@ -47,6 +47,10 @@ struct worker_stats {
   std::atomic<std::uint64_t> direct_join_wakeups{0};
   std::atomic<std::uint64_t> stacks_reused{0};  // a released descriptor+stack taken again
   std::atomic<std::uint64_t> stacks_taken{0};   // a stack taken from the cache or the pool
+  // Distributed mode only: exit hooks run to their end. A ULT counts as
+  // finished before its hook tells another process that it ended; quiescence
+  // must wait for both (quiescent_locally).
+  std::atomic<std::uint64_t> exit_hooks_done{0};
 
   // Single writer: a plain load and store, no locked instruction.
   static void bump(std::atomic<std::uint64_t>& c) noexcept {

@@ -50,6 +50,7 @@ void condition_variable::notify_all() noexcept {
 
 void condition_variable::wait(std::unique_lock<mutex>& lock) {
   mutex& m = held_mutex(lock, "ito::condition_variable::wait");
+  const detail::kept_in_process kept;
   detail::waiter me(detail::calling_ult());
   queue_lock_.lock();
   detail::push_back(waiters_, &me);
@@ -66,6 +67,7 @@ void condition_variable::wait(std::unique_lock<mutex>& lock) {
 // on one worker nobody else could run otherwise, and the woken locker would
 // find the mutex taken again. Nothing is queued, so no notify is consumed.
 bool condition_variable::expired_wait(mutex& m) {
+  const detail::kept_in_process kept;
   m.unlock();
   if (sched::current_ult()) sched::yield(false);
   m.lock();
@@ -76,6 +78,7 @@ bool condition_variable::wait_until_ns(std::unique_lock<mutex>& lock, std::int64
   mutex& m = held_mutex(lock, "ito::condition_variable::wait_until");
   if (deadline_ns <= now_ns()) return expired_wait(m);
 
+  const detail::kept_in_process kept;
   detail::waiter me(detail::calling_ult());
   detail::timed_park wait(me, deadline_ns);
   wait.arm();  // before queueing (may throw)

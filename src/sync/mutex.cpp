@@ -74,6 +74,7 @@ void mutex::lock() {
       state_.compare_exchange_strong(s, s | locked, std::memory_order_acquire,
                                      std::memory_order_relaxed)) [[likely]] {
     owner_.store(self, std::memory_order_relaxed);
+    detail::count_held_lock(1);
     return;
   }
   if (lock_contended(self, no_deadline) == EDEADLK)
@@ -87,6 +88,7 @@ bool mutex::try_lock() noexcept {
     if (state_.compare_exchange_weak(s, s | locked, std::memory_order_acquire,
                                      std::memory_order_relaxed)) {
       owner_.store(detail::caller_identity(), std::memory_order_relaxed);
+      detail::count_held_lock(1);
       return true;
     }
   }
@@ -98,6 +100,7 @@ void mutex::unlock() {
   if (!held_by(self)) [[unlikely]]
     throw usage_error(EPERM, "ito::mutex::unlock: the caller does not hold this mutex");
   owner_.store(nullptr, std::memory_order_relaxed);
+  detail::count_held_lock(-1);
   std::uint32_t expected = locked;
   if (state_.compare_exchange_strong(expected, 0, std::memory_order_release,
                                      std::memory_order_relaxed)) [[likely]]
@@ -156,6 +159,7 @@ void mutex::unlock() {
     spins = 0;
   }
   owner_.store(self, std::memory_order_relaxed);
+  detail::count_held_lock(1);
   return 0;
 }
 
@@ -250,6 +254,7 @@ int mutex_access::lock(mutex& m, const void* self, std::int64_t deadline_ns) {
       m.state_.compare_exchange_strong(s, s | locked, std::memory_order_acquire,
                                        std::memory_order_relaxed)) [[likely]] {
     m.owner_.store(self, std::memory_order_relaxed);
+    detail::count_held_lock(1);
     return 0;
   }
   if (m.held_by(self) && kind(m) == recursive) {

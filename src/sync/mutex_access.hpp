@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "ito/sync.hpp"
+#include "sync/waiter.hpp"
 
 namespace ito::detail {
 
@@ -36,6 +37,7 @@ struct mutex_access {
                                           std::memory_order_relaxed))
       return false;
     m.owner_.store(self, std::memory_order_relaxed);
+    count_held_lock(1);
     return true;
   }
   // 0, EBUSY, or EAGAIN (recursion count full).
@@ -50,6 +52,7 @@ struct mutex_access {
       return 0;
     }
     m.owner_.store(nullptr, std::memory_order_relaxed);
+    count_held_lock(-1);
     std::uint32_t expected = locked_bit;
     if (!m.state_.compare_exchange_strong(expected, 0, std::memory_order_release,
                                           std::memory_order_relaxed))

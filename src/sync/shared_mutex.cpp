@@ -49,6 +49,7 @@ void shared_mutex::lock() {
   if (state_.compare_exchange_strong(s, writer, std::memory_order_acquire,
                                      std::memory_order_relaxed)) [[likely]] {
     writer_.store(detail::caller_identity(), std::memory_order_relaxed);
+    detail::count_held_lock(1);
     return;
   }
   if (lock_slow(true, detail::shared_mutex_access::never) == EDEADLK)
@@ -61,6 +62,7 @@ bool shared_mutex::try_lock() noexcept {
                                       std::memory_order_relaxed))
     return false;
   writer_.store(detail::caller_identity(), std::memory_order_relaxed);
+  detail::count_held_lock(1);
   return true;
 }
 
@@ -72,6 +74,7 @@ void shared_mutex::unlock() {
 bool shared_mutex::release_write() noexcept {
   if (!written_by(detail::caller_identity())) return false;
   writer_.store(nullptr, std::memory_order_relaxed);
+  detail::count_held_lock(-1);
   std::uint32_t s = writer;
   if (!state_.compare_exchange_strong(s, 0, std::memory_order_release,
                                       std::memory_order_relaxed)) [[unlikely]] {
@@ -88,8 +91,10 @@ void shared_mutex::lock_shared() {
   std::uint32_t s = state_.load(std::memory_order_relaxed);
   if (!(s & (writer | parked)) &&
       state_.compare_exchange_strong(s, s + one_reader, std::memory_order_acquire,
-                                     std::memory_order_relaxed)) [[likely]]
+                                     std::memory_order_relaxed)) [[likely]] {
+    detail::count_held_lock(1);
     return;
+  }
   if (lock_slow(false, detail::shared_mutex_access::never) == EDEADLK)
     throw usage_error(EDEADLK,
                       "ito::shared_mutex::lock_shared: the caller holds it for writing");
@@ -99,8 +104,10 @@ bool shared_mutex::try_lock_shared() noexcept {
   std::uint32_t s = state_.load(std::memory_order_relaxed);
   while (!(s & (writer | parked))) {
     if (state_.compare_exchange_weak(s, s + one_reader, std::memory_order_acquire,
-                                     std::memory_order_relaxed))
+                                     std::memory_order_relaxed)) {
+      detail::count_held_lock(1);
       return true;
+    }
   }
   return false;
 }
@@ -119,6 +126,7 @@ bool shared_mutex::release_read() noexcept {
                                      std::memory_order_relaxed))
       break;
   }
+  detail::count_held_lock(-1);
   // The last reader left while others wait: hand the lock over.
   if (s - one_reader == parked) [[unlikely]]
     unlock_slow();
@@ -143,6 +151,7 @@ int shared_mutex::lock_slow(bool write, std::int64_t deadline_ns) {
                                        std::memory_order_relaxed)) {
         queue_lock_.unlock();
         if (write) writer_.store(self, std::memory_order_relaxed);
+        detail::count_held_lock(1);
         return 0;
       }
       continue;
@@ -166,6 +175,7 @@ int shared_mutex::lock_slow(bool write, std::int64_t deadline_ns) {
   }
   // grant_locked made us a holder before waking us.
   if (write) writer_.store(self, std::memory_order_relaxed);
+  detail::count_held_lock(1);
   return 0;
 }
 

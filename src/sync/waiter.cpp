@@ -30,8 +30,13 @@ const void* caller_identity() noexcept {
   return reinterpret_cast<const void*>(pthread_self());
 }
 
+void count_held_lock_slow(int delta) noexcept {
+  if (sched::ult* u = sched::current_ult()) u->locks_held += static_cast<std::uint32_t>(delta);
+}
+
 void park(waiter& w, const char* what, const void* object) {
   if (w.ult) {
+    const kept_in_process inside;  // woken, it resumes in the primitive it waits in
     sched::suspend(&arrive_after_suspend, &w, what, object);
   } else {
     while (w.wakes.load(std::memory_order_acquire) == 0) os::futex_wait(&w.wakes, 0);

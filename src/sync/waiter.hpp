@@ -14,6 +14,7 @@
 #include <cstdint>
 
 #include "ito/sync.hpp"
+#include "sched/remote.hpp"
 #include "sched/timers.hpp"
 #include "sched/ult.hpp"
 
@@ -42,6 +43,26 @@ struct waiter {
 sched::ult* calling_ult() noexcept;
 // Who a mutex records as its holder: the running ULT or, outside one, the OS thread.
 const void* caller_identity() noexcept;
+
+// The distributed mode moves no ULT that holds a lock: the lock lives in this
+// process's memory and records its holder (sched::ult::locks_held). Called
+// with +1 by whoever takes a lock (mutex, either side of a shared_mutex) and
+// -1 when it lets go; one load and a predicted branch outside that mode.
+void count_held_lock_slow(int delta) noexcept;
+inline void count_held_lock(int delta) noexcept {
+  if (sched::g_remote) [[unlikely]] count_held_lock_slow(delta);
+}
+// While one lives, the calling ULT stays in this process as if it held a
+// lock: it is inside a primitive whose object is in this process's memory.
+// A parked waiter, once woken, is runnable but not yet out of the primitive
+// (a mutex may have been handed to it); a condition-variable wait lets its
+// mutex go and takes it back.
+struct kept_in_process {
+  kept_in_process() noexcept { count_held_lock(1); }
+  ~kept_in_process() { count_held_lock(-1); }
+  kept_in_process(const kept_in_process&) = delete;
+  kept_in_process& operator=(const kept_in_process&) = delete;
+};
 
 // Blocks until unpark(w). For a ULT, its worker runs other ULTs meanwhile.
 // what / object: the primitive it waits in, for hang reports and dumps.
