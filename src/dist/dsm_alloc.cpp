@@ -5,6 +5,8 @@
 
 #include <bit>
 #include <cerrno>
+#include <cstdio>
+#include <cstdlib>
 #include <cstdint>
 #include <map>
 #include <mutex>
@@ -14,6 +16,7 @@
 #include <vector>
 
 #include "dist/dist_state.hpp"
+#include "dist/remote_free.hpp"
 #include "ito/error.hpp"
 
 namespace ito::dist::detail {
@@ -54,6 +57,20 @@ char* bump(heap& h, std::size_t bytes, std::size_t align) {
   if (p + bytes > h.own_end || p + bytes < p) throw std::bad_alloc();
   h.own_next = p + bytes;
   return p;
+}
+
+// False when p is not the start of a live block of h.
+bool free_own(heap& h, char* p) {
+  std::lock_guard hold(h.lock);
+  auto it = h.live.find(p);
+  if (it == h.live.end()) return false;
+  const std::size_t size = it->second;
+  h.live.erase(it);
+  if (size <= (std::size_t{1} << largest_class))
+    h.free_small[std::bit_width(size - 1)].push_back(p);
+  else
+    h.free_large.emplace(size, p);
+  return true;
 }
 
 }  // namespace
@@ -114,19 +131,20 @@ void deallocate(void* ptr) {
     throw usage_error(EINVAL, "ito: dsm: free: the block was allocated collectively; "
                               "collective blocks live as long as the runtime");
   if (part != static_cast<std::size_t>(h.rank) + 1)
-    throw usage_error(EINVAL, "ito: dsm: free: the block was allocated by rank " +
-                                  std::to_string(part - 1) +
-                                  "; only the allocating rank frees a block");
-  std::lock_guard hold(h.lock);
-  auto it = h.live.find(p);
-  if (it == h.live.end())
+    return post_remote_free(static_cast<int>(part - 1), p);
+  if (!free_own(h, p))
     throw usage_error(EINVAL, "ito: dsm: free: not the start of a live block (freed twice?)");
-  const std::size_t size = it->second;
-  h.live.erase(it);
-  if (size <= (std::size_t{1} << largest_class))
-    h.free_small[std::bit_width(size - 1)].push_back(p);
-  else
-    h.free_large.emplace(size, p);
+}
+
+void free_returned_block(void* p, int from) noexcept {
+  if (g_heap && free_own(*g_heap, static_cast<char*>(p))) return;
+  std::fprintf(stderr,
+               "ito: dsm: free: rank %d freed %p, which is not the start of a live block of rank "
+               "%d's heap (freed twice?)\n",
+               from, p, g_heap ? g_heap->rank : -1);
+  std::fflush(stderr);
+  MPI_Abort(MPI_COMM_WORLD, 2);
+  std::_Exit(2);
 }
 
 void* allocate_collective(std::size_t bytes) {

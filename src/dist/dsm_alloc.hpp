@@ -16,7 +16,13 @@ void start_allocator(const dist_state& st);
 void stop_allocator() noexcept;
 
 void* allocate(std::size_t bytes);
+// Frees p from whichever rank: a block of another rank's heap goes back to
+// it by message (remote_free.hpp).
 void deallocate(void* p);
+// On the owner, from the progress thread: a block another rank (`from`)
+// freed. A block that is not live ends the job with a message: the free had
+// no caller left to report to.
+void free_returned_block(void* p, int from) noexcept;
 void* allocate_collective(std::size_t bytes);
 
 }  // namespace ito::dist::detail

@@ -14,12 +14,16 @@
 #include "dist/progress.hpp"
 #include "dist/stack_area.hpp"
 #include "ito/dist.hpp"
+#include "ito/error.hpp"
 #include "ito/runtime.hpp"
 #include "sched/worker.hpp"
 
 namespace ito::dist::detail {
 
 void run_main_thread(void (*body)(void*), void* arg, void* result, std::size_t result_bytes) {
+  if (scheduler_running())
+    throw usage_error(EPERM, "ito::dist::start_main_thread: called from inside the main function "
+                             "of another start_main_thread (only rank 0 runs that)");
   std::optional<ito::dist::runtime> own;  // the program may have made one already
   if (!current()) own.emplace();
   const dist_state& st = *current();

@@ -21,9 +21,11 @@
 #include "dist/dsm.hpp"
 #include "dist/progress.hpp"
 #include "dist/stack_area.hpp"
+#include "ito/runtime.hpp"
 #include "ito/thread.hpp"
 #include "sched/registry.hpp"
 #include "sched/remote.hpp"
+#include "sched/runtime_control.hpp"
 #include "sched/scheduler.hpp"
 
 #if ITO_ASAN
@@ -45,6 +47,8 @@ enum class msg : std::uint32_t {
   ended,           // where a ULT ended → its home: its frame and descriptor
   done,            // home → joiner's process: the same, or an error
   free_stack,      // joiner's process → home: the stack may be reused
+  come_home,       // home → joiner's process: its result stays here, join here
+  joiner,          // joiner's process → home: the joiner's stack, as for `ult`
   stop,            // rank 0 → all: the main function returned
 };
 
@@ -78,6 +82,8 @@ constexpr int message_tag = 0x170;
 constexpr std::int64_t min_poll_gap_ns = 10'000;   // between an idle worker's nudges
 constexpr std::int64_t first_backoff_ns = 20'000;  // after a steal found nothing
 constexpr std::int64_t max_backoff_ns = 1'000'000;
+// When the end of a run, waiting for ULTs still running, says which.
+constexpr std::int64_t unfinished_report_after_ns = 5'000'000'000;
 
 struct migration {
   const stack_area* area = nullptr;
@@ -181,15 +187,16 @@ void import_error(ult* u, const char* text, std::size_t len) {
   box->has = true;
 }
 
-// A frame left with something to destroy, besides an exception that can be
-// exported, holds a result with a destructor: process-local pointers that
-// cannot be copied to a joiner elsewhere (its heap is not ours).
+// A result that is not trivially copyable may hold this process's pointers
+// (its heap is not the joiner's): such a ULT never migrates (migratable), and
+// its result goes to no joiner on another process. An exception it threw
+// instead travels as a remote_error; ito::exit leaves no result.
 void require_exportable(const ult* u) {
   const error_box* box = error_box_of(u);
-  if (u->frame_cleanup && !(box && box->has))
-    die("it ended with a result that has a destructor, and is joined on another process: that "
-        "cannot cross processes (return trivially copyable values from a ULT that may migrate; "
-        "docs/DISTRIBUTED.md)",
+  if (u->frame_result_local && !u->exited && !(box && box->has))
+    die("its result is not trivially copyable (it may point into this process's memory), and "
+        "a ULT on another process joins it: return a trivially copyable value, or join it on "
+        "the process that created it (docs/DISTRIBUTED.md)",
         u);
 }
 
@@ -202,10 +209,12 @@ std::unique_ptr<outgoing> make(int to, msg type, const ult* u, const char* start
 #endif
   auto o = std::make_unique<outgoing>();
   o->to = to;
-  o->carries_results = type == msg::ult || type == msg::ended || type == msg::done;
+  o->carries_results =
+      type == msg::ult || type == msg::joiner || type == msg::ended || type == msg::done;
   o->bytes.resize(sizeof(header) + len + error.size());
   header h{type, err, addr(u), addr(start), len, 0, 0, error.size()};
-  if (u && type == msg::ult) h.stack_lo = addr(u->stack.lo), h.stack_hi = addr(u->stack.hi);
+  if (u && (type == msg::ult || type == msg::joiner))
+    h.stack_lo = addr(u->stack.lo), h.stack_hi = addr(u->stack.hi);
   std::memcpy(o->bytes.data(), &h, sizeof h);
   if (len) std::memcpy(o->bytes.data() + sizeof h, start, len);
   if (!error.empty()) std::memcpy(o->bytes.data() + sizeof h + len, error.data(), error.size());
@@ -275,6 +284,7 @@ void acquire() {
 
 bool migratable(const ult* u) {
   return !u->bound && !u->handle && !u->locals && !u->eh.caught && !u->eh.uncaught &&
+         !u->locks_held && !u->stays_here && !u->frame_result_local &&
          (u->stack_from == sched::stack_origin::pool ||
           u->stack_from == sched::stack_origin::foreign) &&
          addr(u) >= g->ops.area_lo && addr(u) < g->ops.area_hi;
@@ -310,6 +320,21 @@ void track_departure(ult* u) {
   t.away = true;
 }
 
+// Sends u, suspended here, with its stack to process `to`.
+void send_away(ult* u, int to, msg type) {
+  const bool foreign = g->ops.is_foreign(u);
+  if (!foreign) track_departure(u);
+  // Its children must publish their ends (no quick resume of a parent that moved).
+  ++u->resumes;
+  char* sp = static_cast<char*>(u->sp);
+  const std::size_t len = static_cast<std::size_t>(u->stack.hi - sp);
+  queue(make(to, type, u, sp, len));
+  if (foreign) drop_range(u->stack.lo, u->stack.hi);
+  runtime()->moved_out.fetch_add(1, std::memory_order_acq_rel);
+  g->ults_sent.fetch_add(1, std::memory_order_relaxed);
+  g->stack_bytes_moved.fetch_add(len, std::memory_order_relaxed);
+}
+
 void serve_steal(int thief) {
   ult* u = steal_locally();
   if (u && !migratable(u)) {
@@ -317,17 +342,25 @@ void serve_steal(int thief) {
     u = nullptr;
   }
   if (!u) return queue(make(thief, msg::steal_none, nullptr));
-  const bool foreign = g->ops.is_foreign(u);
-  if (!foreign) track_departure(u);
-  // Its children must publish their ends (no quick resume of a parent that moved).
-  ++u->resumes;
-  char* sp = static_cast<char*>(u->sp);
-  const std::size_t len = static_cast<std::size_t>(u->stack.hi - sp);
-  queue(make(thief, msg::ult, u, sp, len));
-  if (foreign) drop_range(u->stack.lo, u->stack.hi);
-  runtime()->moved_out.fetch_add(1, std::memory_order_acq_rel);
-  g->ults_sent.fetch_add(1, std::memory_order_relaxed);
-  g->stack_bytes_moved.fetch_add(len, std::memory_order_relaxed);
+  send_away(u, thief, msg::ult);
+}
+
+// At a joiner's process: the child's result stays on its home (not trivially
+// copyable), so the joiner goes there and joins it as a local ULT would.
+void go_to_child(ult* child, int home) {
+  ult* joiner = nullptr;
+  {
+    std::lock_guard hold(g->lock);
+    auto it = g->waiting.find(addr(child));
+    joiner = it->second;
+    g->waiting.erase(it);
+  }
+  if (!migratable(joiner))
+    die("it joins a ULT of another process whose result is not trivially copyable, and cannot "
+        "go there to take it (it is the main ULT, holds a lock, a handle, ULT-local values or "
+        "a caught exception): return a trivially copyable value instead (docs/DISTRIBUTED.md)",
+        joiner);
+  send_away(joiner, home, msg::joiner);
 }
 
 // ---- A ULT arrives (this rank is the thief) ---------------------------------
@@ -395,6 +428,7 @@ void maybe_request_steal(std::int64_t now) {
 
 // At the home: a joiner on process `from` asks for u.
 void home_join(ult* u, int from) {
+  if (u->frame_result_local) return queue(make(from, msg::come_home, u));
   std::unique_ptr<outgoing> reply;
   {
     std::lock_guard hold(g->lock);
@@ -619,6 +653,8 @@ void handle(const header& h, const char* payload, int from, std::int64_t now) {
     case msg::ult:
       arrive(h, payload);
       return steal_answered(true, now);
+    case msg::joiner: return arrive(h, payload);
+    case msg::come_home: return go_to_child(ptr<ult>(h.descriptor), from);
     case msg::join_request: return home_join(ptr<ult>(h.descriptor), from);
     case msg::detach_request: return home_detach(ptr<ult>(h.descriptor));
     case msg::ended: return home_ended(h, payload);
@@ -720,6 +756,14 @@ bool nothing_pending() {
   return !g->steal_outstanding && g->outbox.empty() && g->in_flight.empty();
 }
 
+// Under poll_lock (arrivals and departures are handled under it): no ULT is
+// live here but the main ULT, and nothing this rank sent is still on its way
+// out or waits for an answer.
+bool quiescent_here() {
+  sched::runtime_state* rt = runtime();
+  return (!rt || sched::quiescent_locally(rt)) && nothing_pending();
+}
+
 }  // namespace
 
 void start_migration(const stack_area& area, int rank, int size) {
@@ -741,7 +785,7 @@ void start_migration(const stack_area& area, int rank, int size) {
   g->ops.wants_work = &wants_work;
   stack::g_chunk_source = &map_stack_chunk;
   sched::g_remote = &g->ops;
-  set_progress_hook(&poll_from_progress);
+  set_progress_hook(progress_hook::scheduler, &poll_from_progress);
 }
 
 void set_runtime(sched::runtime_state* rt) {
@@ -760,26 +804,53 @@ void wait_for_stop() {
 }
 
 void quiesce() {
-  // The Ibarrier and the counts' sum run on this thread (the main ULT, on the
-  // process's main stack), beside the progress thread's point-to-point calls.
-  // 1. This rank will send nothing more: its steal request is answered, its
-  //    messages are out. 2. So will every rank. 3. Every message sent to this
-  //    rank (the counts, summed over the senders) has been handled.
-  poll_until(nothing_pending);
-  MPI_Request all_there;
-  MPI_Ibarrier(g->comm, &all_there);
-  poll_until([&] {
-    int done = 0;
-    MPI_Test(&all_there, &done, MPI_STATUS_IGNORE);
-    return done != 0 && nothing_pending();
-  });
-  std::uint64_t expected = 0;
-  MPI_Reduce_scatter_block(g->sent_to.data(), &expected, 1, MPI_UINT64_T, MPI_SUM, g->comm);
-  poll_until([&] { return g->received >= expected; });
+  // Global quiescence: no live ULT on any rank and no message in flight. The
+  // main function's return is not it: a ULT whose future was dropped may
+  // still run, here or elsewhere, and send. Waves of sums (Mattern's four
+  // counters): each rank joins a wave only once it is quiescent itself (no
+  // live ULT, none between its end and its last message, nothing queued or
+  // unanswered; see quiescent_here) and adds what it sent and received so
+  // far. Two waves in a row with the same sums, sent equal to received, mean
+  // no message moved in between: every rank was quiescent at its second
+  // contribution and nothing could wake it. Each wave's collective runs on
+  // this thread (the main ULT, on the process's main stack) beside the
+  // progress thread's point-to-point calls.
+  std::uint64_t last[2] = {~std::uint64_t{0}, 0};
+  for (;;) {
+    std::uint64_t mine[2] = {0, 0}, all[2] = {0, 0};
+    const std::int64_t report_at = sched::monotonic_ns() + unfinished_report_after_ns;
+    bool reported = false;
+    poll_until([&] {
+      if (!quiescent_here()) {
+        if (!reported && sched::monotonic_ns() > report_at) {
+          reported = true;  // once: the program may be waiting on purpose
+          std::fprintf(stderr,
+                       "ito: dist: rank %d: the main function has returned, but ULTs still run "
+                       "here after %lld s; the job ends when every rank's have finished:\n",
+                       g->rank, static_cast<long long>(unfinished_report_after_ns / 1'000'000'000));
+          ito::dump_ults(stderr);
+        }
+        return false;
+      }
+      for (std::uint64_t n : g->sent_to) mine[0] += n;
+      mine[1] = g->received;
+      return true;
+    });
+    MPI_Request wave;
+    MPI_Iallreduce(mine, all, 2, MPI_UINT64_T, MPI_SUM, g->comm, &wave);
+    poll_until([&] {
+      int done = 0;
+      MPI_Test(&wave, &done, MPI_STATUS_IGNORE);
+      return done != 0;
+    });
+    if (all[0] == all[1] && all[0] == last[0] && all[1] == last[1]) return;
+    last[0] = all[0];
+    last[1] = all[1];
+  }
 }
 
 void stop_migration() noexcept {
-  set_progress_hook(nullptr);
+  set_progress_hook(progress_hook::scheduler, nullptr);
   sched::g_remote = nullptr;
   stack::g_chunk_source = nullptr;
   if (stats_requested()) {
@@ -802,6 +873,8 @@ void stop_migration() noexcept {
   delete g;
   g = nullptr;
 }
+
+bool scheduler_running() noexcept { return g != nullptr; }
 
 migration_counts current_counts() noexcept {
   migration_counts c;

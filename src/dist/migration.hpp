@@ -39,6 +39,10 @@ void quiesce();
 // After the ito runtime stopped: uninstalls; ITO_STATS=1 prints the counts.
 void stop_migration() noexcept;
 
+// Between start_migration and stop_migration: the distributed scheduler runs
+// here, and only rank 0 runs the main function.
+bool scheduler_running() noexcept;
+
 // Counted since start_migration (after stop_migration: the last run's).
 using migration_counts = ito::dist::scheduler_stats;
 migration_counts current_counts() noexcept;

@@ -26,17 +26,19 @@ constexpr long max_interval_us = 1'000'000;
 std::atomic<bool> g_stop{false};
 std::thread* g_thread = nullptr;
 MPI_Comm g_comm = MPI_COMM_NULL;  // a duplicate: probing it never sees the program's messages
-std::atomic<void (*)()> g_hook{nullptr};
-std::mutex g_hook_lock;  // held while the hook runs: unsetting it waits for that
+constexpr auto hook_slots = static_cast<std::size_t>(progress_hook::count);
+std::atomic<void (*)()> g_hooks[hook_slots] = {};
+std::mutex g_hook_lock;  // held while a hook runs: unsetting one waits for that
 std::atomic<std::uint32_t> g_nudged{0};  // a futex word: the hook has work waiting
 
 void progress_loop(long interval_us) {
   while (!g_stop.load(std::memory_order_acquire)) {
     int flag = 0;
     MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, g_comm, &flag, MPI_STATUS_IGNORE);
-    if (g_hook.load(std::memory_order_relaxed)) {
+    for (auto& slot : g_hooks) {
+      if (!slot.load(std::memory_order_relaxed)) continue;
       std::lock_guard hold(g_hook_lock);
-      if (auto hook = g_hook.load(std::memory_order_acquire)) hook();
+      if (auto hook = slot.load(std::memory_order_acquire)) hook();
     }
     if (g_nudged.exchange(0, std::memory_order_acq_rel) == 0)
       os::futex_wait_for(&g_nudged, 0, interval_us * 1000);
@@ -78,9 +80,9 @@ void nudge_progress() noexcept {
   if (g_nudged.exchange(1, std::memory_order_acq_rel) == 0) os::futex_wake_one(&g_nudged);
 }
 
-void set_progress_hook(void (*hook)()) noexcept {
+void set_progress_hook(progress_hook slot, void (*hook)()) noexcept {
   std::lock_guard hold(g_hook_lock);
-  g_hook.store(hook, std::memory_order_release);
+  g_hooks[static_cast<std::size_t>(slot)].store(hook, std::memory_order_release);
 }
 
 void stop_progress() noexcept {

@@ -16,9 +16,11 @@ namespace ito::dist::detail {
 long resolve_progress_interval_us();
 // Starts the thread (interval 0: none). After MPI is up.
 void start_progress(long interval_us);
-// Called by the progress thread after each probe (the distributed
-// scheduler's poller), or not at all (null).
-void set_progress_hook(void (*hook)()) noexcept;
+// What the progress thread calls after each probe, one slot each: the
+// distributed scheduler's poller, the exchange of remotely freed blocks.
+// Unsetting one (null) waits until it is not running.
+enum class progress_hook { scheduler, remote_frees, count };
+void set_progress_hook(progress_hook slot, void (*hook)()) noexcept;
 // True while the thread runs.
 bool progress_running() noexcept;
 // Wakes the thread before its interval is over (the hook has work).

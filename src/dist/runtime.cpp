@@ -15,14 +15,18 @@
 #include "dist/dsm.hpp"
 #include "dist/dsm_alloc.hpp"
 #include "dist/iso_region.hpp"
+#include "dist/migration.hpp"
 #include "dist/mpi_session.hpp"
 #include "dist/peer_watch.hpp"
 #include "dist/progress.hpp"
 #include "dist/race_check.hpp"
+#include "dist/remote_free.hpp"
 #include "dist/region_size.hpp"
+#include "ito/delegate.hpp"
 #include "ito/dist.hpp"
 #include "ito/error.hpp"
 #include "ito/options.hpp"
+#include "sched/scheduler.hpp"
 
 namespace ito::dist {
 namespace detail {
@@ -42,6 +46,27 @@ dist_state& require(const char* what) {
                                  " needs a running ito::dist::runtime (create one first, on "
                                  "every rank)");
   return *st;
+}
+
+// MPI calls need more stack than a ULT's 64 KiB (UCX overflowed one, past its
+// guard, in a fence called from a ULT): from a ULT with a stack of its own,
+// the call runs on a thread of the delegation pool while only this ULT
+// waits; from an OS thread's stack (the main ULT included) it runs here.
+template <class F>
+void on_a_large_stack(F&& fn) {
+  const sched::ult* u = sched::current_ult();
+  if (u && u->stack) ito::delegate(std::forward<F>(fn));
+  else fn();
+}
+
+// Only rank 0 runs the function given to start_main_thread, so a collective
+// call there would wait for the other ranks for ever.
+void refuse_inside_the_scheduler(const char* what) {
+  if (scheduler_running())
+    throw usage_error(EPERM, std::string(what) +
+                                 " is collective (every rank must call it), but inside "
+                                 "ito::dist::start_main_thread only rank 0 runs the main "
+                                 "function: call it before or after start_main_thread");
 }
 
 bool stats_requested() noexcept {
@@ -77,6 +102,7 @@ runtime::runtime(int* argc, char*** argv, const options& o) {
   detail::start_dsm(*st);
   detail::start_allocator(*st);
   detail::start_progress(progress_us);
+  detail::start_remote_frees(st->rank, st->size);
   detail::start_peer_watch(st->rank, st->size);
   detail::g_state.store(st, std::memory_order_release);
   MPI_Barrier(MPI_COMM_WORLD);  // every rank is ready before any uses the others
@@ -85,9 +111,11 @@ runtime::runtime(int* argc, char*** argv, const options& o) {
 runtime::~runtime() {
   detail::dist_state* st = detail::g_state.load(std::memory_order_acquire);
   detail::wait_for_async_fences();  // they use the DSM this tears down
+  detail::settle_remote_frees();     // each owner has its blocks back
   detail::stop_peer_watch();  // past this barrier ranks end normally
   MPI_Barrier(MPI_COMM_WORLD);  // no rank releases what another may still use
   detail::g_state.store(nullptr, std::memory_order_release);
+  detail::stop_remote_frees();
   detail::stop_progress();
   detail::stop_allocator();
   detail::stop_dsm(*st);
@@ -102,19 +130,35 @@ int size() { return detail::require("ito::dist::size").size; }
 
 void barrier() {
   detail::require("ito::dist::barrier");
-  detail::sd_fence();
-  MPI_Barrier(MPI_COMM_WORLD);
-  detail::si_fence();
+  detail::refuse_inside_the_scheduler("ito::dist::barrier");
+  detail::on_a_large_stack([] {
+    detail::sd_fence();
+    MPI_Barrier(MPI_COMM_WORLD);
+    detail::si_fence();
+  });
 }
 
 void* alloc(std::size_t bytes) { return detail::allocate(bytes); }
 void free(void* p) { detail::deallocate(p); }
-void* alloc_collective(std::size_t bytes) { return detail::allocate_collective(bytes); }
-void sd_fence() { detail::sd_fence(); }
-void si_fence() { detail::si_fence(); }
-void pin(void* p, std::size_t bytes) { detail::pin(p, bytes); }
+void* alloc_collective(std::size_t bytes) {
+  detail::refuse_inside_the_scheduler("ito::dist::alloc_collective");
+  void* p = nullptr;
+  detail::on_a_large_stack([&] { p = detail::allocate_collective(bytes); });
+  return p;
+}
+void sd_fence() {
+  detail::on_a_large_stack([] { detail::sd_fence(); });
+}
+void si_fence() {
+  detail::on_a_large_stack([] { detail::si_fence(); });
+}
+void pin(void* p, std::size_t bytes) {
+  detail::on_a_large_stack([=] { detail::pin(p, bytes); });
+}
 dsm_stats current_dsm_stats() noexcept { return detail::stats(); }
-void unpin(void* p, std::size_t bytes) { detail::unpin(p, bytes); }
+void unpin(void* p, std::size_t bytes) {
+  detail::on_a_large_stack([=] { detail::unpin(p, bytes); });
+}
 
 region_info region() {
   const detail::dist_state& st = detail::require("ito::dist::region");
