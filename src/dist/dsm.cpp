@@ -425,6 +425,15 @@ void release(dsm& d) {
   complete_release(d);
 }
 
+// The home's copy of `page` into d.master.
+void fetch_master(dsm& d, std::size_t page) {
+  const int h = home_of(d, page);
+  if (MPI_Get(d.master, page_bytes, MPI_BYTE, h, static_cast<MPI_Aint>(page * page_bytes),
+              page_bytes, MPI_BYTE, d.data) != MPI_SUCCESS ||
+      MPI_Win_flush(h, d.data) != MPI_SUCCESS)
+    mpi_failed("fetching a page from its home");
+}
+
 // A page this rank is writing that another rank wrote and released: the
 // home's bytes replace this copy's, except where this rank changed it since
 // its twin (a data-race-free program's other writer did not touch those),
@@ -432,11 +441,7 @@ void release(dsm& d) {
 // next release. Read-only meanwhile: a store from another thread waits.
 void merge_master(dsm& d, std::size_t page) {
   protect(d, page, PROT_READ);
-  const int h = home_of(d, page);
-  if (MPI_Get(d.master, page_bytes, MPI_BYTE, h, static_cast<MPI_Aint>(page * page_bytes),
-              page_bytes, MPI_BYTE, d.data) != MPI_SUCCESS ||
-      MPI_Win_flush(h, d.data) != MPI_SUCCESS)
-    mpi_failed("fetching a page from its home");
+  fetch_master(d, page);
   char* now = d.alias + page * page_bytes;
   char* twin = d.twins + page * page_bytes;
   for (std::size_t k = 0; k < page_bytes; ++k)
@@ -446,10 +451,35 @@ void merge_master(dsm& d, std::size_t page) {
   ++d.stats.fetches;
 }
 
+// The same merge for a pinned page, in place: its access stays read-write
+// (a pinned page must never fault, so it cannot be made read-only while it
+// is merged). Only the bytes that the master changed since the twin are
+// written, one by one, and only where this rank has not changed them: in a
+// data-race-free program no thread of this rank writes such a byte during
+// this acquire (it would race with the rank that released it), so a store
+// from another thread meanwhile, to any other byte, is kept. A pinned copy
+// this rank has not written since its twin (every pinned page has one) is
+// thus refreshed in place.
+void merge_pinned(dsm& d, std::size_t page) {
+  fetch_master(d, page);
+  char* now = d.alias + page * page_bytes;
+  char* twin = d.twins + page * page_bytes;
+  for (std::size_t i = 0; i < page_bytes; i += 8) {
+    std::uint64_t m, t;
+    std::memcpy(&m, d.master + i, 8);
+    std::memcpy(&t, twin + i, 8);
+    if (m == t) continue;  // nobody else changed these bytes
+    for (std::size_t k = i; k < i + 8; ++k)
+      if (d.master[k] != twin[k] && __atomic_load_n(&now[k], __ATOMIC_RELAXED) == twin[k])
+        __atomic_store_n(&now[k], d.master[k], __ATOMIC_RELAXED);
+  }
+  std::memcpy(twin, d.master, page_bytes);
+  ++d.stats.fetches;
+}
+
 // An acquire: drops the shared copies of pages that others wrote and
 // released (their write notices), and merges the master into the pages this
-// rank is writing. A notice for a pinned page stays on the board until the
-// page is unpinned and released.
+// rank is writing, pinned ones in place.
 void act_on_notice(dsm& d, std::size_t page) {
   switch (d.state[page]) {
     case shared:
@@ -461,8 +491,9 @@ void act_on_notice(dsm& d, std::size_t page) {
       merge_master(d, page);
       ++d.stats.invalidations;
       break;
-    case pinned:  // must not fault, so not merged under another thread's stores
-      d.stale.mark_here(page);
+    case pinned:  // must not fault: merged without changing its access
+      merge_pinned(d, page);
+      ++d.stats.invalidations;
       break;
     default:
       break;

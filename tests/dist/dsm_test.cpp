@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 #include <mpi.h>
 
+#include <unistd.h>
+
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -22,6 +24,8 @@
 
 ITO_DSM_GLOBAL long g_slots[1024] = {5, 0, 0, 0, 0};  // one page; [0]: initialised
 ITO_DSM_GLOBAL char g_second_page[4096];
+// A page of globals one rank pins a word of while the others write the rest.
+ITO_DSM_GLOBAL alignas(4096) long g_pinned_page[512];
 
 namespace {
 
@@ -333,6 +337,53 @@ TEST(dsm, pinned_pages_keep_their_writes_pending_and_never_fault_until_unpinned)
   EXPECT_EQ(v[600], 12u);
   ito::dist::barrier();
   if (me() == writer) ito::dist::unpin(v, 2 * 4096);
+  ito::dist::barrier();
+}
+
+// Whether this rank may write [p, p+n) without faulting: the kernel writes
+// it (read() from a pipe), which fails with EFAULT, and raises no signal,
+// where the page is not writable now.
+bool writable_without_a_fault(void* p, std::size_t n) {
+  int fds[2];
+  if (pipe(fds) != 0) return false;
+  std::vector<char> bytes(n, 0);
+  const bool wrote = write(fds[1], bytes.data(), n) == static_cast<ssize_t>(n);
+  const ssize_t got = read(fds[0], p, n);
+  close(fds[0]);
+  close(fds[1]);
+  return wrote && got == static_cast<ssize_t>(n);
+}
+
+// Rank 0 pins one word of a page of globals homed on the last rank; every
+// other rank writes its own word of that page between barriers. An acquire
+// merges what they released into rank 0's pinned copy (which stays writable
+// and never faults), and rank 0's own writes to its pinned word still go out
+// at each release. Before, the pinned copy kept the others' words stale
+// until unpin.
+TEST(dsm, a_pinned_page_sees_what_other_ranks_wrote_to_the_rest_of_it_after_each_barrier) {
+  long* page = g_pinned_page;
+  ASSERT_EQ(reinterpret_cast<std::uintptr_t>(page) % 4096, 0u);
+  const int home = ranks() - 1;
+  if (me() == home) page[511] = -1;  // first touch: the home is not rank 0
+  ito::dist::barrier();
+  if (me() == 0) ito::dist::pin(page, 8);
+  ito::dist::barrier();
+  for (long round = 1; round <= 5; ++round) {
+    if (me() == 0) {
+      page[0] = round;  // its pinned word
+    } else {
+      page[8 * me()] = 1000 * round + me();  // elsewhere on the page
+    }
+    ito::dist::barrier();
+    EXPECT_EQ(page[0], round) << "rank 0's pinned word, round " << round;
+    for (int r = 1; r < ranks(); ++r)
+      EXPECT_EQ(page[8 * r], 1000 * round + r) << "rank " << r << "'s word, round " << round;
+    if (me() == 0) {
+      EXPECT_TRUE(writable_without_a_fault(page + 100, 8)) << "the pinned page lost its access";
+    }
+    ito::dist::barrier();
+  }
+  if (me() == 0) ito::dist::unpin(page, 8);
   ito::dist::barrier();
 }
 
