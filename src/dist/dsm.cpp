@@ -71,6 +71,7 @@ struct dsm {
   std::uint8_t* state = nullptr;
   std::int32_t* home_plus1 = nullptr;  // cache of the directory
   std::uint8_t* registered = nullptr;  // 1 once this rank is among the page's readers
+  std::uint32_t* pins = nullptr;       // pins of the page not yet undone (pin/unpin)
   char* twins = nullptr;               // page i's twin at twins + i * page_bytes
   std::size_t* modified_list = nullptr;  // pages now modified, pinned or home_hot
   std::size_t modified_count = 0;
@@ -541,6 +542,7 @@ void start_dsm(dist_state& st) {
   d->state = reserve_array<std::uint8_t>(d->pages);
   d->home_plus1 = reserve_array<std::int32_t>(d->pages);
   d->registered = reserve_array<std::uint8_t>(d->pages);
+  d->pins = reserve_array<std::uint32_t>(d->pages);
   d->twins = reserve_array<char>(d->pages * page_bytes);
   d->modified_list = reserve_array<std::size_t>(d->pages);
   d->written = reserve_array<std::size_t>(d->pages);
@@ -605,6 +607,7 @@ void stop_dsm(dist_state& st) noexcept {
   release_array(d->state, d->pages);
   release_array(d->home_plus1, d->pages);
   release_array(d->registered, d->pages);
+  release_array(d->pins, d->pages);
   release_array(d->twins, d->pages * page_bytes);
   release_array(d->modified_list, d->pages);
   release_array(d->written, d->pages);
@@ -651,12 +654,18 @@ void release_and_invalidate() {
   take_write_notices(d);  // those that landed during the release
 }
 
+// Pins are counted per page: a page stays pinned until each pin of it is
+// undone, whichever ranges they came from.
 void pin(void* p, std::size_t bytes) {
   dsm& d = require_dsm("pin");
   std::size_t first = 0, last = 0;
   page_range(d, p, bytes, "pin", &first, &last);
   std::lock_guard hold(d.lock);
+  for (std::size_t page = first; page <= last; ++page)
+    if (d.pins[page] == UINT32_MAX)
+      throw usage_error(EINVAL, "ito: dsm: pin: a page pinned 2^32 - 1 times without unpin");
   for (std::size_t page = first; page <= last; ++page) {
+    ++d.pins[page];
     serve_fault(d, page, false);  // fetched (or ours, if we are its home)
     switch (d.state[page]) {
       case shared: make_modified(d, page, pinned); break;
@@ -681,13 +690,27 @@ dsm_stats stats() noexcept {
   return d->stats;
 }
 
+// Undoes one pin of each page the range covers; a page whose last pin goes
+// is Modified (its pending writes go at the next release), or stays hot on
+// its home. A page in the range that this rank has not pinned is a usage
+// error, and then nothing is unpinned: an unmatched unpin would otherwise
+// unpin a page that another pin still needs.
 void unpin(void* p, std::size_t bytes) {
   dsm& d = require_dsm("unpin");
   std::size_t first = 0, last = 0;
   page_range(d, p, bytes, "unpin", &first, &last);
   std::lock_guard hold(d.lock);
+  for (std::size_t page = first; page <= last; ++page) {
+    if (d.pins[page] != 0) continue;
+    char what[256];
+    std::snprintf(what, sizeof what,
+                  "ito: dsm: unpin: the page at %p is not pinned on this rank (each unpin must "
+                  "undo a pin of every page it covers); nothing was unpinned",
+                  static_cast<void*>(view_of(d, page)));
+    throw usage_error(EINVAL, what);
+  }
   for (std::size_t page = first; page <= last; ++page)
-    if (d.state[page] == pinned) d.state[page] = modified;  // a home's pinned page stays hot
+    if (--d.pins[page] == 0 && d.state[page] == pinned) d.state[page] = modified;
 }
 
 }  // namespace ito::dist::detail

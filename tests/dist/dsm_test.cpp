@@ -387,6 +387,42 @@ TEST(dsm, a_pinned_page_sees_what_other_ranks_wrote_to_the_rest_of_it_after_each
   ito::dist::barrier();
 }
 
+// Pins are counted per page: the page stays pinned (writable, no fault)
+// until its last pin is undone. Unpinning what is not pinned is a usage
+// error that changes nothing.
+TEST(dsm, overlapping_pins_of_one_page_keep_it_pinned_until_the_last_unpin) {
+  auto* v = static_cast<long*>(ito::dist::alloc_collective(2 * 4096));
+  // The page that holds v[512] whole (alloc_collective's address need not be page-aligned).
+  auto* page = reinterpret_cast<long*>((reinterpret_cast<std::uintptr_t>(v) + 4095) & ~std::uintptr_t{4095});
+  if (me() == 0) page[0] = 1;  // rank 0 is home: the others hold copies
+  ito::dist::barrier();
+  auto code = [](auto&& f) {
+    try {
+      f();
+    } catch (const ito::usage_error& e) {
+      return e.code();
+    }
+    return 0;
+  };
+  if (me() != 0) {
+    EXPECT_EQ(code([&] { ito::dist::unpin(page, 8); }), EINVAL) << "never pinned";
+    ito::dist::pin(page + 1, 8);  // a
+    ito::dist::pin(page + 3, 8);  // b, on the same page
+    ito::dist::unpin(page + 1, 8);
+  }
+  ito::dist::barrier();  // a release: an unpinned copy becomes read-only here
+  if (me() != 0) {
+    EXPECT_TRUE(writable_without_a_fault(page + 3, 8)) << "unpinned while b still holds it";
+    ito::dist::unpin(page + 3, 8);
+    EXPECT_EQ(code([&] { ito::dist::unpin(page + 3, 8); }), EINVAL) << "unpinned twice";
+  }
+  ito::dist::barrier();
+  if (me() != 0) {
+    EXPECT_FALSE(writable_without_a_fault(page + 3, 8)) << "still pinned after the last unpin";
+  }
+  ito::dist::barrier();
+}
+
 // Pages interleaved between ranks: each rank's view alternates protections
 // page by page, so this stays under Linux's 65530 mappings per process
 // (docs/DISTRIBUTED.md, "Limits").
@@ -497,6 +533,7 @@ TEST(dsm, the_c_api_allocates_fences_and_pins) {
   EXPECT_EQ(ito_dist_pin(&local, sizeof local), EINVAL);
   EXPECT_EQ(ito_dist_pin(shared, 4096), 0);
   EXPECT_EQ(ito_dist_unpin(shared, 4096), 0);
+  EXPECT_EQ(ito_dist_unpin(shared, 4096), EINVAL);  // not pinned any more
   if (me() == ranks() - 1) static_cast<int*>(shared)[7] = 77;
   EXPECT_EQ(ito_dist_sd_fence(), 0);
   MPI_Barrier(MPI_COMM_WORLD);
