@@ -83,6 +83,7 @@ struct dsm {
   dsm_stats stats;
   bool check_races = false;   // ITO_DSM_CHECK: read the home's bytes back before each diff
   char master[page_bytes];    // a copy of the home's page: race checks, merges
+  char snapshot[page_bytes];  // a pinned page as its release compares it
   int run_at[page_bytes / 2];  // send_diff's runs of changed bytes: where, how long
   int run_length[page_bytes / 2];
   std::mutex lock;
@@ -282,9 +283,26 @@ void on_fault(int sig, siginfo_t* info, void* context) {
 // Sends page's changes against its twin to its home: exactly the bytes that
 // differ (a word-wide run would carry stale neighbours over bytes another
 // rank wrote), skipping equal words a word at a time. False if nothing changed.
-bool send_diff(dsm& d, std::size_t page) {
+//
+// A pinned page (`keep_twin`) stays writable meanwhile, so other threads may
+// store into it while it is compared. It is compared as one snapshot, which
+// becomes its twin and is what goes out (the put reads the twin, untouched
+// until the release completes): the home then holds exactly the twin's bytes
+// wherever this rank wrote, and a store that came after the snapshot differs
+// from the twin and goes at the next release. (A twin taken again after the
+// diff, as before, could hold a store the diff missed: never sent, and undone
+// by the next merge, which would take it for the master's old byte.)
+bool send_diff(dsm& d, std::size_t page, bool keep_twin) {
   const char* now = d.alias + page * page_bytes;
-  const char* twin = d.twins + page * page_bytes;
+  char* twin = d.twins + page * page_bytes;
+  if (keep_twin) {
+    const auto* words = reinterpret_cast<const std::uint64_t*>(now);
+    for (std::size_t i = 0; i < page_bytes / 8; ++i) {
+      const std::uint64_t w = __atomic_load_n(&words[i], __ATOMIC_RELAXED);
+      std::memcpy(d.snapshot + i * 8, &w, 8);
+    }
+    now = d.snapshot;
+  }
   int runs = 0;
   std::size_t run = page_bytes;  // start of the open run of differing bytes, if any
   auto close_run = [&](std::size_t end) {
@@ -318,6 +336,10 @@ bool send_diff(dsm& d, std::size_t page) {
         MPI_Win_flush(h, d.data) != MPI_SUCCESS)
       mpi_failed("reading a page back from its home");
     report_races(d.rank, h, view_of(d, page), now, twin, d.master, page_bytes);
+  }
+  if (keep_twin) {
+    std::memcpy(twin, d.snapshot, page_bytes);
+    now = twin;
   }
   if (runs == 1) {  // one stretch of bytes (the usual case): no type to build
     if (MPI_Put(now + d.run_at[0], d.run_length[0], MPI_BYTE, h, at + d.run_at[0], d.run_length[0],
@@ -405,9 +427,8 @@ void release(dsm& d) {
         if (hot_page_changed(d, page)) note_written(d, page);
         d.modified_list[kept++] = page;
         continue;
-      case pinned:
-        if (send_diff(d, page)) note_written(d, page);
-        take_twin(d, page);
+      case pinned:  // writable throughout: its twin becomes what was sent
+        if (send_diff(d, page, true)) note_written(d, page);
         d.modified_list[kept++] = page;
         continue;
       default: {  // modified
@@ -416,7 +437,7 @@ void release(dsm& d) {
         // takes a fresh twin (or fetches the master) after.
         const bool drop = d.noticed[page];
         protect(d, page, drop ? PROT_NONE : PROT_READ);
-        if (send_diff(d, page)) note_written(d, page);
+        if (send_diff(d, page, false)) note_written(d, page);
         d.state[page] = drop ? invalid : shared;
         madvise(d.twins + page * page_bytes, page_bytes, MADV_DONTNEED);
       }

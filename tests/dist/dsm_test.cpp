@@ -387,6 +387,51 @@ TEST(dsm, a_pinned_page_sees_what_other_ranks_wrote_to_the_rest_of_it_after_each
   ito::dist::barrier();
 }
 
+// A thread of rank 0 keeps storing into its pinned word while the main
+// thread's barriers release and merge that page (others write the rest of
+// it): no store is undone by a merge, and the last one reaches every rank.
+// (Timing-dependent: a sanity check of the in-place merge and of a pinned
+// page's release, which compares one snapshot and keeps it as the twin.)
+TEST(dsm, stores_into_a_pinned_page_during_its_releases_and_merges_are_kept) {
+  long* page = g_pinned_page;
+  std::atomic<bool> stop{false};
+  std::atomic<long> undone{0}, last{0};
+  std::thread writer;
+  if (me() == 0) {
+    ito::dist::pin(page + 1, 8);
+    writer = std::thread([&] {
+      auto* word = reinterpret_cast<std::atomic<long>*>(page + 1);
+      long i = word->load(std::memory_order_relaxed);
+      while (!stop.load(std::memory_order_relaxed)) {
+        if (word->load(std::memory_order_relaxed) != i) undone.fetch_add(1);
+        word->store(++i, std::memory_order_relaxed);
+        std::this_thread::yield();
+      }
+      last.store(i);
+    });
+  }
+  for (long round = 1; round <= 100; ++round) {
+    if (me() != 0) page[8 * me()] = 7000 + round;
+    ito::dist::barrier();
+    if (me() == 0) {
+      for (int r = 1; r < ranks(); ++r) EXPECT_EQ(page[8 * r], 7000 + round) << "round " << round;
+    }
+    ito::dist::barrier();
+  }
+  long final_value = 0;
+  if (me() == 0) {
+    stop.store(true);
+    writer.join();
+    EXPECT_EQ(undone.load(), 0) << "stores undone by a merge";
+    final_value = last.load();
+  }
+  MPI_Bcast(&final_value, 1, MPI_LONG, 0, MPI_COMM_WORLD);
+  ito::dist::barrier();
+  EXPECT_EQ(page[1], final_value);
+  if (me() == 0) ito::dist::unpin(page + 1, 8);
+  ito::dist::barrier();
+}
+
 // Pins are counted per page: the page stays pinned (writable, no fault)
 // until its last pin is undone. Unpinning what is not pinned is a usage
 // error that changes nothing.
