@@ -405,7 +405,7 @@ TEST(dsm, stores_into_a_pinned_page_during_its_releases_and_merges_are_kept) {
       while (!stop.load(std::memory_order_relaxed)) {
         if (word->load(std::memory_order_relaxed) != i) undone.fetch_add(1);
         word->store(++i, std::memory_order_relaxed);
-        std::this_thread::yield();
+        std::this_thread::sleep_for(std::chrono::microseconds(20));
       }
       last.store(i);
     });
