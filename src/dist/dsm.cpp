@@ -71,6 +71,7 @@ struct dsm {
   std::uint8_t* state = nullptr;
   std::int32_t* home_plus1 = nullptr;  // cache of the directory
   std::uint8_t* registered = nullptr;  // 1 once this rank is among the page's readers
+  std::uint32_t* pins = nullptr;       // pins of the page not yet undone (pin/unpin)
   char* twins = nullptr;               // page i's twin at twins + i * page_bytes
   std::size_t* modified_list = nullptr;  // pages now modified, pinned or home_hot
   std::size_t modified_count = 0;
@@ -82,6 +83,7 @@ struct dsm {
   dsm_stats stats;
   bool check_races = false;   // ITO_DSM_CHECK: read the home's bytes back before each diff
   char master[page_bytes];    // a copy of the home's page: race checks, merges
+  char snapshot[page_bytes];  // a pinned page as its release compares it
   int run_at[page_bytes / 2];  // send_diff's runs of changed bytes: where, how long
   int run_length[page_bytes / 2];
   std::mutex lock;
@@ -281,9 +283,26 @@ void on_fault(int sig, siginfo_t* info, void* context) {
 // Sends page's changes against its twin to its home: exactly the bytes that
 // differ (a word-wide run would carry stale neighbours over bytes another
 // rank wrote), skipping equal words a word at a time. False if nothing changed.
-bool send_diff(dsm& d, std::size_t page) {
+//
+// A pinned page (`keep_twin`) stays writable meanwhile, so other threads may
+// store into it while it is compared. It is compared as one snapshot, which
+// becomes its twin and is what goes out (the put reads the twin, untouched
+// until the release completes): the home then holds exactly the twin's bytes
+// wherever this rank wrote, and a store that came after the snapshot differs
+// from the twin and goes at the next release. (A twin taken again after the
+// diff, as before, could hold a store the diff missed: never sent, and undone
+// by the next merge, which would take it for the master's old byte.)
+bool send_diff(dsm& d, std::size_t page, bool keep_twin) {
   const char* now = d.alias + page * page_bytes;
-  const char* twin = d.twins + page * page_bytes;
+  char* twin = d.twins + page * page_bytes;
+  if (keep_twin) {
+    const auto* words = reinterpret_cast<const std::uint64_t*>(now);
+    for (std::size_t i = 0; i < page_bytes / 8; ++i) {
+      const std::uint64_t w = __atomic_load_n(&words[i], __ATOMIC_RELAXED);
+      std::memcpy(d.snapshot + i * 8, &w, 8);
+    }
+    now = d.snapshot;
+  }
   int runs = 0;
   std::size_t run = page_bytes;  // start of the open run of differing bytes, if any
   auto close_run = [&](std::size_t end) {
@@ -317,6 +336,10 @@ bool send_diff(dsm& d, std::size_t page) {
         MPI_Win_flush(h, d.data) != MPI_SUCCESS)
       mpi_failed("reading a page back from its home");
     report_races(d.rank, h, view_of(d, page), now, twin, d.master, page_bytes);
+  }
+  if (keep_twin) {
+    std::memcpy(twin, d.snapshot, page_bytes);
+    now = twin;
   }
   if (runs == 1) {  // one stretch of bytes (the usual case): no type to build
     if (MPI_Put(now + d.run_at[0], d.run_length[0], MPI_BYTE, h, at + d.run_at[0], d.run_length[0],
@@ -404,9 +427,8 @@ void release(dsm& d) {
         if (hot_page_changed(d, page)) note_written(d, page);
         d.modified_list[kept++] = page;
         continue;
-      case pinned:
-        if (send_diff(d, page)) note_written(d, page);
-        take_twin(d, page);
+      case pinned:  // writable throughout: its twin becomes what was sent
+        if (send_diff(d, page, true)) note_written(d, page);
         d.modified_list[kept++] = page;
         continue;
       default: {  // modified
@@ -415,7 +437,7 @@ void release(dsm& d) {
         // takes a fresh twin (or fetches the master) after.
         const bool drop = d.noticed[page];
         protect(d, page, drop ? PROT_NONE : PROT_READ);
-        if (send_diff(d, page)) note_written(d, page);
+        if (send_diff(d, page, false)) note_written(d, page);
         d.state[page] = drop ? invalid : shared;
         madvise(d.twins + page * page_bytes, page_bytes, MADV_DONTNEED);
       }
@@ -425,6 +447,15 @@ void release(dsm& d) {
   complete_release(d);
 }
 
+// The home's copy of `page` into d.master.
+void fetch_master(dsm& d, std::size_t page) {
+  const int h = home_of(d, page);
+  if (MPI_Get(d.master, page_bytes, MPI_BYTE, h, static_cast<MPI_Aint>(page * page_bytes),
+              page_bytes, MPI_BYTE, d.data) != MPI_SUCCESS ||
+      MPI_Win_flush(h, d.data) != MPI_SUCCESS)
+    mpi_failed("fetching a page from its home");
+}
+
 // A page this rank is writing that another rank wrote and released: the
 // home's bytes replace this copy's, except where this rank changed it since
 // its twin (a data-race-free program's other writer did not touch those),
@@ -432,11 +463,7 @@ void release(dsm& d) {
 // next release. Read-only meanwhile: a store from another thread waits.
 void merge_master(dsm& d, std::size_t page) {
   protect(d, page, PROT_READ);
-  const int h = home_of(d, page);
-  if (MPI_Get(d.master, page_bytes, MPI_BYTE, h, static_cast<MPI_Aint>(page * page_bytes),
-              page_bytes, MPI_BYTE, d.data) != MPI_SUCCESS ||
-      MPI_Win_flush(h, d.data) != MPI_SUCCESS)
-    mpi_failed("fetching a page from its home");
+  fetch_master(d, page);
   char* now = d.alias + page * page_bytes;
   char* twin = d.twins + page * page_bytes;
   for (std::size_t k = 0; k < page_bytes; ++k)
@@ -446,10 +473,35 @@ void merge_master(dsm& d, std::size_t page) {
   ++d.stats.fetches;
 }
 
+// The same merge for a pinned page, in place: its access stays read-write
+// (a pinned page must never fault, so it cannot be made read-only while it
+// is merged). Only the bytes that the master changed since the twin are
+// written, one by one, and only where this rank has not changed them: in a
+// data-race-free program no thread of this rank writes such a byte during
+// this acquire (it would race with the rank that released it), so a store
+// from another thread meanwhile, to any other byte, is kept. A pinned copy
+// this rank has not written since its twin (every pinned page has one) is
+// thus refreshed in place.
+void merge_pinned(dsm& d, std::size_t page) {
+  fetch_master(d, page);
+  char* now = d.alias + page * page_bytes;
+  char* twin = d.twins + page * page_bytes;
+  for (std::size_t i = 0; i < page_bytes; i += 8) {
+    std::uint64_t m, t;
+    std::memcpy(&m, d.master + i, 8);
+    std::memcpy(&t, twin + i, 8);
+    if (m == t) continue;  // nobody else changed these bytes
+    for (std::size_t k = i; k < i + 8; ++k)
+      if (d.master[k] != twin[k] && __atomic_load_n(&now[k], __ATOMIC_RELAXED) == twin[k])
+        __atomic_store_n(&now[k], d.master[k], __ATOMIC_RELAXED);
+  }
+  std::memcpy(twin, d.master, page_bytes);
+  ++d.stats.fetches;
+}
+
 // An acquire: drops the shared copies of pages that others wrote and
 // released (their write notices), and merges the master into the pages this
-// rank is writing. A notice for a pinned page stays on the board until the
-// page is unpinned and released.
+// rank is writing, pinned ones in place.
 void act_on_notice(dsm& d, std::size_t page) {
   switch (d.state[page]) {
     case shared:
@@ -461,8 +513,9 @@ void act_on_notice(dsm& d, std::size_t page) {
       merge_master(d, page);
       ++d.stats.invalidations;
       break;
-    case pinned:  // must not fault, so not merged under another thread's stores
-      d.stale.mark_here(page);
+    case pinned:  // must not fault: merged without changing its access
+      merge_pinned(d, page);
+      ++d.stats.invalidations;
       break;
     default:
       break;
@@ -510,6 +563,7 @@ void start_dsm(dist_state& st) {
   d->state = reserve_array<std::uint8_t>(d->pages);
   d->home_plus1 = reserve_array<std::int32_t>(d->pages);
   d->registered = reserve_array<std::uint8_t>(d->pages);
+  d->pins = reserve_array<std::uint32_t>(d->pages);
   d->twins = reserve_array<char>(d->pages * page_bytes);
   d->modified_list = reserve_array<std::size_t>(d->pages);
   d->written = reserve_array<std::size_t>(d->pages);
@@ -574,6 +628,7 @@ void stop_dsm(dist_state& st) noexcept {
   release_array(d->state, d->pages);
   release_array(d->home_plus1, d->pages);
   release_array(d->registered, d->pages);
+  release_array(d->pins, d->pages);
   release_array(d->twins, d->pages * page_bytes);
   release_array(d->modified_list, d->pages);
   release_array(d->written, d->pages);
@@ -620,12 +675,18 @@ void release_and_invalidate() {
   take_write_notices(d);  // those that landed during the release
 }
 
+// Pins are counted per page: a page stays pinned until each pin of it is
+// undone, whichever ranges they came from.
 void pin(void* p, std::size_t bytes) {
   dsm& d = require_dsm("pin");
   std::size_t first = 0, last = 0;
   page_range(d, p, bytes, "pin", &first, &last);
   std::lock_guard hold(d.lock);
+  for (std::size_t page = first; page <= last; ++page)
+    if (d.pins[page] == UINT32_MAX)
+      throw usage_error(EINVAL, "ito: dsm: pin: a page pinned 2^32 - 1 times without unpin");
   for (std::size_t page = first; page <= last; ++page) {
+    ++d.pins[page];
     serve_fault(d, page, false);  // fetched (or ours, if we are its home)
     switch (d.state[page]) {
       case shared: make_modified(d, page, pinned); break;
@@ -650,13 +711,27 @@ dsm_stats stats() noexcept {
   return d->stats;
 }
 
+// Undoes one pin of each page the range covers; a page whose last pin goes
+// is Modified (its pending writes go at the next release), or stays hot on
+// its home. A page in the range that this rank has not pinned is a usage
+// error, and then nothing is unpinned: an unmatched unpin would otherwise
+// unpin a page that another pin still needs.
 void unpin(void* p, std::size_t bytes) {
   dsm& d = require_dsm("unpin");
   std::size_t first = 0, last = 0;
   page_range(d, p, bytes, "unpin", &first, &last);
   std::lock_guard hold(d.lock);
+  for (std::size_t page = first; page <= last; ++page) {
+    if (d.pins[page] != 0) continue;
+    char what[256];
+    std::snprintf(what, sizeof what,
+                  "ito: dsm: unpin: the page at %p is not pinned on this rank (each unpin must "
+                  "undo a pin of every page it covers); nothing was unpinned",
+                  static_cast<void*>(view_of(d, page)));
+    throw usage_error(EINVAL, what);
+  }
   for (std::size_t page = first; page <= last; ++page)
-    if (d.state[page] == pinned) d.state[page] = modified;  // a home's pinned page stays hot
+    if (--d.pins[page] == 0 && d.state[page] == pinned) d.state[page] = modified;
 }
 
 }  // namespace ito::dist::detail

@@ -9,7 +9,8 @@
 //   other rank joins before its first fetch.
 // - Elsewhere a page is Invalid (PROT_NONE), Shared (a read-only copy fetched
 //   from the home at a read fault) or Modified (writable, with a twin taken at
-//   the write fault). Pinned pages stay Modified across fences.
+//   the write fault). Pinned pages stay Modified (writable, with a twin)
+//   across fences.
 // - sd_fence (release) sends each Modified page's diff against its twin to
 //   the home (only the bytes this rank changed: writers of different bytes of
 //   one page merge), makes the page Shared again, and then sends a write
@@ -18,7 +19,8 @@
 //   store, then compared with a twin at each release.
 // - si_fence (acquire) makes Invalid the Shared copies that notices name, so
 //   the next read fetches what others released, and merges the master into
-//   the Modified pages they name; other copies stay.
+//   the Modified pages they name (pinned ones in place, their access kept);
+//   other copies stay.
 //   Data moves only at faults and at this rank's own fences.
 //
 // MPI only ever reads and writes the region's alias (never a protected page).

@@ -49,11 +49,6 @@ class page_board {
     }
   }
 
-  // Marks a watched `page` on this rank's own board (kept for a later take).
-  void mark_here(std::size_t page) noexcept {
-    __atomic_fetch_or(&leaves_[page / 64], std::uint64_t{1} << (page % 64), __ATOMIC_ACQ_REL);
-  }
-
   // The page's word in the window, the same on every rank.
   std::size_t word(std::size_t page) const noexcept { return first_ + page / 64; }
 
