@@ -129,6 +129,62 @@ inline bool header_is(std::string_view line, std::string_view name, std::string_
   return true;
 }
 
+// The last coding a Transfer-Encoding value names ("gzip, chunked": chunked).
+inline std::string_view last_coding(std::string_view v) {
+  const std::size_t comma = v.rfind(',');
+  if (comma != std::string_view::npos) v.remove_prefix(comma + 1);
+  while (!v.empty() && (v.front() == ' ' || v.front() == '\t')) v.remove_prefix(1);
+  while (!v.empty() && (v.back() == ' ' || v.back() == '\t')) v.remove_suffix(1);
+  return v;
+}
+
+inline int hex_digit(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+// A chunked body starting at `pos` (RFC 9112 section 7.1): chunks of
+// "size[;extension]\r\n" data "\r\n", a last chunk of size 0, trailer lines
+// and an empty line. Complete: *end is one past it. A chunk size past 1 MiB
+// is bad (it must not wrap; a request that does not fit the buffer gets 431
+// anyway).
+inline decltype(request::state) chunked_body(std::string_view buf, std::size_t pos,
+                                             std::size_t* end) {
+  constexpr std::size_t largest_chunk = 1 << 20;
+  for (;;) {
+    const std::size_t eol = buf.find("\r\n", pos);
+    if (eol == std::string_view::npos) return request::incomplete;
+    std::string_view line = buf.substr(pos, eol - pos);
+    std::size_t size = 0, digits = 0;
+    for (; digits < line.size() && hex_digit(line[digits]) >= 0; ++digits) {
+      size = size * 16 + static_cast<std::size_t>(hex_digit(line[digits]));
+      if (size > largest_chunk) return request::bad;
+    }
+    if (digits == 0) return request::bad;
+    std::string_view rest = line.substr(digits);
+    while (!rest.empty() && (rest.front() == ' ' || rest.front() == '\t')) rest.remove_prefix(1);
+    if (!rest.empty() && rest.front() != ';') return request::bad;
+    pos = eol + 2;
+    if (size == 0) {  // the trailer section, up to an empty line
+      for (;;) {
+        const std::size_t t = buf.find("\r\n", pos);
+        if (t == std::string_view::npos) return request::incomplete;
+        const bool empty_line = t == pos;
+        pos = t + 2;
+        if (empty_line) {
+          *end = pos;
+          return request::complete;
+        }
+      }
+    }
+    if (buf.size() - pos < size + 2) return request::incomplete;
+    if (buf.substr(pos + size, 2) != "\r\n") return request::bad;
+    pos += size + 2;
+  }
+}
+
 inline request scan(const char* data, std::size_t n) {
   request r;
   std::string_view buf(data, n);
@@ -146,6 +202,9 @@ inline request scan(const char* data, std::size_t n) {
   r.http10 = line.substr(sp + 1) == "HTTP/1.0";
   r.keep_alive = !r.http10;  // 1.0 closes unless asked
   std::size_t body = 0;
+  bool has_length = false;
+  bool chunked = false;  // Transfer-Encoding seen; true while its last coding is chunked
+  bool has_transfer_encoding = false;
   for (std::size_t pos = eol + 2; pos < head.size();) {
     const std::size_t next = head.find("\r\n", pos);
     std::string_view h = head.substr(pos, next - pos), v;
@@ -153,12 +212,38 @@ inline request scan(const char* data, std::size_t n) {
       if (strncasecmp(v.data(), "close", 5) == 0) r.keep_alive = false;
       else if (strncasecmp(v.data(), "keep-alive", 10) == 0) r.keep_alive = true;
     } else if (header_is(h, "Content-Length", &v)) {
-      if (!parse_length(v, n, &body)) {  // longer than what we could ever hold
+      std::size_t length = 0;
+      // Longer than what we could ever hold, or a second Content-Length that
+      // says another length (RFC 9112 section 6.3: which one the body has
+      // cannot be known; the same value twice is one length).
+      if (!parse_length(v, n, &length) || (has_length && length != body)) {
         r.state = request::bad;
         return r;
       }
+      body = length;
+      has_length = true;
+    } else if (header_is(h, "Transfer-Encoding", &v)) {
+      // The codings of several fields add up: the last field's last one counts.
+      has_transfer_encoding = true;
+      const std::string_view coding = last_coding(v);
+      chunked = coding.size() == 7 && strncasecmp(coding.data(), "chunked", 7) == 0;
     }
     pos = next + 2;
+  }
+  if (has_transfer_encoding) {
+    // RFC 9112 section 6.3: with Content-Length as well, or a last coding
+    // other than chunked, or in HTTP/1.0, the body's length cannot be known
+    // for sure: 400 and close (reading one length while a proxy in front read
+    // the other is request smuggling). Else the body is chunked: read it as
+    // the body, never as the next request.
+    if (has_length || !chunked || r.http10) {
+      r.state = request::bad;
+      return r;
+    }
+    std::size_t message_end = 0;
+    r.state = chunked_body(buf, end + 4, &message_end);
+    if (r.state == request::complete) r.length = message_end;
+    return r;
   }
   r.length = end + 4 + body;
   r.state = n >= r.length ? request::complete : request::incomplete;

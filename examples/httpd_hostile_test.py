@@ -11,7 +11,12 @@ checks, each case bounded in time:
     request timeout (408 for the half request);
   - an HTTP/1.0 client that asks for keep-alive is told so and can send a
     second request on the same connection;
-  - a client that pipelines without end does not starve another client.
+  - a client that pipelines without end does not starve another client;
+  - a request whose body length is ambiguous (two different Content-Length
+    values, Content-Length beside Transfer-Encoding, a Transfer-Encoding whose
+    last coding is not chunked) gets 400 and the connection is closed
+    (RFC 9112 section 6.3), and a chunked body is read as the body, never as
+    the next request.
 Exits 1 with a message on the first failure."""
 import os
 import socket
@@ -84,6 +89,61 @@ def main():
         s.close()
         if not data.startswith(b"HTTP/1.1 400"):
             fail("huge Content-Length answered %r" % data[:40])
+
+        # Ambiguous framing (request smuggling): 400, then the server closes.
+        # Each is sent with a complete-looking body, so a server that picks
+        # one of the lengths answers 200 (or waits) instead.
+        for what, req in (
+                ("two different Content-Length values",
+                 b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n"
+                 b"Content-Length: 5\r\n\r\nhello"),
+                ("two different Content-Length values, the longer first",
+                 b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 50\r\n"
+                 b"Content-Length: 5\r\n\r\nhello"),
+                ("Content-Length and Transfer-Encoding",
+                 b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n"
+                 b"Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n"),
+                ("Transfer-Encoding and Content-Length",
+                 b"POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n"
+                 b"Content-Length: 0\r\n\r\n0\r\n\r\n"),
+                ("a Transfer-Encoding that does not end in chunked",
+                 b"POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked, gzip\r\n"
+                 b"\r\nhello"),
+                ("Transfer-Encoding in an HTTP/1.0 request",
+                 b"POST / HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n")):
+            s = connect(port)
+            s.sendall(req)
+            start = time.monotonic()
+            data, closed = read_until_closed(s)
+            took = time.monotonic() - start
+            s.close()
+            if not data.startswith(b"HTTP/1.1 400"):
+                fail("%s answered %r" % (what, data[:40]))
+            if data.count(b"HTTP/1.1") != 1:
+                fail("%s answered more than once: %r" % (what, data))
+            if not closed or took > 3.0:
+                fail("%s: the connection was held %.1f s after the 400" % (what, took))
+
+        # The same value twice is one length (RFC 9112 section 6.3 allows it).
+        s = connect(port)
+        s.sendall(b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n"
+                  b"Content-Length: 5\r\nConnection: close\r\n\r\nhello")
+        data, closed = read_until_closed(s)
+        s.close()
+        if not data.startswith(OK) or data.count(b"HTTP/1.1") != 1:
+            fail("a repeated equal Content-Length answered %r" % data[:80])
+
+        # A chunked body is the request's body: the request in it is not
+        # answered, the one after it is (two answers, not three).
+        s = connect(port)
+        inner = b"GET /smuggled HTTP/1.1\r\nHost: x\r\n\r\n"
+        s.sendall(b"POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+                  + b"%x\r\n" % len(inner) + inner + b"\r\n0\r\n\r\n"
+                  + b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        data, closed = read_until_closed(s)
+        s.close()
+        if data.count(OK) != 2 or b"400" in data:
+            fail("a chunked request and one after it were answered %r" % data[:300])
 
         # Two clients that pipeline without end must not stop a third.
         stop = threading.Event()

@@ -282,6 +282,9 @@ class graph {
 
   // Builds the successor lists and counters; rejects a cycle with
   // flow_error(ELOOP) naming it ("a -> b -> a"). run() seals as needed.
+  // Sealing again after add/edge keeps what nodes have received: a node
+  // continued part way keeps its continuations, a new edge into it adds one
+  // to what it still waits for (docs/FLOW.md, "Changing an idle graph").
   void seal();
   // Starts a run: continues every node whose counter is 0. Throws
   // flow_error(EBUSY) while activations of an earlier run are in flight.

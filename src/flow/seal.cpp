@@ -3,6 +3,7 @@
 // the rejection of cycles (a static graph must be a DAG), naming the cycle.
 #include <algorithm>
 #include <cerrno>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -75,6 +76,21 @@ void reject_cycles(const graph_state& g, const adjacency& adj, std::vector<std::
   throw flow_error(ELOOP, "ito::flow: the graph has a cycle: " + text);
 }
 
+// An exclusive node's ports for a new port count (new edges into it), with
+// the values its old ports still queue kept on the same ports, in order.
+// Called on an idle graph: no activation owns the node (`pending` is 0 and
+// whatever is queued was seen by the last owner), so the rings may be
+// drained here.
+std::unique_ptr<exclusive_state> regrown(std::unique_ptr<exclusive_state> old, unsigned ports,
+                                         unsigned capacity) {
+  auto now = std::make_unique<exclusive_state>(ports, capacity);
+  if (old) {
+    for (unsigned p = 0; p < std::min(ports, old->ports); ++p)
+      while (old->rings[p].ready()) (void)now->rings[p].push(old->rings[p].pop());
+  }
+  return now;
+}
+
 }  // namespace
 
 void graph_state::seal_locked() {
@@ -135,13 +151,18 @@ void graph_state::seal_locked() {
     if (ports[i] != 0) {
       node_extra* x = c.extra.load(std::memory_order_relaxed);
       if (!x->exclusive || x->exclusive->ports != ports[i])
-        x->exclusive = std::make_unique<exclusive_state>(ports[i], requests[i].capacity);
+        x->exclusive = regrown(std::move(x->exclusive), ports[i], requests[i].capacity);
       c.ports = static_cast<std::uint8_t>(ports[i]);
       c.reset = static_cast<std::int32_t>(ports[i]);
     } else {
+      // Not re-armed: a node continued part way before this seal keeps what
+      // it received (reset - counter); only the change of its reset value
+      // (new edges into it) is added to what it still waits for. One
+      // fetch_add, so a continuation racing with the seal is not lost either.
       const int asked = requests[i].counter;
-      c.reset = asked >= 0 ? asked : static_cast<std::int32_t>(indegree[i]);
-      c.counter.store(c.reset, std::memory_order_relaxed);
+      const std::int32_t reset = asked >= 0 ? asked : static_cast<std::int32_t>(indegree[i]);
+      c.counter.fetch_add(reset - c.reset, std::memory_order_relaxed);
+      c.reset = reset;
       if (c.reset == 0) starts.push_back(&c);
     }
   }

@@ -5,12 +5,17 @@
 // delegation when the descriptor turns out not to be a socket.
 #include <netinet/in.h>
 #include <poll.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <unistd.h>
+
+#include <cstdint>
 
 #include "io/delegated_syscall.hpp"
 #include "io/fairness.hpp"
 #include "io/io_common.hpp"
+#include "ito/delegate.hpp"
 #include "ito/io.hpp"
 
 namespace ito::io {
@@ -132,6 +137,80 @@ ssize_t send_in_ult(int fd, fd_state& st, const void* buf, std::size_t count, in
   return static_cast<ssize_t>(sent);
 }
 
+// A plain OS thread's wait, in accept, on a listening socket that ito made
+// non-blocking: until it is readable, with the blocking accept(2)'s answer to
+// a signal. The kernel restarts accept after a handler with SA_RESTART and
+// fails it with EINTR after one without; poll it never restarts, and which
+// handler interrupted a poll cannot be told afterwards. So the thread does not
+// wait in poll: a delegation pool thread (every signal blocked) polls the
+// socket and then writes an eventfd, and this thread waits in read(2) on that
+// eventfd, a call the kernel restarts exactly as it would have restarted
+// accept (both end -ERESTARTSYS). Interrupted without SA_RESTART: the pool
+// thread is told to stop (a second eventfd), waited for, and EINTR returned.
+// With SO_RCVTIMEO set, accept is never restarted and gives up after the
+// timeout with EAGAIN: that is poll's behaviour, so poll waits then.
+// Returns 0 when the socket may be readable, -1 with errno.
+int wait_to_accept_on_os_thread(int fd) {
+  timeval limit{};
+  socklen_t len = sizeof limit;
+  const int saved = errno_now();
+  if (::getsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &limit, &len) == 0 &&
+      (limit.tv_sec != 0 || limit.tv_usec != 0)) {
+    const long long ms = static_cast<long long>(limit.tv_sec) * 1000 + (limit.tv_usec + 999) / 1000;
+    pollfd p{fd, POLLIN, 0};
+    const int n = ::poll(&p, 1, ms > INT32_MAX ? -1 : static_cast<int>(ms));
+    if (n < 0) return -1;
+    if (n == 0) {
+      errno_now() = EAGAIN;
+      return -1;
+    }
+    return 0;
+  }
+  errno_now() = saved;
+  const int ready = ::eventfd(0, EFD_CLOEXEC);
+  const int stop = ready < 0 ? -1 : ::eventfd(0, EFD_CLOEXEC);
+  if (stop < 0) {
+    if (ready >= 0) ::close(ready);
+    return -1;  // EMFILE, ENFILE, ENOMEM: as accept would say
+  }
+  auto watch = [fd, ready, stop] {
+    pollfd p[2] = {{fd, POLLIN, 0}, {stop, POLLIN, 0}};
+    while (::poll(p, 2, -1) < 0 && errno == EINTR) {
+    }
+    const std::uint64_t one = 1;
+    while (::write(ready, &one, sizeof one) < 0 && errno == EINTR) {
+    }
+  };
+  os_future<void> watching;
+  try {
+    watching = delegation_pool().submit(watch);
+  } catch (...) {  // no pool thread exists and none can start
+    ::close(ready);
+    ::close(stop);
+    errno_now() = EAGAIN;
+    return -1;
+  }
+  std::uint64_t value = 0;
+  const ssize_t n = ::read(ready, &value, sizeof value);
+  const int error = errno_now();
+  if (n < 0) {
+    const std::uint64_t one = 1;
+    while (::write(stop, &one, sizeof one) < 0 && errno == EINTR) {
+    }
+    while (::read(ready, &value, sizeof value) < 0 && errno == EINTR) {
+    }
+  }
+  watching.wait();  // it wrote `ready` last: the descriptors are ours again
+  ::close(ready);
+  ::close(stop);
+  if (n < 0) {
+    errno_now() = error;
+    return -1;
+  }
+  errno_now() = saved;
+  return 0;
+}
+
 // A socket call of a ULT succeeded: the descriptor is a socket, and the
 // ULT's run of calls that did not park grows (io/fairness.hpp).
 void socket_call_done(fd_state& st) noexcept {
@@ -202,12 +281,12 @@ int accept4(int fd, sockaddr* addr, socklen_t* addrlen, int flags) {
             : ::accept4(fd, addr, addrlen, flags);
   } else if (!caller_is_ult()) {
     // An OS thread blocks, as the call would; if ito made the socket
-    // non-blocking, it blocks in poll instead.
+    // non-blocking, it waits for it as accept(2) would have waited, signals
+    // included (wait_to_accept_on_os_thread).
     for (;;) {
       r = ::accept4(fd, addr, addrlen, flags);
       if (r >= 0 || !would_block(errno_now()) || !st->ito_nonblock.load(std::memory_order_relaxed)) break;
-      pollfd p{fd, POLLIN, 0};
-      if (::poll(&p, 1, -1) < 0) return -1;
+      if (wait_to_accept_on_os_thread(fd) < 0) return -1;
     }
   } else {
     const std::uint32_t generation = st->current_generation();

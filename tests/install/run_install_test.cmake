@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
 # One step of the install test (cmake -P). STEP=install: `cmake --install` this
 # build into WORK_DIR/prefix and check what lands there. STEP=find_package /
-# pkg_config: build the consumer project against that prefix and run it.
+# pkg_config: build the consumer project against that prefix and run it
+# (find_package: with the languages LANGUAGES names enabled in its project()).
 # STEP=subproject: build a project that takes ito with FetchContent.
 cmake_minimum_required(VERSION 3.25)
 
@@ -52,7 +53,13 @@ if(STEP STREQUAL "install")
   endif()
 
 elseif(STEP STREQUAL "find_package")
-  set(build ${WORK_DIR}/find_package_build)
+  # LANGUAGES: what the consumer's project() enables (C,CXX; CXX; C).
+  if(NOT LANGUAGES)
+    set(LANGUAGES C,CXX)
+  endif()
+  string(REPLACE "," ";" languages "${LANGUAGES}")
+  string(REPLACE "," "_" build_suffix "${LANGUAGES}")
+  set(build ${WORK_DIR}/find_package_build_${build_suffix})
   file(REMOVE_RECURSE ${build})
   set(build_type ${CONFIG})
   if(NOT build_type)
@@ -60,16 +67,26 @@ elseif(STEP STREQUAL "find_package")
   endif()
   run("configure the consumer" ${CMAKE_COMMAND} -S ${CONSUMER_DIR} -B ${build} -G ${GENERATOR}
       -DCMAKE_PREFIX_PATH=${prefix} -DCMAKE_BUILD_TYPE=${build_type}
+      -DCONSUMER_LANGUAGES=${LANGUAGES}
       -DCMAKE_C_COMPILER=${C_COMPILER} -DCMAKE_CXX_COMPILER=${CXX_COMPILER}
       "-DCMAKE_C_FLAGS=${SAN_FLAGS}" "-DCMAKE_CXX_FLAGS=${SAN_FLAGS}"
       "-DCMAKE_EXE_LINKER_FLAGS=${SAN_FLAGS}")
   run("build the consumer" ${CMAKE_COMMAND} --build ${build} --config ${build_type} --parallel 2)
-  set(exes consumer_cxx_shared consumer_cxx_static consumer_c_shared consumer_c_static)
-  if(HAVE_SPLIT_STACK)
-    list(APPEND exes consumer_split)  # ito::split_stack, lazy policy
+  set(exes)
+  if("CXX" IN_LIST languages)
+    list(APPEND exes consumer_cxx_shared consumer_cxx_static)
+    if(HAVE_SPLIT_STACK)
+      list(APPEND exes consumer_split)  # ito::split_stack, lazy policy
+    endif()
+    if(HAVE_DIST AND RUN_DIST)
+      list(APPEND exes consumer_dist)  # ito::dist, one rank without mpiexec
+    endif()
   endif()
-  if(HAVE_DIST AND RUN_DIST)
-    list(APPEND exes consumer_dist)  # ito::dist, one rank without mpiexec
+  if("C" IN_LIST languages)
+    list(APPEND exes consumer_c_shared consumer_c_static)
+    if(HAVE_DIST AND RUN_DIST)
+      list(APPEND exes consumer_dist_c)  # ito::dist from C (ito/dist.h)
+    endif()
   endif()
   foreach(exe ${exes})
     file(GLOB_RECURSE path LIST_DIRECTORIES false ${build}/${exe} ${build}/*/${exe})
@@ -143,8 +160,11 @@ elseif(STEP STREQUAL "pkg_config")
     separate_arguments(dist_flags UNIX_COMMAND "${last_output}")
     run("compile the ito::dist consumer with pkg-config flags" ${CXX_COMPILER} -std=c++20 -Wall
         -Werror ${san_flags} ${CONSUMER_DIR}/consumer_dist.cpp -o ${build}/consumer_dist ${dist_flags})
+    # From C: MPI's C library and the C++ runtime come from ito-dist.pc.
+    run("compile the C ito::dist consumer with pkg-config flags" ${C_COMPILER} -std=c11 -Wall
+        -Werror ${san_flags} ${CONSUMER_DIR}/consumer_dist.c -o ${build}/consumer_dist_c ${dist_flags})
     if(RUN_DIST)
-      list(APPEND pkg_exes consumer_dist)
+      list(APPEND pkg_exes consumer_dist consumer_dist_c)
     endif()
   endif()
   foreach(exe ${pkg_exes})
