@@ -17,6 +17,7 @@
 #include <system_error>
 
 #include "compat/c_create.hpp"
+#include "compat/carried_state.hpp"
 #include "compat/c_errors.hpp"
 #include "ito/error.hpp"
 #include "ito/options.hpp"
@@ -40,6 +41,8 @@ struct c_frame {
 
 void c_body(void* p) {
   auto* f = static_cast<c_frame*>(p);
+  // Child first: it starts on its creator's worker, in its creator's locale.
+  ito::posix::start_in_global_locale();
   try {
     f->result = f->fn(f->arg);
   } catch (const ito::sched::exit_unwind&) {

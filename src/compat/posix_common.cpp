@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // The POSIX layer's common parts: lazy start and clean exit of the runtime,
 // deadlines, timed parking. See include/ito/pthread.h and docs/POSIX.md.
+#include <locale.h>
+#include <netdb.h>
 #include <pthread.h>
 
 #include <cstdio>
@@ -136,6 +138,21 @@ bool wake_one_and_unlock(detail::spinlock& lock, detail::wait_queue& q) noexcept
   lock.unlock();
   if (chosen) detail::unpark(*chosen);
   return chosen != nullptr;
+}
+
+// TSan: as errno_guard, the worker's TLS is touched by one ULT after another.
+__attribute__((no_sanitize("thread"))) carried_state save_carried() noexcept {
+  return {::uselocale(nullptr), h_errno};
+}
+
+__attribute__((no_sanitize("thread"))) void restore_carried(const carried_state& s) noexcept {
+  const auto loc = static_cast<locale_t>(s.locale);
+  if (::uselocale(nullptr) != loc) ::uselocale(loc);
+  h_errno = s.h_err;
+}
+
+void start_in_global_locale() noexcept {
+  if (::uselocale(nullptr) != LC_GLOBAL_LOCALE) ::uselocale(LC_GLOBAL_LOCALE);
 }
 
 void backoff(unsigned round) noexcept {
