@@ -113,6 +113,26 @@ void wait_for_others_then_exit() {
   std::exit(0);
 }
 
+void exit_outside_any_ult(sched::worker* w) {
+  sched::runtime_state* rt = w->rt;
+  if (w->index != 0)
+    sched::fatal("pthread_exit: called in a signal handler on a worker that was running no "
+                 "thread (docs/POSIX.md, Signals)");
+  // Worker 0 is the program's main thread, which takes the process's signals:
+  // the handler ran there while the main thread waited (its ULT parked). As
+  // NPTL, the main thread ends and the process with the last thread, with
+  // status 0. The threads still running end on the other workers; this one
+  // cannot run any while it stays in the handler.
+  for (;;) {
+    if (all_finished(rt)) std::exit(0);
+    if (rt->workers.size() == 1)
+      sched::fatal("pthread_exit: called in a signal handler while the main thread waited, "
+                   "with other threads still running on the only worker (docs/POSIX.md, Signals)");
+    timespec ts{0, 1'000'000};
+    nanosleep(&ts, nullptr);
+  }
+}
+
 std::int64_t clock_ns(clockid_t clock) noexcept {
   timespec ts{};
   clock_gettime(clock, &ts);

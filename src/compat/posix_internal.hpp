@@ -79,6 +79,13 @@ pthread_t main_os_thread() noexcept;
 // exit(0), as a process whose main thread called pthread_exit does.
 [[noreturn]] void wait_for_others_then_exit();
 
+// pthread_exit from a signal handler that interrupted worker w's own loop,
+// where no ULT runs (LTP's pthread_spin_lock/3-1: the main thread spins, so
+// its ULT mostly sleeps between tries). On worker 0 it is the main thread's
+// exit: once every other ULT has ended (it waits while other workers run
+// them), exit(0). Anything else is reported and aborts.
+[[noreturn]] void exit_outside_any_ult(sched::worker* w);
+
 
 // The mutex-holder identity: the running ULT or, outside one, the OS thread.
 // Inline for the ULT case: the mutex fast paths read it on every call.
