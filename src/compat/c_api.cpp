@@ -100,7 +100,9 @@ int ito::compat::create_ult(ito_ult_t* out, void* (*fn)(void*), void* arg, bool 
   if (!fn) return EINVAL;
   void* frame_bytes = nullptr;
   ult* u;
-  const ito::options& opts = ito::sched::current_worker()->rt->opts;
+  ito::sched::runtime_state* rt = ito::sched::current_worker()->rt;
+  ito::sched::start_other_workers(rt);  // deferred by the POSIX layer's start
+  const ito::options& opts = rt->opts;
   if (opts.stacks != ito::stack_policy::fixed) {
     // Split-stack ULTs grow by segments: any size fits, and a caller's stack
     // cannot be one (it has no segment header or limit word).

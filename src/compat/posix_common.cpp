@@ -66,7 +66,9 @@ int start_runtime_now(bool* bad_config = nullptr) noexcept {
   if (sched::g_runtime.load(std::memory_order_acquire)) return EPERM;  // an OS thread, not a ULT
   errno_guard keep_errno;
   try {
-    sched::runtime_state* rt = sched::start_runtime(resolve_options(options{}));
+    // Workers 1..N-1 start with the first thread (ito_pthread_create): a
+    // program that never makes one, or not yet, runs on this thread alone.
+    sched::runtime_state* rt = sched::start_runtime(resolve_options(options{}), true);
     // glibc's pthread_self is the thread pointer (x86-64): no symbol that
     // the preload library would have to tell from its own.
     g_main_os_thread.store(reinterpret_cast<pthread_t>(__builtin_thread_pointer()),
