@@ -184,6 +184,34 @@ TEST(PosixErrors, OtherObjects) {
   EXPECT_EQ(ito_pthread_setspecific(k, nullptr), EINVAL);
 }
 
+// A process-shared barrier or rwlock would be a private one whose waiter
+// queue another process cannot follow: refused at init, never a crash.
+// (Process-shared mutexes and conditions work: progs/pshared.c.)
+TEST(PosixErrors, ProcessSharedBarrierAndRwlockAreRefused) {
+  pthread_barrierattr_t ba;
+  ASSERT_EQ(pthread_barrierattr_init(&ba), 0);  // glibc's own attribute calls
+  ASSERT_EQ(pthread_barrierattr_setpshared(&ba, PTHREAD_PROCESS_SHARED), 0);
+  pthread_barrier_t b;
+  EXPECT_EQ(ito_pthread_barrier_init(&b, &ba, 2), ENOTSUP);
+  ASSERT_EQ(pthread_barrierattr_setpshared(&ba, PTHREAD_PROCESS_PRIVATE), 0);
+  ASSERT_EQ(ito_pthread_barrier_init(&b, &ba, 1), 0);
+  EXPECT_EQ(ito_pthread_barrier_wait(&b), PTHREAD_BARRIER_SERIAL_THREAD);
+  EXPECT_EQ(ito_pthread_barrier_destroy(&b), 0);
+  pthread_barrierattr_destroy(&ba);
+
+  pthread_rwlockattr_t ra;
+  ASSERT_EQ(pthread_rwlockattr_init(&ra), 0);
+  ASSERT_EQ(pthread_rwlockattr_setpshared(&ra, PTHREAD_PROCESS_SHARED), 0);
+  pthread_rwlock_t rw;
+  EXPECT_EQ(ito_pthread_rwlock_init(&rw, &ra), ENOTSUP);
+  ASSERT_EQ(pthread_rwlockattr_setpshared(&ra, PTHREAD_PROCESS_PRIVATE), 0);
+  ASSERT_EQ(ito_pthread_rwlock_init(&rw, &ra), 0);
+  ASSERT_EQ(ito_pthread_rwlock_wrlock(&rw), 0);
+  ASSERT_EQ(ito_pthread_rwlock_unlock(&rw), 0);
+  EXPECT_EQ(ito_pthread_rwlock_destroy(&rw), 0);
+  pthread_rwlockattr_destroy(&ra);
+}
+
 // Read errno in a function the compiler cannot see through, so that it calls
 // __errno_location() again instead of reusing an address from before a switch.
 __attribute__((noipa)) int read_errno() { return errno; }

@@ -22,6 +22,10 @@ const std::string preload_lib = ITO_PRELOAD_LIB;
 #define ITO_TLS_PROGRAM ""
 #endif
 const std::string tls_program = ITO_TLS_PROGRAM;
+#ifndef ITO_TASK_COUNT_PROGRAM
+#define ITO_TASK_COUNT_PROGRAM ""
+#endif
+const std::string task_count_program = ITO_TASK_COUNT_PROGRAM;
 
 // The output and exit status of `sh -c command` (stderr folded into stdout).
 struct result {
@@ -209,6 +213,20 @@ TEST(PosixPreload, ProgramWithoutThreadLocalsGetsNoNote) {
   result r = run("env LD_PRELOAD=" + preload_lib + " /bin/echo ran");
   EXPECT_EQ(r.status, 0);
   EXPECT_EQ(r.out, "ran\n");
+}
+
+// The runtime starts in the library's constructor, but its other workers'
+// OS threads only with the program's first thread: a process that makes
+// none (most that run under the preload: shells, coreutils) pays for no
+// thread creation at start nor for joining them at exit.
+TEST(PosixPreload, WorkersStartWithTheFirstThread) {
+  if (preload_lib.empty()) GTEST_SKIP() << "no libito-preload.so in sanitizer builds";
+  result r = run("timeout 60 env ITO_WORKERS=3 LD_PRELOAD=" + preload_lib + " '" +
+                 task_count_program + "'");
+  EXPECT_EQ(r.status, 0) << r.out;
+  // Before: the main thread alone. After: it and workers 1 and 2 (the thread
+  // made and joined was a ULT).
+  EXPECT_EQ(r.out, "before: 1\nafter: 3\n");
 }
 
 // CPython's Lock is a POSIX semaphore; its Condition is built on Locks.

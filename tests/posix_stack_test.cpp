@@ -14,6 +14,8 @@
 #include <cstring>
 #include <memory>
 
+#include "sched/scheduler.hpp"
+
 namespace {
 
 struct span {
@@ -140,6 +142,57 @@ TEST(PosixStack, SizeAboveThePoolsGetsADedicatedStack) {
     ASSERT_EQ(ito_pthread_join(t, &r), 0);
     EXPECT_EQ(reinterpret_cast<long>(r), expected_deep(depth));
     EXPECT_EQ(ito_pthread_join(t, &r), ESRCH);  // joined: the handle is dead
+  }
+  ito_pthread_attr_destroy(&a);
+}
+
+// What a thread gets of its stack: the bytes between the stack's lowest
+// address and the lowest byte ito keeps at its top (the start frame, below
+// the descriptor), and what pthread_getattr_np says.
+struct room {
+  std::size_t usable = 0;
+  std::size_t attr_size = 0;
+  bool deep_ok = false;
+};
+
+void* measure_room(void* out) {
+  auto* r = static_cast<room*>(out);
+  const ito::sched::ult* u = ito::sched::current_ult();
+  r->usable = static_cast<std::size_t>(static_cast<const char*>(u->frame) - u->stack.lo);
+  pthread_attr_t a;
+  void* addr = nullptr;
+  if (ito_pthread_getattr_np(ito_pthread_self(), &a) == 0) {
+    pthread_attr_getstack(&a, &addr, &r->attr_size);
+    ito_pthread_attr_destroy(&a);
+  }
+  return nullptr;
+}
+
+// POSIX: the stack size attribute is a minimum. A thread that asks for N
+// bytes must be able to use N bytes, whatever ito keeps at the stack's top
+// (colour offset, descriptor, start frame): a pool stack of ITO_STACK_SIZE
+// bytes is not enough for a request of ITO_STACK_SIZE (LTP's
+// pthread_attr_setstacksize/2-1 asks for 4 * PTHREAD_STACK_MIN = 64 KiB).
+TEST(PosixStack, RequestedSizeIsAllUsable) {
+  pthread_attr_t a;
+  ASSERT_EQ(ito_pthread_attr_init(&a), 0);
+  std::size_t pool_size = 0;
+  ASSERT_EQ(ito_pthread_attr_getstacksize(&a, &pool_size), 0);  // unset: the pool's
+  const std::size_t min = PTHREAD_STACK_MIN;
+  const std::size_t sizes[] = {min,           min + 1,       32 * 1024,     60 * 1024,
+                               64 * 1024,     pool_size - 4096, pool_size - 1, pool_size,
+                               pool_size + 1, 4 * min,       256 * 1024 + 100};
+  for (std::size_t want : sizes) {
+    for (int round = 0; round < 70; ++round) {  // pool stacks of every colour
+      ASSERT_EQ(ito_pthread_attr_setstacksize(&a, want), 0);
+      room r;
+      pthread_t t;
+      ASSERT_EQ(ito_pthread_create(&t, &a, measure_room, &r), 0);
+      ASSERT_EQ(ito_pthread_join(t, nullptr), 0);
+      EXPECT_GE(r.usable, want) << "asked for " << want << " bytes, round " << round;
+      EXPECT_GE(r.attr_size, want) << "pthread_getattr_np, asked for " << want;
+      if (r.usable < want || r.attr_size < want) break;
+    }
   }
   ito_pthread_attr_destroy(&a);
 }

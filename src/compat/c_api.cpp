@@ -17,6 +17,7 @@
 #include <system_error>
 
 #include "compat/c_create.hpp"
+#include "compat/carried_state.hpp"
 #include "compat/c_errors.hpp"
 #include "ito/error.hpp"
 #include "ito/options.hpp"
@@ -40,6 +41,8 @@ struct c_frame {
 
 void c_body(void* p) {
   auto* f = static_cast<c_frame*>(p);
+  // Child first: it starts on its creator's worker, in its creator's locale.
+  ito::posix::start_in_global_locale();
   try {
     f->result = f->fn(f->arg);
   } catch (const ito::sched::exit_unwind&) {
@@ -97,7 +100,9 @@ int ito::compat::create_ult(ito_ult_t* out, void* (*fn)(void*), void* arg, bool 
   if (!fn) return EINVAL;
   void* frame_bytes = nullptr;
   ult* u;
-  const ito::options& opts = ito::sched::current_worker()->rt->opts;
+  ito::sched::runtime_state* rt = ito::sched::current_worker()->rt;
+  ito::sched::start_other_workers(rt);  // deferred by the POSIX layer's start
+  const ito::options& opts = rt->opts;
   if (opts.stacks != ito::stack_policy::fixed) {
     // Split-stack ULTs grow by segments: any size fits, and a caller's stack
     // cannot be one (it has no segment header or limit word).
@@ -107,8 +112,11 @@ int ito::compat::create_ult(ito_ult_t* out, void* (*fn)(void*), void* arg, bool 
     ito::stack::stack_block s = ito::sched::caller_stack(stack.caller_base, stack.bytes);
     if (!s) return EINVAL;
     u = ito::sched::allocate_on(s, stack_origin::caller, sizeof(c_frame), &frame_bytes);
-  } else if (stack.bytes > opts.stack_size) {
-    ito::stack::stack_block s = ito::sched::take_dedicated_stack(stack.bytes);
+  } else if (stack.bytes > ito::sched::pool_stack_room(opts.stack_size, sizeof(c_frame))) {
+    // The size asked for is a minimum (POSIX): all of it below what ito
+    // keeps at the top. A pool stack that cannot promise it is not used.
+    ito::stack::stack_block s =
+        ito::sched::take_dedicated_stack(stack.bytes + ito::sched::stack_top_reserve(sizeof(c_frame)));
     if (!s) return EAGAIN;
     u = ito::sched::allocate_on(s, stack_origin::dedicated, sizeof(c_frame), &frame_bytes);
   } else {

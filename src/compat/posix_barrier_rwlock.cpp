@@ -60,11 +60,28 @@ int rw_timed_lock(pthread_rwlock_t* rwlock, bool write, clockid_t clock, const t
 
 using namespace ito::posix;
 
+namespace {
+
+// glibc's attribute layouts: struct pthread_barrierattr { int pshared; },
+// struct pthread_rwlockattr { int lockkind; int pshared; }.
+bool process_shared(const pthread_barrierattr_t* a) {
+  return a && reinterpret_cast<const int*>(a)[0] == PTHREAD_PROCESS_SHARED;
+}
+bool process_shared(const pthread_rwlockattr_t* a) {
+  return a && reinterpret_cast<const int*>(a)[1] == PTHREAD_PROCESS_SHARED;
+}
+
+}  // namespace
+
 extern "C" {
 
-int ito_pthread_barrier_init(pthread_barrier_t* barrier, const pthread_barrierattr_t*,
+// Process-shared barriers and rwlocks are refused (ENOTSUP) rather than made
+// private ones, which would crash the first process to wait on another's
+// queue entry (docs/POSIX.md). Mutexes and conditions do work across processes.
+int ito_pthread_barrier_init(pthread_barrier_t* barrier, const pthread_barrierattr_t* attr,
                              unsigned count) {
   if (!barrier || count == 0) return EINVAL;
+  if (process_shared(attr)) return ENOTSUP;
   std::memset(static_cast<void*>(barrier), 0, sizeof *barrier);
   ::new (static_cast<void*>(barrier)) ito::barrier(count);
   return 0;
@@ -84,8 +101,9 @@ int ito_pthread_barrier_wait(pthread_barrier_t* barrier) {
   return b.arrive_and_wait() ? PTHREAD_BARRIER_SERIAL_THREAD : 0;
 }
 
-int ito_pthread_rwlock_init(pthread_rwlock_t* rwlock, const pthread_rwlockattr_t*) {
+int ito_pthread_rwlock_init(pthread_rwlock_t* rwlock, const pthread_rwlockattr_t* attr) {
   if (!rwlock) return EINVAL;
+  if (process_shared(attr)) return ENOTSUP;
   std::memset(static_cast<void*>(rwlock), 0, sizeof *rwlock);
   ::new (static_cast<void*>(rwlock)) ito::shared_mutex();
   return 0;

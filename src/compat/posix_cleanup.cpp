@@ -86,6 +86,10 @@ void run_routines_below(const void* frame) {
 extern "C" {
 
 void ito_pthread_exit(void* retval) {
+  // A worker's own context: a signal handler ran there while no ULT did.
+  if (!ito::sched::current_ult()) {
+    if (ito::sched::worker* w = ito::sched::current_worker()) ito::posix::exit_outside_any_ult(w);
+  }
   if (ito::posix::ensure_runtime() == 0) ito::posix::unwind_from(retval);
   ito_exit(retval);  // not a ULT: ito_exit says so
 }

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // The POSIX layer's common parts: lazy start and clean exit of the runtime,
 // deadlines, timed parking. See include/ito/pthread.h and docs/POSIX.md.
+#include <locale.h>
+#include <netdb.h>
 #include <pthread.h>
 
 #include <cstdio>
@@ -64,7 +66,9 @@ int start_runtime_now(bool* bad_config = nullptr) noexcept {
   if (sched::g_runtime.load(std::memory_order_acquire)) return EPERM;  // an OS thread, not a ULT
   errno_guard keep_errno;
   try {
-    sched::runtime_state* rt = sched::start_runtime(resolve_options(options{}));
+    // Workers 1..N-1 start with the first thread (ito_pthread_create): a
+    // program that never makes one, or not yet, runs on this thread alone.
+    sched::runtime_state* rt = sched::start_runtime(resolve_options(options{}), true);
     // glibc's pthread_self is the thread pointer (x86-64): no symbol that
     // the preload library would have to tell from its own.
     g_main_os_thread.store(reinterpret_cast<pthread_t>(__builtin_thread_pointer()),
@@ -111,6 +115,26 @@ void wait_for_others_then_exit() {
   std::exit(0);
 }
 
+void exit_outside_any_ult(sched::worker* w) {
+  sched::runtime_state* rt = w->rt;
+  if (w->index != 0)
+    sched::fatal("pthread_exit: called in a signal handler on a worker that was running no "
+                 "thread (docs/POSIX.md, Signals)");
+  // Worker 0 is the program's main thread, which takes the process's signals:
+  // the handler ran there while the main thread waited (its ULT parked). As
+  // NPTL, the main thread ends and the process with the last thread, with
+  // status 0. The threads still running end on the other workers; this one
+  // cannot run any while it stays in the handler.
+  for (;;) {
+    if (all_finished(rt)) std::exit(0);
+    if (rt->workers.size() == 1)
+      sched::fatal("pthread_exit: called in a signal handler while the main thread waited, "
+                   "with other threads still running on the only worker (docs/POSIX.md, Signals)");
+    timespec ts{0, 1'000'000};
+    nanosleep(&ts, nullptr);
+  }
+}
+
 std::int64_t clock_ns(clockid_t clock) noexcept {
   timespec ts{};
   clock_gettime(clock, &ts);
@@ -136,6 +160,21 @@ bool wake_one_and_unlock(detail::spinlock& lock, detail::wait_queue& q) noexcept
   lock.unlock();
   if (chosen) detail::unpark(*chosen);
   return chosen != nullptr;
+}
+
+// TSan: as errno_guard, the worker's TLS is touched by one ULT after another.
+__attribute__((no_sanitize("thread"))) carried_state save_carried() noexcept {
+  return {::uselocale(nullptr), h_errno};
+}
+
+__attribute__((no_sanitize("thread"))) void restore_carried(const carried_state& s) noexcept {
+  const auto loc = static_cast<locale_t>(s.locale);
+  if (::uselocale(nullptr) != loc) ::uselocale(loc);
+  h_errno = s.h_err;
+}
+
+void start_in_global_locale() noexcept {
+  if (::uselocale(nullptr) != LC_GLOBAL_LOCALE) ::uselocale(LC_GLOBAL_LOCALE);
 }
 
 void backoff(unsigned round) noexcept {

@@ -4,11 +4,13 @@
 // bytes); all-zero bytes (PTHREAD_COND_INITIALIZER) are a condition on
 // CLOCK_REALTIME, which is clock id 0, so no init call is needed. This file
 // only translates clocks, deadlines, recursion depth and error codes.
+#include <cstddef>
 #include <cstring>
 #include <mutex>
 
 #include "compat/posix_internal.hpp"
 #include "compat/posix_mutex.hpp"
+#include "compat/posix_pshared.hpp"
 #include "ito/pthread.h"
 #include "sync/sync_access.hpp"
 
@@ -22,6 +24,10 @@ struct pcond {
 static_assert(sizeof(pcond) <= sizeof(pthread_cond_t));
 static_assert(alignof(pcond) <= alignof(pthread_cond_t));
 static_assert(CLOCK_REALTIME == 0, "all-zero bytes must mean CLOCK_REALTIME");
+// A process-shared condition keeps its words before the clock and a flag in it.
+static_assert(offsetof(pcond, clock) >= 8);
+
+bool is_pshared(const pcond* c) noexcept { return (c->clock & pshared::cond_flag) != 0; }
 
 pcond* as_cond(pthread_cond_t* c) noexcept { return std::launder(reinterpret_cast<pcond*>(c)); }
 
@@ -36,12 +42,18 @@ int wait(pthread_cond_t* cond, pthread_mutex_t* mutex, const timespec* abstime,
   if (int e = enter()) return e;
   pcond* c = as_cond(cond);
   ito::mutex& m = as_mutex(mutex);
-  if (!access::held_by(m, identity())) return EPERM;
+  const bool shared_mutex = pshared::is_mutex(mutex);
+  // ito's own condition queues ULTs of this process and relocks ito's core:
+  // a process-shared mutex needs a process-shared condition.
+  if (shared_mutex && !is_pshared(c)) return EINVAL;
+  if (shared_mutex ? !pshared::held(mutex) : !access::held_by(m, identity())) return EPERM;
   std::int64_t deadline = sched::timer_queue::never;
   if (abstime) {
-    if (int e = to_deadline(abstime, clock < 0 ? c->clock : clock, &deadline)) return e;
+    const clockid_t own = c->clock & ~pshared::cond_flag;
+    if (int e = to_deadline(abstime, clock < 0 ? own : clock, &deadline)) return e;
   }
   errno_guard keep_errno;
+  if (is_pshared(c)) return pshared::wait(cond, mutex, deadline);
   // A recursive mutex is released completely and restored to its depth.
   const std::uint32_t depth = access::take_depth(m);
   std::unique_lock<ito::mutex> lock(m, std::adopt_lock);
@@ -61,6 +73,7 @@ int wait(pthread_cond_t* cond, pthread_mutex_t* mutex, const timespec* abstime,
 }  // namespace ito::posix
 
 using ito::posix::as_cond;
+using ito::posix::is_pshared;
 
 extern "C" {
 
@@ -92,12 +105,20 @@ int ito_pthread_cond_init(pthread_cond_t* cond, const pthread_condattr_t* attr) 
   if (attr) clock = *reinterpret_cast<const int*>(attr) >> ito::posix::clock_shift;
   if (clock != CLOCK_REALTIME && clock != CLOCK_MONOTONIC) return EINVAL;
   std::memset(static_cast<void*>(cond), 0, sizeof *cond);
+  // PTHREAD_PROCESS_SHARED (bit 0, glibc's setpshared): waiters may be other
+  // processes (posix_pshared.hpp).
+  if (attr && (*reinterpret_cast<const int*>(attr) & 1)) {
+    ito::posix::pshared::init_cond(cond);
+    as_cond(cond)->clock = clock | ito::posix::pshared::cond_flag;
+    return 0;
+  }
   (::new (static_cast<void*>(cond)) ito::posix::pcond())->clock = clock;
   return 0;
 }
 
 int ito_pthread_cond_destroy(pthread_cond_t* cond) {
   if (!cond) return EINVAL;
+  if (ito::posix::is_pshared(as_cond(cond))) return ito::posix::pshared::cond_busy(cond) ? EBUSY : 0;
   return ito::detail::sync_access::busy(as_cond(cond)->cv) ? EBUSY : 0;
 }
 
@@ -119,12 +140,20 @@ int ito_pthread_cond_clockwait(pthread_cond_t* cond, pthread_mutex_t* mutex, clo
 
 int ito_pthread_cond_signal(pthread_cond_t* cond) {
   if (!cond) return EINVAL;
+  if (ito::posix::is_pshared(as_cond(cond))) [[unlikely]] {
+    ito::posix::pshared::signal(cond, false);
+    return 0;
+  }
   as_cond(cond)->cv.notify_one();
   return 0;
 }
 
 int ito_pthread_cond_broadcast(pthread_cond_t* cond) {
   if (!cond) return EINVAL;
+  if (ito::posix::is_pshared(as_cond(cond))) [[unlikely]] {
+    ito::posix::pshared::signal(cond, true);
+    return 0;
+  }
   as_cond(cond)->cv.notify_all();
   return 0;
 }

@@ -8,6 +8,7 @@
 #include <ctime>
 #include <pthread.h>
 
+#include "compat/carried_state.hpp"
 #include "io/errno_now.hpp"
 #include "ito/sync.hpp"
 #include "sched/scheduler.hpp"
@@ -26,12 +27,19 @@ namespace ito::posix {
 // TSan models each ULT as a thread of its own and ito's switches do not
 // synchronise them, so it would report two ULTs touching their worker's errno
 // one after the other as a race: these two accesses are exempt.
+// The guard carries the rest of glibc's per-thread state that a switch may
+// cross (the locale, h_errno: carried_state.hpp) the same way.
 struct errno_guard {
+  carried_state other;
   int saved;
-  __attribute__((no_sanitize("thread"))) errno_guard() : saved(detail::errno_now()) {}
+  __attribute__((no_sanitize("thread"))) errno_guard()
+      : other(save_carried()), saved(detail::errno_now()) {}
   errno_guard(const errno_guard&) = delete;
   errno_guard& operator=(const errno_guard&) = delete;
-  __attribute__((no_sanitize("thread"))) ~errno_guard() { detail::errno_now() = saved; }
+  __attribute__((no_sanitize("thread"))) ~errno_guard() {
+    restore_carried(other);
+    detail::errno_now() = saved;
+  }
 };
 
 // Starts the runtime if none runs and the caller is a plain OS thread; the
@@ -70,6 +78,13 @@ pthread_t main_os_thread() noexcept;
 // pthread_exit on the main ULT: waits until every other ULT has ended, then
 // exit(0), as a process whose main thread called pthread_exit does.
 [[noreturn]] void wait_for_others_then_exit();
+
+// pthread_exit from a signal handler that interrupted worker w's own loop,
+// where no ULT runs (LTP's pthread_spin_lock/3-1: the main thread spins, so
+// its ULT mostly sleeps between tries). On worker 0 it is the main thread's
+// exit: once every other ULT has ended (it waits while other workers run
+// them), exit(0). Anything else is reported and aborts.
+[[noreturn]] void exit_outside_any_ult(sched::worker* w);
 
 
 // The mutex-holder identity: the running ULT or, outside one, the OS thread.

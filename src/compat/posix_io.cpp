@@ -12,6 +12,7 @@
 
 #include <cstdarg>
 
+#include "compat/carried_state.hpp"
 #include "io/delegated_syscall.hpp"
 #include "io/errno_now.hpp"
 #include "ito/io.hpp"
@@ -23,9 +24,11 @@ using ito::detail::errno_now;
 
 // A call that may switch keeps the caller's errno on success (the ULT may
 // return on another worker, whose errno is another thread's), as the rest of
-// the POSIX layer does; on failure errno is the call's.
+// the POSIX layer does; on failure errno is the call's. The locale and
+// h_errno are the caller's either way (carried_state.hpp).
 template <class Call>
 auto keep_errno_on_success(Call&& call) -> decltype(call()) {
+  ito::posix::carried_guard keep_locale;
   const int saved = errno_now();
   const auto r = call();
   if (r >= 0) errno_now() = saved;

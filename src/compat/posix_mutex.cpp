@@ -13,6 +13,7 @@
 
 #include "compat/posix_internal.hpp"
 #include "compat/posix_mutex.hpp"
+#include "compat/posix_pshared.hpp"
 #include "ito/pthread.h"
 
 namespace ito::posix {
@@ -33,6 +34,7 @@ int lock(pthread_mutex_t* mutex, std::int64_t deadline) {
   const void* self = identity();
   if (access::lock_if_free(as_mutex(mutex), self)) [[likely]] return 0;
   errno_guard keep_errno;
+  if (pshared::is_mutex(mutex)) return pshared::lock(mutex, deadline);
   try {
     return access::lock(as_mutex(mutex), self, deadline);
   } catch (const std::bad_alloc&) {  // arming the time-out's timer
@@ -77,6 +79,12 @@ int ito_pthread_mutex_init(pthread_mutex_t* mutex, const pthread_mutexattr_t* at
   if (!mutex) return EINVAL;
   int kind = PTHREAD_MUTEX_DEFAULT;
   if (attr) kind = *reinterpret_cast<const int*>(attr) & ito::detail::mutex_access::kind_mask;
+  // PTHREAD_PROCESS_SHARED (glibc's own setpshared sets the bit): waiters
+  // may be other processes, which ito's core cannot queue (posix_pshared.hpp).
+  if (attr && (*reinterpret_cast<const unsigned*>(attr) & ito::posix::pshared::mutexattr_flag)) {
+    ito::posix::pshared::init_mutex(mutex, kind);
+    return 0;
+  }
   std::memset(static_cast<void*>(mutex), 0, sizeof *mutex);
   ito::detail::mutex_access::init(as_mutex(mutex), kind);
   return 0;
@@ -84,6 +92,7 @@ int ito_pthread_mutex_init(pthread_mutex_t* mutex, const pthread_mutexattr_t* at
 
 int ito_pthread_mutex_destroy(pthread_mutex_t* mutex) {
   if (!mutex) return EINVAL;
+  if (ito::posix::pshared::is_mutex(mutex)) return ito::posix::pshared::mutex_busy(mutex) ? EBUSY : 0;
   return ito::detail::mutex_access::busy(as_mutex(mutex)) ? EBUSY : 0;
 }
 
@@ -94,7 +103,11 @@ int ito_pthread_mutex_lock(pthread_mutex_t* mutex) {
 int ito_pthread_mutex_trylock(pthread_mutex_t* mutex) {
   if (!mutex) return EINVAL;
   if (int e = ito::posix::enter()) return e;
-  return ito::detail::mutex_access::try_lock(as_mutex(mutex), ito::posix::identity());
+  const int e = ito::detail::mutex_access::try_lock(as_mutex(mutex), ito::posix::identity());
+  // A process-shared mutex always looks held to ito's core.
+  if (e == EBUSY && ito::posix::pshared::is_mutex(mutex)) [[unlikely]]
+    return ito::posix::pshared::trylock(mutex);
+  return e;
 }
 
 int ito_pthread_mutex_timedlock(pthread_mutex_t* mutex, const struct timespec* abstime) {
@@ -107,7 +120,7 @@ int ito_pthread_mutex_clocklock(pthread_mutex_t* mutex, clockid_t clock,
   if (clock != CLOCK_REALTIME && clock != CLOCK_MONOTONIC) return EINVAL;  // as glibc
   if (int e = ito::posix::enter()) return e;
   // POSIX: a mutex free now is taken whatever the time-out says.
-  if (ito::detail::mutex_access::try_lock(as_mutex(mutex), ito::posix::identity()) == 0) return 0;
+  if (ito_pthread_mutex_trylock(mutex) == 0) return 0;
   std::int64_t deadline = 0;
   if (int e = ito::posix::to_deadline(abstime, clock, &deadline)) return e;
   return ito::posix::lock(mutex, deadline);
@@ -135,7 +148,11 @@ int ito_pthread_mutex_setprioceiling(pthread_mutex_t* mutex, int ceiling, int* o
 
 int ito_pthread_mutex_unlock(pthread_mutex_t* mutex) {
   if (!mutex) return EINVAL;
-  return ito::detail::mutex_access::unlock(as_mutex(mutex), ito::posix::identity());
+  const int e = ito::detail::mutex_access::unlock(as_mutex(mutex), ito::posix::identity());
+  // A process-shared mutex's owner, for ito's core, is nobody.
+  if (e == EPERM && ito::posix::pshared::is_mutex(mutex)) [[unlikely]]
+    return ito::posix::pshared::unlock(mutex);
+  return e;
 }
 
 }  // extern "C"

@@ -59,6 +59,7 @@ int apply(int how, const sigset_t* set, sigset_t* mask) noexcept {
 template <class Call>
 int delegated_errno_call(Call&& call) {
   if (!ito::sched::current_ult()) return call();
+  ito::posix::carried_guard keep_locale;
   const int saved = errno_now();
   const int r = ito::detail::delegated_syscall([&] {
     const int e = call();
@@ -75,6 +76,7 @@ int delegated_errno_call(Call&& call) {
 template <class Call>
 auto delegated_call(Call&& call) -> decltype(call()) {
   if (!ito::sched::current_ult()) return call();
+  ito::posix::carried_guard keep_locale;
   return ito::detail::delegated_syscall(call);
 }
 

@@ -12,6 +12,7 @@
 #include <sys/select.h>
 #include <sys/wait.h>
 
+#include "compat/carried_state.hpp"
 #include "io/delegated_syscall.hpp"
 #include "io/errno_now.hpp"
 #include "sched/scheduler.hpp"
@@ -24,6 +25,7 @@ bool in_ult() noexcept { return ito::sched::current_ult() != nullptr; }
 template <class Call>
 auto delegated(Call&& call) -> decltype(call()) {
   if (!in_ult()) return call();
+  ito::posix::carried_guard keep_locale;
   const int saved = ito::detail::errno_now();
   const auto r = ito::detail::delegated_syscall(call);
   if (r >= 0) ito::detail::errno_now() = saved;

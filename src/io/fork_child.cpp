@@ -39,5 +39,9 @@ struct fork_handlers {
 }  // namespace
 
 bool in_vfork_child() noexcept { return getpid() != g_pid.load(std::memory_order_relaxed); }
+int this_process_id() noexcept {
+  const pid_t p = g_pid.load(std::memory_order_relaxed);
+  return p != 0 ? p : getpid();  // before the handlers are registered
+}
 
 }  // namespace ito::detail

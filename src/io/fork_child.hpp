@@ -18,6 +18,9 @@ namespace ito::detail {
 // True in the child of vfork() (or of a clone sharing our memory): a system
 // call, so asked only where a call would delegate, park or close.
 bool in_vfork_child() noexcept;
+// This process's id, as recorded at load and in a forked child: no system
+// call (glibc's getpid makes one).
+int this_process_id() noexcept;
 
 // Each part's share. before_fork takes the part's start lock (so the child
 // never inherits it held by a thread it does not have), after_fork_in_parent

@@ -35,4 +35,14 @@ futex_status futex_wait_until(futex_word* word, std::uint32_t expected, std::int
 void futex_wake(futex_word* word, int count) noexcept;
 inline void futex_wake_one(futex_word* word) noexcept { futex_wake(word, 1); }
 
+// The same on a word that other processes may wait on too (a
+// PTHREAD_PROCESS_SHARED mutex or condition in shared memory): the kernel's
+// shared futexes, keyed by the memory rather than by this process. The wait
+// blocks the calling OS thread: from a ULT, run it on a delegation pool
+// thread (src/compat/posix_pshared.cpp). deadline_ns: CLOCK_MONOTONIC, or
+// INT64_MAX for none.
+futex_status futex_wait_until_shared(futex_word* word, std::uint32_t expected,
+                                     std::int64_t deadline_ns) noexcept;
+void futex_wake_shared(futex_word* word, int count) noexcept;
+
 }  // namespace ito::os

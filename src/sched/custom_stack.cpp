@@ -49,6 +49,15 @@ stack::stack_block map_dedicated(std::size_t bytes) {
 
 }  // namespace
 
+std::size_t stack_top_reserve(std::size_t frame_bytes) noexcept {
+  return sizeof(std::uint64_t) + sizeof(ult) + 63 + frame_bytes + 15;
+}
+
+std::size_t pool_stack_room(std::size_t stack_size, std::size_t frame_bytes) noexcept {
+  const std::size_t top = stack::stack_pool::max_colour + stack_top_reserve(frame_bytes);
+  return stack_size > top ? stack_size - top : 0;
+}
+
 stack::stack_block take_dedicated_stack(std::size_t bytes) {
   bytes = round_to_pages(bytes);
   {

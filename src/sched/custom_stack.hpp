@@ -16,6 +16,15 @@ enum class stack_origin : unsigned char;
 // frame and a little room to run (POSIX's PTHREAD_STACK_MIN is 16 KiB too).
 inline constexpr std::size_t min_custom_stack = 16 * 1024;
 
+// What ito keeps at the top of every ULT stack it places a descriptor on:
+// the top word, the descriptor (64-aligned) and the start frame of
+// `frame_bytes` (16-aligned) below it. A pool stack also loses its colour
+// offset (stack_pool::max_colour at most).
+std::size_t stack_top_reserve(std::size_t frame_bytes) noexcept;
+// The bytes a ULT with a start frame of `frame_bytes` surely has for its own
+// frames on a pool stack of `stack_size` bytes, whatever its colour.
+std::size_t pool_stack_room(std::size_t stack_size, std::size_t frame_bytes) noexcept;
+
 // A stack of at least `bytes` above a guard page, from a small process-wide
 // cache of such stacks or a new mapping; an empty block when out of memory.
 stack::stack_block take_dedicated_stack(std::size_t bytes);

@@ -11,8 +11,18 @@
 namespace ito::sched {
 
 // Starts the workers and adopts the calling thread as the main ULT.
-// Throws usage_error(EBUSY) if a runtime already runs.
-runtime_state* start_runtime(const options& resolved);
+// Throws usage_error(EBUSY) if a runtime already runs. With defer_others,
+// workers 1..N-1 get their OS threads only at start_other_workers: a process
+// that never spawns a ULT (most programs run under libito-preload.so) never
+// pays for them. Until then worker 0 runs everything, as at ITO_WORKERS=1.
+runtime_state* start_runtime(const options& resolved, bool defer_others = false);
+// Starts workers 1..N-1 if they were deferred: a load on the spawn path of
+// the C and POSIX APIs, which call it before each spawn.
+void start_other_workers_slow(runtime_state* rt);
+inline void start_other_workers(runtime_state* rt) {
+  if (rt->others.load(std::memory_order_acquire) != runtime_state::others_running) [[unlikely]]
+    start_other_workers_slow(rt);
+}
 // From the main ULT: waits for every ULT to finish, then stops the workers.
 void stop_runtime(runtime_state* rt);
 // No ULT of rt is live here (the main ULT aside), none is between its end

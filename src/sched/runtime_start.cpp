@@ -123,7 +123,24 @@ void report_unfinished(runtime_state* rt) {
 
 }  // namespace
 
-runtime_state* start_runtime(const options& resolved) {
+void start_other_workers_slow(runtime_state* rt) {
+  int expected = runtime_state::others_deferred;
+  // One caller starts them; another that comes meanwhile goes on without:
+  // its ULT runs on its own worker as before.
+  if (!rt->others.compare_exchange_strong(expected, runtime_state::others_starting,
+                                          std::memory_order_acq_rel))
+    return;
+  for (unsigned i = 1; i < rt->workers.size(); ++i) {
+    worker* w = rt->workers[i].get();
+    if (int err = pthread_create(&w->os_thread, nullptr, &worker_thread_main, w); err != 0) {
+      std::fprintf(stderr, "ito: cannot start worker %u: %s\n", i, std::strerror(err));
+      std::abort();
+    }
+  }
+  rt->others.store(runtime_state::others_running, std::memory_order_release);
+}
+
+runtime_state* start_runtime(const options& resolved, bool defer_others) {
   runtime_state* expected = nullptr;
   auto* rt = new runtime_state(resolved);
   rt->tasks = g_task_source;
@@ -164,13 +181,7 @@ runtime_state* start_runtime(const options& resolved) {
   arch::sanitizer_init_fiber(w0->scheduler_fiber, w0->scheduler_stack.lo,
                              w0->scheduler_stack.size());
 
-  for (unsigned i = 1; i < n; ++i) {
-    worker* w = rt->workers[i].get();
-    if (int err = pthread_create(&w->os_thread, nullptr, &worker_thread_main, w); err != 0) {
-      std::fprintf(stderr, "ito: cannot start worker %u: %s\n", i, std::strerror(err));
-      std::abort();
-    }
-  }
+  if (!defer_others || n == 1) start_other_workers_slow(rt);
   publish_debug_table(rt);
   return rt;
 }
@@ -199,9 +210,12 @@ void stop_runtime(runtime_state* rt) {
   }
   // A thread that woke the last ULT may still be waking a worker.
   while (rt->outside_wakers.load(std::memory_order_acquire) != 0) arch::cpu_relax();
+  // Every ULT has finished, so no spawn is starting the other workers now.
+  const bool others = rt->others.load(std::memory_order_acquire) == runtime_state::others_running;
   rt->stopping.store(true, std::memory_order_release);
   wake_all(rt);
-  for (unsigned i = 1; i < rt->workers.size(); ++i) pthread_join(rt->workers[i]->os_thread, nullptr);
+  for (unsigned i = 1; others && i < rt->workers.size(); ++i)
+    pthread_join(rt->workers[i]->os_thread, nullptr);
   trace::finish();  // every worker has ended
   if (rt->opts.stats.value_or(false)) print_stats(rt, stderr);
 

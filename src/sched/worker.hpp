@@ -127,6 +127,10 @@ struct runtime_state {
 
   std::atomic<bool> stopping{false};
   std::atomic<unsigned> outside_wakers{0};  // OS threads inside make_ready (see there)
+  // The OS threads of workers 1..N-1: others_deferred until the first spawn
+  // that asks for them (start_other_workers), others_starting meanwhile.
+  static constexpr int others_deferred = 0, others_starting = 1, others_running = 2;
+  std::atomic<int> others{others_deferred};
   // Distributed mode: ULTs that migrated to other processes minus those that
   // arrived from them (each counts as finished where it left, spawned where
   // it arrived), so that quiescence still reads finished == spawned.
