@@ -19,11 +19,13 @@ int ito_dist_size(int* size);
 int ito_dist_barrier(void);
 int ito_dist_region(void** base, size_t* bytes);
 
-/* The DSM (ito/dist.hpp): alloc/free from this rank's heap (ENOMEM when it is
- * full; EINVAL freeing what alloc did not return to this rank, or twice),
- * alloc_collective on every rank alike (EINVAL if the sizes differ), the
+/* The DSM (ito/dist.hpp): alloc from this rank's heap (ENOMEM when it is
+ * full), free from any rank (EINVAL for what alloc did not return, or a
+ * second free on the owner's rank), alloc_collective on every rank alike
+ * (EINVAL if the sizes differ; EPERM inside start_main_thread's function), the
  * fences, their asynchronous forms (done(arg) runs on a pool thread once the
- * fence is complete), and pin/unpin (EINVAL outside the region). */
+ * fence is complete), and pin/unpin (EINVAL outside the region, or unpin of a
+ * page not pinned). */
 /* A global or static variable in the DSM (see ito/dist.hpp): */
 #ifndef ITO_DSM_GLOBAL
 #define ITO_DSM_GLOBAL __attribute__((section("ito_dsm"), used))

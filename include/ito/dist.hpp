@@ -113,8 +113,14 @@ void run_main_thread(void (*body)(void*), void* arg, void* result, std::size_t r
 // happened before its creation and everything its joined children did. A ULT
 // that may migrate must not keep on its stack pointers to process-local
 // memory (heap, thread_local, another ULT's stack); shared data goes in the
-// DSM (alloc, alloc_collective). The result of a ULT joined on another
-// process must be trivially copyable; its exception arrives as remote_error.
+// DSM (alloc, alloc_collective). A ULT whose result is not trivially
+// copyable stays on the process that created it, and its joiner goes there to
+// take the result; an exception arrives elsewhere as remote_error. A ULT never
+// moves while it holds a lock (or waits inside one). The run ends once every
+// ULT has finished on every rank, detached ones included. Collective calls
+// (barrier, alloc_collective) inside fn are usage_error(EPERM): only rank 0
+// runs it. MPI-calling functions (fences, pin, barrier) called from a ULT run
+// on an OS thread of ito's pool, with the stack MPI needs.
 template <class F, class... A>
 auto start_main_thread(F&& fn, A&&... args) {
   using R = std::invoke_result_t<F, A...>;
@@ -146,9 +152,12 @@ auto start_main_thread(F&& fn, A&&... args) {
 // (release), and another rank sees it after its own si_fence (acquire) that
 // follows in time (a barrier, or a message, orders the two).
 
-// From this rank's heap in the region: no communication. Only the allocating
-// rank may free a block (usage_error otherwise, or for a double free or a
-// pointer that is not from alloc). bad_alloc when this rank's part is full.
+// From this rank's heap in the region: no communication. Any rank may free a
+// block: one of another rank's heap goes back to it by message (after this
+// rank's writes are released), which needs the progress thread. usage_error
+// for a pointer that is not from alloc or a double free on this rank's heap;
+// a double free of another rank's block ends the job there with a message.
+// bad_alloc when this rank's part is full.
 void* alloc(std::size_t bytes);
 void free(void* p);
 // Collective: every rank calls it with the same size, in the same order, and
@@ -179,9 +188,11 @@ void si_fence();
 // usage_error(EPERM) outside a distributed runtime.
 void sd_fence_async(std::function<void()> done);
 void si_fence_async(std::function<void()> done);
-// Keeps [p, p+bytes) accessible (and this rank's writes to it pending) across
-// fences until unpin: for memory that must never fault (what MPI or a
-// signal handler touches).
+// Keeps the pages holding [p, p+bytes) accessible, never faulting, across
+// fences until unpin: for memory MPI or a signal handler touches. This rank's
+// writes go out at every release; what other ranks released to those pages is
+// merged in at every acquire. Pins are counted per page; unpin undoes one pin
+// of each page it covers, and is usage_error(EINVAL) if one is not pinned.
 void pin(void* p, std::size_t bytes);
 void unpin(void* p, std::size_t bytes);
 
