@@ -23,6 +23,7 @@ constexpr const char* known_variables[] = {
     "ITO_POOL_MAX",  "ITO_POOL_BIAS",      "ITO_DELEGATE_MODE", "ITO_DUMP_SIGNAL",
     "ITO_DSM_SIZE",  "ITO_DIST_REEXEC",    "ITO_DSM_CHECK",
     "ITO_DIST_PROGRESS_US", "ITO_TRACE",       "ITO_PRELOAD_THREADS",
+    "ITO_DIST_HEARTBEAT_MS", "ITO_DIST_WATCH",
 };
 
 std::size_t edit_distance(std::string_view a, std::string_view b) {

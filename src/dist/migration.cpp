@@ -19,6 +19,7 @@
 #include "common/random.hpp"
 #include "dist/dist_state.hpp"
 #include "dist/dsm.hpp"
+#include "dist/peer_watch.hpp"
 #include "dist/progress.hpp"
 #include "dist/stack_area.hpp"
 #include "ito/runtime.hpp"
@@ -774,6 +775,7 @@ void start_migration(const stack_area& area, int rank, int size) {
   g->rng = 0x9E3779B97F4A7C15ull * static_cast<std::uint64_t>(rank + 1);
   g->sent_to.assign(static_cast<std::size_t>(size), 0);
   MPI_Comm_dup(MPI_COMM_WORLD, &g->comm);
+  name_mpi_failures(g->comm);
   g->ops.area_lo = addr(area.base);
   g->ops.area_hi = addr(area.slice_of(size));
   g->ops.mine_lo = addr(area.slice_of(rank));

@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "ito/options.hpp"
+#include "dist/peer_watch.hpp"
 #include "os/futex.hpp"
 
 namespace ito::dist::detail {
@@ -64,6 +65,7 @@ long resolve_progress_interval_us() {
 void start_progress(long interval_us) {
   if (interval_us == 0) return;
   MPI_Comm_dup(MPI_COMM_WORLD, &g_comm);
+  name_mpi_failures(g_comm);
   g_stop.store(false, std::memory_order_relaxed);
   // No asynchronous signal is the progress thread's to take.
   sigset_t all, old;

@@ -14,6 +14,7 @@
 
 #include "dist/dsm.hpp"
 #include "dist/dsm_alloc.hpp"
+#include "dist/peer_watch.hpp"
 #include "dist/progress.hpp"
 #include "ito/error.hpp"
 #include "sched/scheduler.hpp"
@@ -115,6 +116,7 @@ void start_remote_frees(int rank, int size) {
   g->posted.resize(static_cast<std::size_t>(size));
   g->sent_to.assign(static_cast<std::size_t>(size), 0);
   MPI_Comm_dup(MPI_COMM_WORLD, &g->comm);
+  name_mpi_failures(g->comm);
   set_progress_hook(progress_hook::remote_frees, &exchange_frees);
 }
 

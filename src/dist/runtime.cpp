@@ -82,10 +82,12 @@ runtime::runtime(int* argc, char*** argv, const options& o) {
   std::size_t bytes = 0;
   bool check_races = false;
   long progress_us = 0;
+  detail::peer_watch_options watch_options;
   try {
     bytes = detail::resolve_region_bytes(o.region_bytes);
     check_races = detail::resolve_race_check();
     progress_us = detail::resolve_progress_interval_us();
+    watch_options = detail::resolve_peer_watch_options();
   } catch (const config_error& e) {
     detail::g_starting.store(false);
     if (!e.from_environment()) throw;
@@ -103,7 +105,7 @@ runtime::runtime(int* argc, char*** argv, const options& o) {
   detail::start_allocator(*st);
   detail::start_progress(progress_us);
   detail::start_remote_frees(st->rank, st->size);
-  detail::start_peer_watch(st->rank, st->size);
+  detail::start_peer_watch(st->rank, st->size, watch_options);
   detail::g_state.store(st, std::memory_order_release);
   MPI_Barrier(MPI_COMM_WORLD);  // every rank is ready before any uses the others
 }
@@ -112,7 +114,7 @@ runtime::~runtime() {
   detail::dist_state* st = detail::g_state.load(std::memory_order_acquire);
   detail::wait_for_async_fences();  // they use the DSM this tears down
   detail::settle_remote_frees();     // each owner has its blocks back
-  detail::stop_peer_watch();  // past this barrier ranks end normally
+  detail::stop_peer_watch();  // every rank is here: from now on ranks end normally
   MPI_Barrier(MPI_COMM_WORLD);  // no rank releases what another may still use
   detail::g_state.store(nullptr, std::memory_order_release);
   detail::stop_remote_frees();
