@@ -120,6 +120,10 @@ struct runtime_state {
   std::atomic<unsigned> spinning{0};  // workers looking for work, not yet parked
   std::mutex idle_mutex;
   std::vector<worker*> idle;  // guarded by idle_mutex
+  // Times a worker left the idle list (woken, or it saw work): guarded by
+  // idle_mutex. Unchanged while every worker stays on the list, so no ULT ran
+  // in between.
+  std::uint64_t idle_leaves = 0;
 
   std::atomic<bool> stopping{false};
   std::atomic<unsigned> outside_wakers{0};  // OS threads inside make_ready (see there)
