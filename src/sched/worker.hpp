@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "arch/sanitizer.hpp"
+#include "sched/deadlock.hpp"
 #include "ito/options.hpp"
 #include "sched/deque.hpp"
 #include "sched/registry.hpp"
@@ -104,6 +105,7 @@ struct alignas(64) worker {
 
   ult_registry registry;  // descriptors made on this worker (registry.hpp); cold
   pthread_t os_thread{};
+  std::atomic<pid_t> tid{0};  // its OS thread's id, once it runs (deadlock.cpp: a known thread)
   void* altstack = nullptr;
   void* extension = nullptr;  // per-worker state of a task_source (flow)
 };
@@ -122,7 +124,7 @@ struct runtime_state {
   std::vector<worker*> idle;  // guarded by idle_mutex
   // Times a worker left the idle list (woken, or it saw work): guarded by
   // idle_mutex. Unchanged while every worker stays on the list, so no ULT ran
-  // in between.
+  // in between (deadlock.hpp).
   std::uint64_t idle_leaves = 0;
 
   std::atomic<bool> stopping{false};
@@ -132,6 +134,8 @@ struct runtime_state {
   // it arrived), so that quiescence still reads finished == spawned.
   std::atomic<std::int64_t> moved_out{0};
   task_source tasks;  // set before the workers start (see set_task_source)
+  deadlock_mode on_deadlock = deadlock_mode::automatic;  // ITO_DEADLOCK
+  deadlock_state deadlock;
   ult main_ult;  // the OS thread that created the runtime, adopted as a ULT
 
   explicit runtime_state(const options& o)

@@ -125,12 +125,13 @@ bool sleep_idle_worker(worker* w) {
     }
     // The park timed out with no wake-up: look for work without leaving the
     // idle list, and sleep again at once if there is none, so that an idle
-    // runtime's workers stay on the list (a worker leaves only to run
-    // something: idle_leaves counts it). The distributed mode leaves to
+    // runtime's workers stay on the list (the deadlock watch counts on it:
+    // a worker leaves only to run something). The distributed mode leaves to
     // ask other processes for work (scheduler_loop: wants_work).
     if (!timed_out || g_remote) break;
     w->asleep.store(false, std::memory_order_relaxed);
     if (work_visible(w) || rt->stopping.load(std::memory_order_acquire)) break;
+    if (rt->on_deadlock != deadlock_mode::ignore) deadlock_watch(w);
     timed_out = false;
     w->asleep.store(true, std::memory_order_relaxed);
   }
