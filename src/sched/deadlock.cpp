@@ -134,8 +134,9 @@ void flush_if_free(std::FILE* f) {
   if (out) {
     std::fprintf(out,
                  "ito: deadlock: every ULT is blocked on ito's mutexes, condition variables, "
-                 "barriers, semaphores, once flags or joins, and nothing is left that could "
-                 "wake any of them (no timer, I/O wait, pool job or other thread):\n");
+                 "reader-writer locks, barriers, semaphores, once flags or joins, and nothing "
+                 "is left that could wake any of them (no timer, I/O wait, pool job or other "
+                 "thread):\n");
     std::size_t n = report_live_ults(rt, out);
     if (ends)
       std::fprintf(out,
