@@ -30,6 +30,8 @@
 namespace {
 
 using namespace std::chrono_literals;
+using ::testing::AllOf;
+using ::testing::ContainsRegex;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
@@ -139,6 +141,51 @@ TEST(Deadlock, MainBlockedOnMutexNamesIt) {
       ::testing::ExitedWithCode(deadlock_status),
       "ito:   main ULT: blocked in mutex on 0x[0-9a-f]+\n"
       "ito: 0 ULT\\(s\\) and the main ULT can never continue");
+}
+
+// Every kind of wait the watch counts, at once: a barrier nobody else reaches,
+// a semaphore nobody releases, a shared lock behind a writer that waits for
+// a join, a call_once whose function waits on a condition variable and a
+// second caller of it.
+TEST(Deadlock, EveryKindOfWaitIsNamed) {
+  if (tsan_thread()) GTEST_SKIP() << "TSan's own thread rules the report out";
+  EXPECT_EXIT(
+      {
+        prepare_child(nullptr, "2");
+        end_after(20);
+        ito::start_main_thread([] {
+          static ito::barrier two(2);
+          static ito::counting_semaphore none(0);
+          static ito::shared_mutex rw;
+          static ito::once_flag once;
+          static ito::mutex m;
+          static ito::condition_variable never;
+          static ito::counting_semaphore inside(0);
+          auto at_barrier = ito::create_thread([] { two.arrive_and_wait(); });
+          auto at_semaphore = ito::create_thread([] { none.acquire(); });
+          auto in_once = ito::create_thread([] {
+            ito::call_once(once, [] {
+              std::unique_lock lock(m);
+              inside.release();
+              never.wait(lock);
+            });
+          });
+          inside.acquire();  // the second caller must come while the first runs
+          auto behind_once = ito::create_thread([] { ito::call_once(once, [] {}); });
+          rw.lock();
+          auto reader = ito::create_thread([] { rw.lock_shared(); });
+          at_barrier.get();
+        });
+      },
+      ::testing::ExitedWithCode(deadlock_status),
+      AllOf(HasSubstr("ito: deadlock: every ULT is blocked"),
+            ContainsRegex(": blocked in barrier on 0x[0-9a-f]+\n"),
+            ContainsRegex(": blocked in counting_semaphore on 0x[0-9a-f]+\n"),
+            ContainsRegex(": blocked in condition_variable on 0x[0-9a-f]+\n"),
+            ContainsRegex(": blocked in once_flag on 0x[0-9a-f]+\n"),
+            ContainsRegex(": blocked in shared_mutex on 0x[0-9a-f]+\n"),
+            ContainsRegex("main ULT: blocked in join of ULT [0-9]+\n"
+                          "ito: 5 ULT\\(s\\) and the main ULT can never continue")));
 }
 
 TEST(Deadlock, ReportModeReportsAndKeepsWaiting) {
