@@ -101,7 +101,16 @@ struct blocked_count {
   bool all = true;               // each of them blocked on a sync object or a join
 };
 
-ITO_RACY_READ void classify(const ult* u, blocked_count& c) {
+// May u be blocked on a sync object or in a join? Reads only u itself (a
+// join_target that is set is necessary for a join, not proof of one).
+ITO_RACY_READ bool may_wait_for_another_ult(const ult* u) {
+  return waits_for_another_ult(u->blocked_in) || u->join_target != nullptr;
+}
+
+// The first walk: cheap, and it stops looking at the first ULT that is not
+// settled or cannot be waiting for another (a ULT in I/O, say).
+ITO_RACY_READ void count_unfinished(const ult* u, blocked_count& c) {
+  if (!c.all) return;
   auto s = u->join_state.load(std::memory_order_acquire);
   if (s == join_released) return;  // a cached descriptor, no ULT
   if (s == join_finished) return;  // ended, nobody waits for it: it wakes nobody
@@ -110,26 +119,36 @@ ITO_RACY_READ void classify(const ult* u, blocked_count& c) {
     return;
   }
   ++c.unfinished;
-  if (running_on(c.r.rt, u) >= 0 || !(joining(u, c.r) || waits_for_another_ult(u->blocked_in)))
-    c.all = false;
+  if (running_on(c.r.rt, u) >= 0 || !may_wait_for_another_ult(u)) c.all = false;
+}
+
+// The second walk, with every descriptor known: a ULT not in a sync object
+// must be its join target's registered joiner.
+ITO_RACY_READ void check_join(const ult* u, blocked_count& c) {
+  if (!c.all) return;
+  auto s = u->join_state.load(std::memory_order_acquire);
+  if (s == join_released || s == join_finished) return;
+  if (!waits_for_another_ult(u->blocked_in) && !joining(u, c.r)) c.all = false;
 }
 
 }  // namespace
 
 ITO_RACY_READ bool all_blocked_on_each_other(runtime_state* rt) {
+  const ult& main = rt->main_ult;
+  if (running_on(rt, &main) >= 0 || !may_wait_for_another_ult(&main)) return false;
   blocked_count c{{rt, nullptr, 0, {}}};
   registry_visit(
-      rt, [](ult* u, void* p) { static_cast<blocked_count*>(p)->r.registered.insert(u); }, &c);
-  registry_visit(rt, [](ult* u, void* p) { classify(u, *static_cast<blocked_count*>(p)); }, &c);
+      rt, [](ult* u, void* p) { count_unfinished(u, *static_cast<blocked_count*>(p)); }, &c);
   if (!c.all) return false;
-  const ult& main = rt->main_ult;
-  if (running_on(rt, &main) >= 0 || !(joining(&main, c.r) || waits_for_another_ult(main.blocked_in)))
-    return false;
   // Every ULT forked and not finished was seen (the walk missed none).
   std::uint64_t finished = 0, spawned = 0;
   for (auto& w : rt->workers) finished += w->stats.finished.load(std::memory_order_acquire);
   for (auto& w : rt->workers) spawned += w->stats.spawns.load(std::memory_order_acquire);
-  return spawned - finished == c.unfinished;
+  if (spawned - finished != c.unfinished) return false;
+  registry_visit(
+      rt, [](ult* u, void* p) { static_cast<blocked_count*>(p)->r.registered.insert(u); }, &c);
+  registry_visit(rt, [](ult* u, void* p) { check_join(u, *static_cast<blocked_count*>(p)); }, &c);
+  return c.all && (waits_for_another_ult(main.blocked_in) || joining(&main, c.r));
 }
 
 }  // namespace ito::sched
