@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "arch/sanitizer.hpp"
-#include "sched/deadlock.hpp"
 #include "ito/options.hpp"
+#include "sched/deadlock.hpp"
 #include "sched/deque.hpp"
 #include "sched/registry.hpp"
 #include "sched/timers.hpp"
