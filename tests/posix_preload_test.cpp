@@ -26,6 +26,10 @@ const std::string tls_program = ITO_TLS_PROGRAM;
 #define ITO_TASK_COUNT_PROGRAM ""
 #endif
 const std::string task_count_program = ITO_TASK_COUNT_PROGRAM;
+#ifndef ITO_DEADLOCK_PROGRAM
+#define ITO_DEADLOCK_PROGRAM ""
+#endif
+const std::string deadlock_program = ITO_DEADLOCK_PROGRAM;
 
 // The output and exit status of `sh -c command` (stderr folded into stdout).
 struct result {
@@ -205,6 +209,32 @@ TEST(PosixPreload, ProgramWithThreadLocalsKeepsOsThreads) {
   result bad_other = run(under + "ITO_WORKERS=lots '" + tls_program + "'");
   EXPECT_EQ(WEXITSTATUS(bad_other.status), 2) << bad_other.out;
   EXPECT_EQ(bad_other.out.find("kept"), std::string::npos) << bad_other.out;
+}
+
+// A plain pthread program whose threads all deadlock: run as ULTs, ito says
+// so (ITO_DEADLOCK) and ends it with status 4; left OS threads, nothing can
+// be proved and it hangs until `timeout` ends it.
+TEST(PosixPreload, DeadlockedThreadsAreReportedOnlyAsUlts) {
+  if (preload_lib.empty()) GTEST_SKIP() << "no libito-preload.so in sanitizer builds";
+  const std::string under = "env ITO_WORKERS=2 LD_PRELOAD=" + preload_lib + " ";
+
+  result ults = run("timeout 20 " + under + "ITO_PRELOAD_THREADS=ult '" + deadlock_program + "'");
+  ASSERT_TRUE(WIFEXITED(ults.status)) << ults.out;
+  EXPECT_EQ(WEXITSTATUS(ults.status), 4) << ults.out;
+  EXPECT_NE(ults.out.find("taking the mutexes\n"), std::string::npos) << ults.out;
+  EXPECT_NE(ults.out.find("ito: deadlock: every ULT is blocked"), std::string::npos) << ults.out;
+  std::size_t mutex_lines = 0;
+  for (std::size_t at = 0; (at = ults.out.find(": blocked in mutex on 0x", at)) != std::string::npos;
+       ++at)
+    ++mutex_lines;
+  EXPECT_EQ(mutex_lines, 2u) << ults.out;
+  EXPECT_NE(ults.out.find("ito:   main ULT: blocked in join of ULT "), std::string::npos)
+      << ults.out;
+
+  result os = run("timeout 3 " + under + "ITO_PRELOAD_THREADS=os '" + deadlock_program + "'");
+  ASSERT_TRUE(WIFEXITED(os.status)) << os.out;
+  EXPECT_EQ(WEXITSTATUS(os.status), 124) << os.out;  // timeout's: it hung
+  EXPECT_EQ(os.out.find("deadlock"), std::string::npos) << os.out;
 }
 
 // A program whose only thread-local storage is libc's gets no note (and ULTs).

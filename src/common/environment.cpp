@@ -22,7 +22,7 @@ constexpr const char* known_variables[] = {
     "ITO_STACK",     "ITO_STACK_BLOCK_SIZE", "ITO_STACK_ALLOC", "ITO_POOL_MIN",
     "ITO_POOL_MAX",  "ITO_POOL_BIAS",      "ITO_DELEGATE_MODE", "ITO_DUMP_SIGNAL",
     "ITO_DSM_SIZE",  "ITO_DIST_REEXEC",    "ITO_DSM_CHECK",
-    "ITO_DIST_PROGRESS_US", "ITO_TRACE",       "ITO_PRELOAD_THREADS",
+    "ITO_DIST_PROGRESS_US", "ITO_TRACE",       "ITO_PRELOAD_THREADS", "ITO_DEADLOCK",
     "ITO_DIST_HEARTBEAT_MS", "ITO_DIST_WATCH",
 };
 
@@ -77,6 +77,14 @@ int dump_signal_from(const char* text) noexcept {
   // These mean something else to the process (or cannot be caught).
   if (sig == SIGKILL || sig == SIGSTOP || sig == SIGSEGV || sig == SIGBUS) return 0;
   return sig;
+}
+
+int deadlock_choice(const char* text) noexcept {
+  if (!text || !*text) return 0;
+  if (!std::strcmp(text, "report")) return 1;
+  if (!std::strcmp(text, "abort")) return 2;
+  if (!std::strcmp(text, "ignore")) return 3;
+  return -1;
 }
 
 void warn_about_unknown_variables() noexcept {

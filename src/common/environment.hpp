@@ -13,4 +13,7 @@ void warn_about_unknown_variables() noexcept;
 // (SIGKILL, SIGSTOP, SIGSEGV, SIGBUS).
 int dump_signal_from(const char* text) noexcept;
 
+// ITO_DEADLOCK's value: 0 unset or empty, 1 report, 2 abort, 3 ignore, -1 none of these.
+int deadlock_choice(const char* text) noexcept;
+
 }  // namespace ito

@@ -151,6 +151,9 @@ options resolve_options(options o) {
                                      "SIGSTOP, SIGSEGV or SIGBUS"),
                        true);
 
+  if (const char* v = std::getenv("ITO_DEADLOCK"); v && deadlock_choice(v) < 0)
+    throw config_error(range_message("ITO_DEADLOCK", v, "report, abort or ignore"), true);
+
   if (const char* v = std::getenv("ITO_TRACE"); v && *v) trace::check_path(v);
 
   if (!o.bind) o.bind = env_flag("ITO_BIND").value_or(false);

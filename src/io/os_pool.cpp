@@ -26,6 +26,7 @@
 #include "io/os_thread.hpp"
 #include "io/pool_retire_rule.hpp"
 #include "ito/os_pool.hpp"
+#include "sched/deadlock.hpp"
 #include "trace/trace.hpp"
 
 namespace ito::detail {
@@ -58,6 +59,7 @@ class pool_engine {
     pool_job* first;
   };
 
+  void post_counted(pool_job* job);
   static void* thread_main(void* arg);
   void thread_loop(pool_job* job);
   // Starts a thread whose first job is `first` (may be null); the caller has
@@ -119,8 +121,10 @@ void* pool_engine::thread_main(void* arg) {
   char name[16];
   std::snprintf(name, sizeof name, "ito-pool-%u", started.fetch_add(1, std::memory_order_relaxed));
   pthread_setname_np(pthread_self(), name);
+  sched::helper_thread_begins();  // a thread of ito's: the deadlock watch counts its jobs
   tls_own_engine = e;
   e->thread_loop(first);
+  sched::helper_thread_ends();
   return nullptr;
 }
 
@@ -139,7 +143,9 @@ void pool_engine::thread_loop(pool_job* job) {
     }
     // Report a job only once this thread can take another (see pool_job).
     auto report = [finished] {
-      if (finished) finished->finish(finished);  // the job may be gone after this
+      if (!finished) return;
+      finished->finish(finished);  // the job may be gone after this
+      sched::outside_work_ends();  // whatever it woke is runnable now
     };
     lock.lock();
     if (finished) {
@@ -235,6 +241,18 @@ bool pool_engine::hand_to_sleeper(std::unique_lock<std::mutex>& lock, pool_job* 
 }
 
 void pool_engine::post(pool_job* job) {
+  // Counted until its completion is reported: a pool thread may wake a ULT
+  // (or run any code) meanwhile, so the deadlock watch says nothing.
+  sched::outside_work_begins();
+  try {
+    post_counted(job);
+  } catch (...) {
+    sched::outside_work_ends();
+    throw;
+  }
+}
+
+void pool_engine::post_counted(pool_job* job) {
   std::unique_lock lock(mutex_);
   if (hand_to_sleeper(lock, job)) return;
   if (queued_ < starting_) {  // a thread on its way to the idle list takes it

@@ -2,6 +2,7 @@
 #include "io/poller.hpp"
 
 #include <poll.h>
+#include <pthread.h>
 #include <sys/epoll.h>
 #include <time.h>
 #include <unistd.h>
@@ -19,6 +20,7 @@
 #include "io/fork_child.hpp"
 #include "os/futex.hpp"
 #include "io/os_thread.hpp"
+#include "sched/deadlock.hpp"
 #include "sched/idle.hpp"
 #include "sched/scheduler.hpp"
 
@@ -147,6 +149,9 @@ void harvest_from_worker() {
 }
 
 void* poller_main(void*) {
+  pthread_setname_np(pthread_self(), "ito-poller");
+  // It wakes only ULTs that wait for I/O: the deadlock watch knows it.
+  sched::helper_thread_begins();
   epoll_event events[batch];
   for (;;) {
     const std::int64_t quiet_until =

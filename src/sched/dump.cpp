@@ -14,6 +14,7 @@
 
 #include "common/environment.hpp"
 #include "ito/runtime.hpp"
+#include "sched/deadlock.hpp"
 #include "sched/runtime_control.hpp"
 #include "sched/scheduler.hpp"
 #include "sched/ult_report.hpp"
@@ -53,6 +54,7 @@ void on_dump_signal(int) {
 
 void* dump_thread(void*) {
   pthread_setname_np(pthread_self(), "ito-dump");
+  helper_thread_begins();  // it only reads: the deadlock watch knows it
   char byte;
   for (;;) {
     ssize_t n = read(g_dump_pipe[0], &byte, 1);

@@ -7,6 +7,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include <cxxabi.h>
 
@@ -52,6 +53,7 @@ void pin_to_allowed_cpu(unsigned index) {
 
 void enter_worker_thread(worker* w) {
   set_current_worker(w);
+  w->tid.store(gettid(), std::memory_order_relaxed);
   w->eh = reinterpret_cast<eh_state*>(abi::__cxa_get_globals());
   // glibc leaves the split-stack limit word of a reused thread block as it was:
   // start with none (split-stack code on the scheduler stack never grows).
@@ -144,6 +146,7 @@ runtime_state* start_runtime(const options& resolved, bool defer_others) {
   runtime_state* expected = nullptr;
   auto* rt = new runtime_state(resolved);
   rt->tasks = g_task_source;
+  rt->on_deadlock = deadlock_mode_from_environment();
   rt->stack_provider = stack::make_stack_provider(resolved);
   std::unique_lock no_dump(dump_lock());  // a dump sees the workers once all exist
   if (!g_runtime.compare_exchange_strong(expected, rt)) {

@@ -57,7 +57,10 @@ void yield(bool push_to_head);
 // Suspends the running ULT. `after(self, arg)` runs once the ULT's context is
 // saved, on the next context's stack, and must hand `self` to whoever will
 // wake it (or wake it at once with make_ready). It must not block.
-// blocked_in / blocked_on: what it waits in and on, for hang reports and dumps.
+// blocked_in / blocked_on: what it waits in and on, for hang reports and dumps;
+// the deadlock watch counts a ULT as waiting for another ULT only by these
+// names (ult_report.cpp: waits_for_another_ult): a name changed at a call
+// site must change there too.
 void suspend(void (*after)(ult* self, void* arg), void* arg, const char* blocked_in = "suspend",
              const void* blocked_on = nullptr);
 // Makes a suspended ULT runnable. Any thread may call it.

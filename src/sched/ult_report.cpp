@@ -70,9 +70,85 @@ ITO_RACY_READ std::size_t report_live_ults(runtime_state* rt, std::FILE* out) {
   if (const ult* child = joining(&main, r))
     std::fprintf(out, "ito:   main ULT: blocked in join of ULT %llu\n",
                  static_cast<unsigned long long>(child->id));
+  else if (main.blocked_in && main.blocked_on)
+    std::fprintf(out, "ito:   main ULT: blocked in %s on %p\n", main.blocked_in, main.blocked_on);
   else if (main.blocked_in)
     std::fprintf(out, "ito:   main ULT: blocked in %s\n", main.blocked_in);
   return r.live;
+}
+
+namespace {
+
+// What ULTs wait in (suspend's blocked_in) when only another ULT can wake
+// them: ito's own synchronisation objects (src/sync; "ito sync object" is
+// park()'s default). Sleeps, I/O, delegated calls, flow futures
+// and the distributed mode's waits end by themselves or from outside: never
+// counted. Nor is the POSIX layer's sem_t: sem_post is async-signal-safe, so
+// a signal handler may be what the waiter waits for.
+bool waits_for_another_ult(const char* in) {
+  static constexpr const char* kinds[] = {"mutex",     "condition_variable", "shared_mutex",
+                                          "barrier",   "counting_semaphore", "once_flag",
+                                          "ito sync object"};
+  if (!in) return false;
+  for (const char* k : kinds)
+    if (!std::strcmp(in, k)) return true;
+  return false;
+}
+
+struct blocked_count {
+  report r;
+  std::uint64_t unfinished = 0;  // live ULTs that have not ended
+  bool all = true;               // each of them blocked on a sync object or a join
+};
+
+// May u be blocked on a sync object or in a join? Reads only u itself (a
+// join_target that is set is necessary for a join, not proof of one).
+ITO_RACY_READ bool may_wait_for_another_ult(const ult* u) {
+  return waits_for_another_ult(u->blocked_in) || u->join_target != nullptr;
+}
+
+// The first walk: cheap, and it stops looking at the first ULT that is not
+// settled or cannot be waiting for another (a ULT in I/O, say).
+ITO_RACY_READ void count_unfinished(const ult* u, blocked_count& c) {
+  if (!c.all) return;
+  auto s = u->join_state.load(std::memory_order_acquire);
+  if (s == join_released) return;  // a cached descriptor, no ULT
+  if (s == join_finished) return;  // ended, nobody waits for it: it wakes nobody
+  if (has_ended(s) || s == join_remote) {
+    c.all = false;  // ending or handing itself over: not settled
+    return;
+  }
+  ++c.unfinished;
+  if (running_on(c.r.rt, u) >= 0 || !may_wait_for_another_ult(u)) c.all = false;
+}
+
+// The second walk, with every descriptor known: a ULT not in a sync object
+// must be its join target's registered joiner.
+ITO_RACY_READ void check_join(const ult* u, blocked_count& c) {
+  if (!c.all) return;
+  auto s = u->join_state.load(std::memory_order_acquire);
+  if (s == join_released || s == join_finished) return;
+  if (!waits_for_another_ult(u->blocked_in) && !joining(u, c.r)) c.all = false;
+}
+
+}  // namespace
+
+ITO_RACY_READ bool all_blocked_on_each_other(runtime_state* rt) {
+  const ult& main = rt->main_ult;
+  if (running_on(rt, &main) >= 0 || !may_wait_for_another_ult(&main)) return false;
+  blocked_count c{{rt, nullptr, 0, {}}};
+  registry_visit(
+      rt, [](ult* u, void* p) { count_unfinished(u, *static_cast<blocked_count*>(p)); }, &c);
+  if (!c.all) return false;
+  // Every ULT forked and not finished was seen (the walk missed none).
+  std::uint64_t finished = 0, spawned = 0;
+  for (auto& w : rt->workers) finished += w->stats.finished.load(std::memory_order_acquire);
+  for (auto& w : rt->workers) spawned += w->stats.spawns.load(std::memory_order_acquire);
+  if (spawned - finished != c.unfinished) return false;
+  registry_visit(
+      rt, [](ult* u, void* p) { static_cast<blocked_count*>(p)->r.registered.insert(u); }, &c);
+  registry_visit(rt, [](ult* u, void* p) { check_join(u, *static_cast<blocked_count*>(p)); }, &c);
+  return c.all && (waits_for_another_ult(main.blocked_in) || joining(&main, c.r));
 }
 
 }  // namespace ito::sched

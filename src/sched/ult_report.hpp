@@ -16,4 +16,11 @@ struct runtime_state;
 // blocked in what on which object, finished but not joined). Returns how many.
 std::size_t report_live_ults(runtime_state* rt, std::FILE* out);
 
+// For the deadlock watch (deadlock.cpp), with every worker idle: true when
+// each live ULT, the main one included, is suspended on one of ito's
+// synchronisation objects or in a join, and the registry holds every ULT
+// forked and not finished. Unlike the report, used for a decision: the
+// caller makes sure nothing ran meanwhile.
+bool all_blocked_on_each_other(runtime_state* rt);
+
 }  // namespace ito::sched

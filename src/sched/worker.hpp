@@ -12,6 +12,7 @@
 
 #include "arch/sanitizer.hpp"
 #include "ito/options.hpp"
+#include "sched/deadlock.hpp"
 #include "sched/deque.hpp"
 #include "sched/registry.hpp"
 #include "sched/timers.hpp"
@@ -108,6 +109,7 @@ struct alignas(64) worker {
 
   ult_registry registry;  // descriptors made on this worker (registry.hpp); cold
   pthread_t os_thread{};
+  std::atomic<pid_t> tid{0};  // its OS thread's id, once it runs (deadlock.cpp: a known thread)
   void* altstack = nullptr;
   void* extension = nullptr;  // per-worker state of a task_source (flow)
 };
@@ -124,6 +126,10 @@ struct runtime_state {
   std::atomic<unsigned> spinning{0};  // workers looking for work, not yet parked
   std::mutex idle_mutex;
   std::vector<worker*> idle;  // guarded by idle_mutex
+  // Times a worker left the idle list (woken, or it saw work): guarded by
+  // idle_mutex. Unchanged while every worker stays on the list, so no ULT ran
+  // in between (deadlock.hpp).
+  std::uint64_t idle_leaves = 0;
 
   std::atomic<bool> stopping{false};
   std::atomic<unsigned> outside_wakers{0};  // OS threads inside make_ready (see there)
@@ -136,6 +142,8 @@ struct runtime_state {
   // it arrived), so that quiescence still reads finished == spawned.
   std::atomic<std::int64_t> moved_out{0};
   task_source tasks;  // set before the workers start (see set_task_source)
+  deadlock_mode on_deadlock = deadlock_mode::automatic;  // ITO_DEADLOCK
+  deadlock_state deadlock;
   ult main_ult;  // the OS thread that created the runtime, adopted as a ULT
 
   explicit runtime_state(const options& o)

@@ -49,6 +49,7 @@ bool work_visible(worker* w) noexcept {
 void wake_locked(runtime_state* rt, worker* w) {  // with idle_mutex held
   w->on_idle_list = false;
   rt->idle.erase(std::find(rt->idle.begin(), rt->idle.end(), w));
+  ++rt->idle_leaves;
   rt->parked.fetch_sub(1, std::memory_order_relaxed);
   w->wake_word.store(1, std::memory_order_release);
   os::futex_wake_one(&w->wake_word);
@@ -61,6 +62,7 @@ void leave_idle(worker* w) {
   if (w->on_idle_list) {
     w->on_idle_list = false;
     rt->idle.erase(std::find(rt->idle.begin(), rt->idle.end(), w));
+    ++rt->idle_leaves;
     rt->parked.fetch_sub(1, std::memory_order_relaxed);
   }
   w->wake_word.store(0, std::memory_order_relaxed);
@@ -108,17 +110,30 @@ bool sleep_idle_worker(worker* w) {
   w->asleep.store(true, std::memory_order_relaxed);
   trace::record(trace::kind::park);
   bool timed_out = false;
-  while (w->wake_word.load(std::memory_order_acquire) == 0) {
-    std::int64_t wait = park_timeout_ns;
-    std::int64_t deadline = rt->timers.next_deadline();
-    if (deadline != timer_queue::never) wait = std::min(wait, deadline - monotonic_ns());
-    if (wait <= 0) break;
-    if (os::futex_wait_for(&w->wake_word, 0, wait) == os::futex_status::timed_out) {
-      // Only the park timeout counts: a timer's deadline is an expected
-      // wake-up, and so is a waker that chose this worker as it timed out.
-      timed_out = wait == park_timeout_ns && w->wake_word.load(std::memory_order_acquire) == 0;
-      break;
+  for (;;) {
+    while (w->wake_word.load(std::memory_order_acquire) == 0) {
+      std::int64_t wait = park_timeout_ns;
+      std::int64_t deadline = rt->timers.next_deadline();
+      if (deadline != timer_queue::never) wait = std::min(wait, deadline - monotonic_ns());
+      if (wait <= 0) break;
+      if (os::futex_wait_for(&w->wake_word, 0, wait) == os::futex_status::timed_out) {
+        // Only the park timeout counts: a timer's deadline is an expected
+        // wake-up, and so is a waker that chose this worker as it timed out.
+        timed_out = wait == park_timeout_ns && w->wake_word.load(std::memory_order_acquire) == 0;
+        break;
+      }
     }
+    // The park timed out with no wake-up: look for work without leaving the
+    // idle list, and sleep again at once if there is none, so that an idle
+    // runtime's workers stay on the list (the deadlock watch counts on it:
+    // a worker leaves only to run something). The distributed mode leaves to
+    // ask other processes for work (scheduler_loop: wants_work).
+    if (!timed_out || g_remote) break;
+    w->asleep.store(false, std::memory_order_relaxed);
+    if (work_visible(w) || rt->stopping.load(std::memory_order_acquire)) break;
+    if (rt->on_deadlock != deadlock_mode::ignore) deadlock_watch(w);
+    timed_out = false;
+    w->asleep.store(true, std::memory_order_relaxed);
   }
   w->asleep.store(false, std::memory_order_relaxed);
   trace::record(trace::kind::unpark);

@@ -29,7 +29,7 @@ bool once_flag::enter() {
     }
     detail::push_back(waiters_, &me);
     lock_.unlock();
-    detail::park(me);  // then look again: it is done, or it threw and is idle
+    detail::park(me, "once_flag", this);  // then look again: done, or it threw and is idle
   }
 }
 
