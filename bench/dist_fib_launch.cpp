@@ -26,14 +26,6 @@
 namespace bench {
 namespace {
 
-std::string beside_this_executable(const char* name) {
-  char path[PATH_MAX];
-  const ssize_t n = readlink("/proc/self/exe", path, sizeof path - 1);
-  if (n <= 0) return name;
-  path[n] = '\0';
-  std::string dir(path);
-  return dir.substr(0, dir.rfind('/') + 1) + name;
-}
 
 result row(const dist_fib_params& p, std::string impl, unsigned w) {
   result r;
@@ -47,6 +39,15 @@ result row(const dist_fib_params& p, std::string impl, unsigned w) {
 }
 
 #if defined(ITO_BENCH_MPIEXEC)
+std::string beside_this_executable(const char* name) {
+  char path[PATH_MAX];
+  const ssize_t n = readlink("/proc/self/exe", path, sizeof path - 1);
+  if (n <= 0) return name;
+  path[n] = '\0';
+  std::string dir(path);
+  return dir.substr(0, dir.rfind('/') + 1) + name;
+}
+
 // One mpiexec of ito-bench-dist-fib: its per-run lines into r.
 void run_distributed(const dist_fib_params& p, unsigned ranks, unsigned w, result& r) {
   const std::string target =

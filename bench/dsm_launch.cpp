@@ -17,6 +17,7 @@ namespace bench {
 
 namespace {
 
+#if defined(ITO_BENCH_MPIEXEC)
 // The directory this executable lives in (ito-bench-dsm is built beside it).
 std::string own_directory() {
   char path[PATH_MAX];
@@ -34,6 +35,7 @@ bool is_count(const char* s, long max) {
   const long v = std::strtol(s, &end, 10);
   return errno == 0 && end != s && *end == '\0' && v > 0 && v <= max;
 }
+#endif
 
 int dsm_usage(const char* error) {
   std::fprintf(stderr,
