@@ -29,6 +29,17 @@ ITO_DSM_GLOBAL alignas(4096) long g_pinned_page[512];
 
 namespace {
 
+// The error code of the usage_error f throws, or 0.
+template <class F>
+int code(F&& f) {
+  try {
+    f();
+  } catch (const ito::usage_error& e) {
+    return e.code();
+  }
+  return 0;
+}
+
 int me() { return ito::dist::rank(); }
 int ranks() { return ito::dist::size(); }
 
@@ -301,14 +312,6 @@ TEST(dsm, misuse_is_named_never_a_crash) {
   slots[me()] = mine;
   ito::dist::barrier();
   void* theirs = slots[(me() + 1) % ranks()];
-  auto code = [](auto&& f) {
-    try {
-      f();
-    } catch (const ito::usage_error& e) {
-      return e.code();
-    }
-    return 0;
-  };
   int local = 0;
   EXPECT_EQ(code([&] { ito::dist::free(&local); }), EINVAL);  // not in the region
   EXPECT_EQ(code([&] { ito::dist::free(shared); }), EINVAL);  // collective
@@ -443,14 +446,6 @@ TEST(dsm, overlapping_pins_of_one_page_keep_it_pinned_until_the_last_unpin) {
   auto* page = reinterpret_cast<long*>((reinterpret_cast<std::uintptr_t>(v) + 4095) & ~std::uintptr_t{4095});
   if (me() == 0) page[0] = 1;  // rank 0 is home: the others hold copies
   ito::dist::barrier();
-  auto code = [](auto&& f) {
-    try {
-      f();
-    } catch (const ito::usage_error& e) {
-      return e.code();
-    }
-    return 0;
-  };
   if (me() != 0) {
     EXPECT_EQ(code([&] { ito::dist::unpin(page, 8); }), EINVAL) << "never pinned";
     ito::dist::pin(page + 1, 8);  // a
