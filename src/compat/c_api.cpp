@@ -41,8 +41,8 @@ struct c_frame {
 
 void c_body(void* p) {
   auto* f = static_cast<c_frame*>(p);
-  // Child first: it starts on its creator's worker, in its creator's locale.
-  ito::posix::start_in_global_locale();
+  // It starts on a worker in the per-thread state another ULT left there.
+  ito::posix::start_as_a_new_thread();
   try {
     f->result = f->fn(f->arg);
   } catch (const ito::sched::exit_unwind&) {

@@ -24,9 +24,10 @@ struct carried_state {
 [[gnu::noinline]] carried_state save_carried() noexcept;
 [[gnu::noinline]] void restore_carried(const carried_state& s) noexcept;
 
-// A new thread starts in the global locale, as an NPTL thread does, though
-// its ULT starts on its creator's worker, in whatever locale that ULT set.
-[[gnu::noinline]] void start_in_global_locale() noexcept;
+// A new thread starts in the global locale with h_errno 0, as an NPTL thread
+// does, though its ULT starts on a worker in whatever state the ULT there
+// before it left (its creator's, child first).
+[[gnu::noinline]] void start_as_a_new_thread() noexcept;
 
 struct carried_guard {
   carried_state s;

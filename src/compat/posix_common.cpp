@@ -173,8 +173,10 @@ __attribute__((no_sanitize("thread"))) void restore_carried(const carried_state&
   h_errno = s.h_err;
 }
 
-void start_in_global_locale() noexcept {
+// TSan: as save_carried.
+__attribute__((no_sanitize("thread"))) void start_as_a_new_thread() noexcept {
   if (::uselocale(nullptr) != LC_GLOBAL_LOCALE) ::uselocale(LC_GLOBAL_LOCALE);
+  h_errno = 0;
 }
 
 void backoff(unsigned round) noexcept {

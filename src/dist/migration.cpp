@@ -283,9 +283,11 @@ void acquire() {
 
 // ---- A steal from another process (this rank is the victim) ----------------
 
-bool migratable(const ult* u) {
+// A joiner sent to its child's process (go_to_child) moves in its join.
+bool migratable(const ult* u, bool in_its_join = false) {
   return !u->bound && !u->handle && !u->locals && !u->eh.caught && !u->eh.uncaught &&
          !u->locks_held && !u->stays_here && !u->frame_result_local &&
+         (!u->joining || in_its_join) &&
          (u->stack_from == sched::stack_origin::pool ||
           u->stack_from == sched::stack_origin::foreign) &&
          addr(u) >= g->ops.area_lo && addr(u) < g->ops.area_hi;
@@ -329,8 +331,9 @@ void send_away(ult* u, int to, msg type) {
   ++u->resumes;
   char* sp = static_cast<char*>(u->sp);
   const std::size_t len = static_cast<std::size_t>(u->stack.hi - sp);
-  queue(make(to, type, u, sp, len));
+  auto message = make(to, type, u, sp, len);  // the bytes are copied: the stack may go
   if (foreign) drop_range(u->stack.lo, u->stack.hi);
+  queue(std::move(message));
   runtime()->moved_out.fetch_add(1, std::memory_order_acq_rel);
   g->ults_sent.fetch_add(1, std::memory_order_relaxed);
   g->stack_bytes_moved.fetch_add(len, std::memory_order_relaxed);
@@ -356,7 +359,7 @@ void go_to_child(ult* child, int home) {
     joiner = it->second;
     g->waiting.erase(it);
   }
-  if (!migratable(joiner))
+  if (!migratable(joiner, /*in_its_join=*/true))
     die("it joins a ULT of another process whose result is not trivially copyable, and cannot "
         "go there to take it (it is the main ULT, holds a lock, a handle, ULT-local values or "
         "a caught exception): return a trivially copyable value instead (docs/DISTRIBUTED.md)",
@@ -622,8 +625,12 @@ void remote_ended(worker*, ult* self) {
   const auto len = static_cast<std::size_t>(self->stack.hi - lo);
   if (g->ops.is_foreign(self)) {
     g->remote_ends.fetch_add(1, std::memory_order_relaxed);
-    queue(make(g->area->home_of(self), msg::ended, self, lo, len, 0, error));
+    // Dropped before the message leaves: the answer to it (a joiner here
+    // gets the frame back) may be written into this range, and a drop after
+    // it (a worker preempted in between) zeroed the result the joiner read.
+    auto message = make(g->area->home_of(self), msg::ended, self, lo, len, 0, error);
     drop_range(self->stack.lo, self->stack.hi);
+    queue(std::move(message));
     return;
   }
   // Home, with a joiner on another process.
@@ -641,8 +648,11 @@ void remote_ended(worker*, ult* self) {
 }
 
 void remote_release(ult* u) {
-  queue(make(g->area->home_of(u), msg::free_stack, u));
+  // Dropped first: once the home has the stack back it may send another ULT
+  // on it here, whose copy a late drop would zero.
+  auto message = make(g->area->home_of(u), msg::free_stack, u);
   drop_range(u->stack.lo, u->stack.hi);
+  queue(std::move(message));
 }
 
 // ---- The poller -------------------------------------------------------------

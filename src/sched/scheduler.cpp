@@ -166,6 +166,7 @@ extern "C" void* ito_ult_exit_hook(void* p) noexcept {
     auto* self = reinterpret_cast<ult*>(reinterpret_cast<std::uintptr_t>(p) & ~quick_resume_tag);
     self->locks_held = 0;
     self->stays_here = false;
+    self->joining = false;
   }
   exit_hook(w, reinterpret_cast<std::uintptr_t>(p));
   // After whatever message the end sent (quiescent_locally).
@@ -421,7 +422,29 @@ void wait_as_joiner(worker* w, ult* self, ult* child) {
 
 }  // namespace
 
+namespace {
+
+// Distributed mode: the running ULT stays in this process while it joins
+// (ult::joining). One load and a predicted branch outside that mode.
+struct joining_here {
+  ult* self = nullptr;
+  joining_here() noexcept {
+    if (g_remote) [[unlikely]] {
+      self = current_ult();
+      self->joining = true;
+    }
+  }
+  ~joining_here() {
+    if (self) [[unlikely]] self->joining = false;
+  }
+  joining_here(const joining_here&) = delete;
+  joining_here& operator=(const joining_here&) = delete;
+};
+
+}  // namespace
+
 void wait_finished(ult* child) {
+  const joining_here stay;
   if (is_foreign(child)) [[unlikely]] {
     if (g_remote->wait(child) != 0) fatal("a future's ULT is joined by someone else (distributed mode)");
     // Known here now, unless this ULT went to the child's process instead
@@ -444,6 +467,7 @@ void wait_finished(ult* child) {
 int join_claim(ult* child) {
   ult* self = current_ult();
   if (child == self) return EDEADLK;
+  const joining_here stay;
   if (is_foreign(child)) [[unlikely]] {
     if (int e = g_remote->wait(child)) return e;
   }

@@ -108,6 +108,9 @@ struct ult {
   // here (stays_here: the clean-up of a frame whose objects this heap owns).
   std::uint32_t locks_held = 0;
   bool stays_here = false;
+  // Inside a join (wait_finished, join_claim): woken, it still reads the
+  // child's descriptor and frame in this process, so it must resume here.
+  bool joining = false;
   ult_registry* registry = nullptr;
   ult* registry_prev = nullptr;
   ult* registry_next = nullptr;

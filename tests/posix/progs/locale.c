@@ -133,5 +133,7 @@ int main(void) {
     failed = 1;
   }
   pthread_barrier_destroy(&step);
+  freelocale(utf8); /* the threads that used them have ended */
+  freelocale(c);
   return failed;
 }
