@@ -30,8 +30,11 @@ inline constexpr unsigned mutexattr_flag = 0x80000000u;
 // In a condition's clock word (pcond::clock) when it is process-shared.
 inline constexpr int cond_flag = 1 << 30;
 
+// An atomic read: in a private mutex this byte is the low byte of the core's
+// aux_ word, which others change atomically meanwhile.
 inline bool is_mutex(const pthread_mutex_t* m) noexcept {
-  return (reinterpret_cast<const unsigned char*>(m)[16] & mutex_flag) != 0;
+  return (__atomic_load_n(reinterpret_cast<const unsigned char*>(m) + 16, __ATOMIC_RELAXED) &
+          mutex_flag) != 0;
 }
 
 void init_mutex(pthread_mutex_t* m, int kind) noexcept;

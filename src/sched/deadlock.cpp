@@ -38,7 +38,9 @@ namespace {
 std::atomic<std::int64_t> g_outside_work{0};
 
 std::mutex g_helpers_lock;
-std::vector<pid_t> g_helpers;  // guarded by g_helpers_lock
+// Guarded by g_helpers_lock. Never destroyed: pool threads may still end
+// (and unlist themselves) while static destructors run at exit.
+std::vector<pid_t>& g_helpers = *new std::vector<pid_t>;
 
 // The first proof comes this long after every worker went idle; the second
 // as long after the first. A failed one is tried again after twice the
