@@ -31,7 +31,6 @@ struct batch {
 
 struct exchange {
   MPI_Comm comm = MPI_COMM_NULL;
-  int rank = 0;
   std::mutex posted_lock;                               // `posted`, from any thread
   std::vector<std::vector<std::uint64_t>> posted;       // per owner
   bool anything_posted = false;
@@ -110,9 +109,8 @@ void wait_until(Done done) {
 
 }  // namespace
 
-void start_remote_frees(int rank, int size) {
+void start_remote_frees(int size) {
   g = new exchange;
-  g->rank = rank;
   g->posted.resize(static_cast<std::size_t>(size));
   g->sent_to.assign(static_cast<std::size_t>(size), 0);
   MPI_Comm_dup(MPI_COMM_WORLD, &g->comm);

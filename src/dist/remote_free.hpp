@@ -9,7 +9,7 @@
 namespace ito::dist::detail {
 
 // Collective, after MPI and the progress thread are up.
-void start_remote_frees(int rank, int size);
+void start_remote_frees(int size);
 // Any thread: p (a block of `owner`'s heap) goes back to it. usage_error
 // when no progress thread runs (ITO_DIST_PROGRESS_US=0) to carry it.
 void post_remote_free(int owner, void* p);

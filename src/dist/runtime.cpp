@@ -104,7 +104,7 @@ runtime::runtime(int* argc, char*** argv, const options& o) {
   detail::start_dsm(*st);
   detail::start_allocator(*st);
   detail::start_progress(progress_us);
-  detail::start_remote_frees(st->rank, st->size);
+  detail::start_remote_frees(st->size);
   detail::start_peer_watch(st->rank, st->size, watch_options);
   detail::g_state.store(st, std::memory_order_release);
   MPI_Barrier(MPI_COMM_WORLD);  // every rank is ready before any uses the others

@@ -155,22 +155,28 @@ void exit_hook(worker* w, std::uintptr_t tagged) noexcept {
   }
 }
 
+// The distributed mode's exit hook: around the ordinary one, what decides
+// where the next ULT on this descriptor may run and when this rank is quiescent.
+[[gnu::noinline]] void exit_hook_distributed(worker* w, std::uintptr_t tagged) noexcept {
+  // A lock it never released, or a past clean-up, must not pin the next ULT
+  // on this descriptor to this process.
+  auto* self = reinterpret_cast<ult*>(tagged & ~quick_resume_tag);
+  self->locks_held = 0;
+  self->stays_here = false;
+  self->joining = false;
+  exit_hook(w, tagged);
+  // After whatever message the end sent (quiescent_locally).
+  worker_stats::bump(w->stats.exit_hooks_done);
+}
+
 }  // namespace
 
 // The finished ULT is off its stack now: only from here on may anyone free it.
 extern "C" void* ito_ult_exit_hook(void* p) noexcept {
   worker* w = current_worker();
-  if (g_remote) [[unlikely]] {
-    // A lock it never released, or a past clean-up, must not pin the next
-    // ULT on this descriptor to this process.
-    auto* self = reinterpret_cast<ult*>(reinterpret_cast<std::uintptr_t>(p) & ~quick_resume_tag);
-    self->locks_held = 0;
-    self->stays_here = false;
-    self->joining = false;
-  }
-  exit_hook(w, reinterpret_cast<std::uintptr_t>(p));
-  // After whatever message the end sent (quiescent_locally).
-  if (g_remote) [[unlikely]] worker_stats::bump(w->stats.exit_hooks_done);
+  const auto tagged = reinterpret_cast<std::uintptr_t>(p);
+  if (g_remote) [[unlikely]] exit_hook_distributed(w, tagged);  // one load on the ordinary path
+  else exit_hook(w, tagged);
   return nullptr;
 }
 
