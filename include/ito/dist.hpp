@@ -100,7 +100,7 @@ namespace detail {
 void run_main_thread(void (*body)(void*), void* arg, void* result, std::size_t result_bytes);
 }  // namespace detail
 
-// The distributed scheduler (seed 003 §4). Called by every rank: rank 0 runs
+// The distributed scheduler (docs/DISTRIBUTED.md). Called by every rank: rank 0 runs
 // fn(args...) as its main ULT; every rank's ITO_WORKERS workers run ULTs and
 // steal them from the other ranks, so the ULTs fn creates (ito::create_thread,
 // ito::fork, ...) migrate between processes. Returns fn's result on rank 0,

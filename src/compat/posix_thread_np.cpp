@@ -22,6 +22,7 @@
 #include "compat/posix_attr.hpp"
 #include "compat/posix_internal.hpp"
 #include "ito/pthread.h"
+#include "sched/join_word.hpp"
 #include "sched/ult.hpp"
 
 namespace ito::posix {
@@ -62,7 +63,7 @@ int ult_attr(const sched::ult* u, pthread_attr_t* attr) {
   a->stacksize = u->stack.size();
   a->guardsize = u->stack.guarded ? static_cast<std::size_t>(sysconf(_SC_PAGESIZE)) : 0;
   a->flags = attr_flag_stackaddr;
-  if (u->join_state.load(std::memory_order_acquire) == sched::join_detached)
+  if (sched::join_word::read(u) == sched::join_detached)
     a->flags |= attr_flag_detached;
   a->schedpolicy = SCHED_OTHER;
   return 0;
@@ -115,7 +116,7 @@ int join_by(pthread_t t, void** retval, std::int64_t deadline) {
     if (compat::find_ult(static_cast<ito_ult_t>(t), &u) != 0) return ESRCH;
     if (u == sched::current_ult()) return EDEADLK;
     if (u->bound) return EINVAL;
-    const std::uintptr_t s = u->join_state.load(std::memory_order_acquire);
+    const std::uintptr_t s = sched::join_word::read(u);
     if (s == sched::join_detached || sched::is_joiner(s)) return EINVAL;
     if (s == sched::join_finished) return ito_join(static_cast<ito_ult_t>(t), retval);
     if (deadline == try_only) return EBUSY;

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // ito::dist::start_main_thread: one ito runtime per rank, joined into one
-// scheduler by the migration protocol (migration.hpp); rank 0 runs the main
+// scheduler by the distributed scheduler (scheduler/migration.hpp); rank 0 runs the main
 // function, every rank's workers steal.
 #include <mpi.h>
 
@@ -10,8 +10,9 @@
 #include <optional>
 
 #include "dist/dist_state.hpp"
-#include "dist/migration.hpp"
 #include "dist/progress.hpp"
+#include "dist/scheduler/migration.hpp"
+#include "dist/scheduler/quiescence.hpp"
 #include "dist/stack_area.hpp"
 #include "ito/dist.hpp"
 #include "ito/error.hpp"
@@ -52,11 +53,11 @@ void run_main_thread(void (*body)(void*), void* arg, void* result, std::size_t r
       } catch (...) {
         error = std::current_exception();
       }
-      request_stop_all();
+      quiescence::request_stop_all();
     } else {
-      wait_for_stop();
+      quiescence::wait_for_stop();
     }
-    quiesce();
+    quiescence::quiesce();
     set_runtime(nullptr);
   }
   stop_migration();

@@ -15,7 +15,7 @@
 #include "dist/dsm.hpp"
 #include "dist/dsm_alloc.hpp"
 #include "dist/iso_region.hpp"
-#include "dist/migration.hpp"
+#include "dist/scheduler/migration.hpp"
 #include "dist/mpi_session.hpp"
 #include "dist/peer_watch.hpp"
 #include "dist/progress.hpp"

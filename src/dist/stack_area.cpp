@@ -68,6 +68,8 @@ void release_stack_area(stack_area& a) noexcept {
   a.base = nullptr;
 }
 
+int home_of(const void* p) noexcept { return g_area->home_of(p); }
+
 void* map_stack_chunk(std::size_t bytes) {
   stack_area& a = *g_area;
   if (a.used + bytes > a.slice) return MAP_FAILED;  // the pool throws bad_alloc

@@ -32,8 +32,11 @@ struct stack_area {
 void reserve_stack_area(int rank, int ranks, stack_area& a);
 void release_stack_area(stack_area& a) noexcept;
 
-// The pool's chunk source (stack::g_chunk_source) for the area reserved last.
+// The stack pool's chunk source (stack_pool::chunk_source) for the area reserved last.
 void* map_stack_chunk(std::size_t bytes);
+
+// The rank whose slice of the area reserved last holds p: a ULT's home.
+int home_of(const void* p) noexcept;
 
 // [lo, hi) of another slice, readable and writable here (a ULT arrives), or
 // given back to the kernel (it left). Page-rounded outward / inward.

@@ -1,16 +1,18 @@
 // SPDX-License-Identifier: Apache-2.0
 // The flow layer's state per runtime, created on first use, and the hook
-// through which workers run nodes between ULTs (sched::task_source).
+// through which workers run nodes between ULTs (the scheduler's tasks
+// extension, sched/extension.hpp).
 //
-// The core gives no start/stop callback, so the state is made lazily by the
-// first flow call in a runtime and published to every worker's `extension`.
-// A runtime whose workers have no extension yet is a new one; the previous
+// The state is made lazily by the first flow call in a runtime (a runtime
+// that never uses flow pays nothing) and published to every worker's
+// `task_state`. A runtime whose workers have none yet is a new one; the previous
 // runtime's state (its workers all joined by then) is freed at that moment.
 #include <atomic>
 #include <cerrno>
 #include <mutex>
 
 #include "flow/state.hpp"
+#include "sched/extension.hpp"
 #include "sched/idle.hpp"
 #include "sched/scheduler.hpp"
 
@@ -25,7 +27,7 @@ flow_runtime* g_last = nullptr;  // guarded by g_create_mutex
 constexpr unsigned batch_limit = 256;
 
 std::atomic_ref<void*> extension_of(sched::worker* w) noexcept {
-  return std::atomic_ref<void*>(w->extension);
+  return std::atomic_ref<void*>(w->task_state);
 }
 
 flow_runtime* create_for(sched::runtime_state* rt) {
@@ -38,7 +40,7 @@ flow_runtime* create_for(sched::runtime_state* rt) {
   return g_last;
 }
 
-// sched::task_source::run_some: runs nodes until none is runnable here, a ULT
+// The tasks extension's run_some: runs nodes until none is runnable here, a ULT
 // becomes runnable on this worker, or the batch ends.
 bool run_some(sched::worker* w) {
   flow_worker* fw = worker_state(w);
@@ -59,15 +61,25 @@ bool run_some(sched::worker* w) {
   return ran != 0;
 }
 
-// sched::task_source::has_work, before a worker parks.
+// The tasks extension's has_work, before a worker parks.
 bool has_work(sched::runtime_state* rt) {
   flow_worker* fw = worker_state(rt->workers[0].get());
   return fw && any_runnable(fw->frt);
 }
 
-struct installer {
-  installer() { sched::g_task_source = {&run_some, &has_work}; }
-} install_task_source;
+struct flow_tasks final : sched::extension {
+  bool run_some(sched::worker* w) override { return detail::run_some(w); }
+  bool has_work(sched::runtime_state* rt) override { return detail::has_work(rt); }
+};
+
+// Set at static initialisation, before any runtime starts: this file is
+// linked in exactly when a program uses flow.
+const struct installer {
+  installer() noexcept {
+    static flow_tasks tasks;
+    sched::install_extension(sched::extension_slot::tasks, &tasks);
+  }
+} install_tasks;
 
 }  // namespace
 

@@ -13,7 +13,7 @@
 #include "ito/error.hpp"
 #include "ito/thread.hpp"
 #include "ito/ult.hpp"
-#include "sched/remote.hpp"
+#include "sched/extension.hpp"
 #include "sched/scheduler.hpp"
 
 namespace ito {
@@ -38,7 +38,7 @@ void require_ult(const char* function) {
 // error caught here instead of a corrupted join.
 inline void require_joinable(ult_id id, const char* function) {
   if (!id.p) [[unlikely]] throw usage_error(EINVAL, std::string(function) + ": null ULT id");
-  auto s = as_ult(id)->join_state.load(std::memory_order_acquire);
+  auto s = sched::join_word::read(as_ult(id));
   if (s == sched::join_released || sched::is_joiner(s) || s == sched::join_detached) [[unlikely]]
     throw_join_error(s == sched::join_released ? ESRCH : EINVAL, function);
   if (as_ult(id) == sched::current_ult()) [[unlikely]] throw_join_error(EDEADLK, function);
@@ -70,7 +70,7 @@ void throw_outside_ult(const char* function) {
 bool ult_finished(ult_id id) noexcept {
   // Another process's ULT: only a message could tell; not ready as far as we know.
   if (sched::is_foreign(as_ult(id))) [[unlikely]] return false;
-  return sched::has_ended(as_ult(id)->join_state.load(std::memory_order_acquire));
+  return sched::has_ended(sched::join_word::read(as_ult(id)));
 }
 
 void ult_wait(ult_id id) {

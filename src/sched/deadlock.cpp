@@ -28,7 +28,7 @@
 #include <vector>
 
 #include "common/environment.hpp"
-#include "sched/remote.hpp"
+#include "sched/extension.hpp"
 #include "sched/scheduler.hpp"
 #include "sched/ult_report.hpp"
 
@@ -61,7 +61,7 @@ bool all_idle(runtime_state* rt, std::uint64_t* leaves) {
 __attribute__((no_sanitize("thread"))) bool nothing_runnable(runtime_state* rt) {
   if (!rt->injector.looks_empty()) return false;
   if (rt->timers.next_deadline() != timer_queue::never) return false;
-  if (rt->tasks.has_work && rt->tasks.has_work(rt)) return false;
+  if (rt->tasks && rt->tasks->has_work(rt)) return false;
   for (auto& w : rt->workers) {
     if (w->current) return false;
     if (!w->inbox.looks_empty() || !w->deque.looks_empty() || !w->yielded.looks_empty())
@@ -99,7 +99,7 @@ bool only_known_threads(runtime_state* rt) {
 bool proof(runtime_state* rt, std::uint64_t epoch) {
   std::uint64_t leaves = 0;
   if (!all_idle(rt, &leaves) || leaves != epoch) return false;
-  if (g_remote || rt->stopping.load(std::memory_order_acquire)) return false;
+  if (processes_extension() || rt->stopping.load(std::memory_order_acquire)) return false;
   // Before the queues: a waker that is done has pushed what it woke.
   if (rt->outside_wakers.load(std::memory_order_seq_cst) != 0) return false;
   if (g_outside_work.load(std::memory_order_seq_cst) != 0) return false;
@@ -168,7 +168,7 @@ void flush_if_free(std::FILE* f) {
 void deadlock_watch(worker* w) {
   runtime_state* rt = w->rt;
   // Cheap tests first: this runs on every park timeout of an idle worker.
-  if (g_remote) return;
+  if (processes_extension()) return;
   // Worker 0's scheduler runs on a ULT-sized stack (its OS stack is the main
   // ULT's): leave the proof and the report to the others when there are any.
   if (w->index == 0 && rt->workers.size() > 1) return;

@@ -31,6 +31,13 @@ void stop_runtime(runtime_state* rt);
 // For the distributed mode's global quiescence; exact only while nothing can
 // spawn, i.e. once it returned true nothing here spawns until a ULT arrives.
 bool quiescent_locally(runtime_state* rt) noexcept;
+// For a thief that is not one of rt's workers (another process's steal,
+// served on the progress thread): one ULT from a random worker's deques
+// (yielded ones first), or null.
+ult* steal_for_outside(runtime_state* rt, std::uint64_t& rng) noexcept;
+// Some worker's deques hold runnable ULTs (a racy look: for deciding whether
+// to ask elsewhere for work).
+bool ults_waiting(runtime_state* rt) noexcept;
 // With ITO_DUMP_SIGNAL set: that signal makes ito list the live ULTs on stderr
 // (dump.cpp). Once per process; called at each start.
 void install_dump_signal();

@@ -23,7 +23,7 @@
 #include "sched/handles.hpp"
 #include "sched/idle.hpp"
 #include "sched/overflow.hpp"
-#include "sched/remote.hpp"
+#include "sched/extension.hpp"
 #include "sched/scheduler.hpp"
 #include "sched/ult_report.hpp"
 #include "sched/worker_signals.hpp"
@@ -31,7 +31,6 @@
 
 namespace ito::sched {
 
-task_source g_task_source;
 
 namespace {
 
@@ -145,7 +144,7 @@ void start_other_workers_slow(runtime_state* rt) {
 runtime_state* start_runtime(const options& resolved, bool defer_others) {
   runtime_state* expected = nullptr;
   auto* rt = new runtime_state(resolved);
-  rt->tasks = g_task_source;
+  rt->tasks = tasks_extension();
   rt->on_deadlock = deadlock_mode_from_environment();
   rt->stack_provider = stack::make_stack_provider(resolved);
   std::unique_lock no_dump(dump_lock());  // a dump sees the workers once all exist
@@ -159,7 +158,7 @@ runtime_state* start_runtime(const options& resolved, bool defer_others) {
     w->rt = rt;
     w->index = i;
     w->rng = 0x9E3779B97F4A7C15ull * (i + 1);
-    w->alone = n == 1 && !g_remote;  // other processes steal from it
+    w->alone = n == 1 && !processes_extension();  // other processes steal from it
     w->stack_provider = rt->stack_provider.get();
     if (w->stack_provider) w->stack_provider->attach(w.get());
     rt->workers.push_back(std::move(w));

@@ -14,9 +14,10 @@
 #include "sched/fork_child.hpp"
 #include "sched/handles.hpp"
 #include "sched/idle.hpp"
+#include "sched/join_word.hpp"
 #include "sched/overflow.hpp"
 #include "sched/registry.hpp"
-#include "sched/remote.hpp"
+#include "sched/extension.hpp"
 #include "trace/trace.hpp"
 
 #if ITO_ASAN
@@ -26,8 +27,13 @@
 namespace ito::sched {
 
 std::atomic<runtime_state*> g_runtime{nullptr};
-remote_ops* g_remote = nullptr;
-void (*g_destroy_locals)(ult* u) = nullptr;
+namespace detail {
+constinit extension* g_extensions[extension_slots] = {};
+}
+
+void install_extension(extension_slot slot, extension* e) noexcept {
+  detail::g_extensions[static_cast<unsigned>(slot)] = e;
+}
 
 constinit thread_local worker* tls_worker __attribute__((tls_model("initial-exec"))) = nullptr;
 
@@ -103,30 +109,14 @@ void clean_orphaned_frame(void*) {
 void clean_frame_on_own_stack(worker* w, ult* self) noexcept {
   // A provider gave its stack away already (exited): clean up here instead.
   if (self->from_provider()) return release(self, true);
-  self->join_state.store(join_detached, std::memory_order_relaxed);
+  join_word::rerun_detached(self);
   self->body = &clean_orphaned_frame;
   self->parent = nullptr;  // never a quick resume: its end must be published
   self->id_was_public = true;
-  self->stays_here = true;  // the frame's objects belong to this process's heap
+  ++self->must_stay;  // the frame's objects belong to this process's heap
   self->sp = arch::make_context(self->frame, &ult_main, self);
   worker_stats::bump(w->stats.spawns);  // it will finish once more
   push_ready(w, self);
-}
-
-// Sets the ended bit; returns the state it found. A registered joiner or a
-// detach cannot change while the ULT runs (every other transition starts from
-// running or finished), so only `running` needs an atomic read-modify-write:
-// a plain store does the rest. (A fetch_or returning the old value compiles
-// to a load and a lock cmpxchg loop; this is one load and, at most, one CAS.)
-std::uintptr_t publish_end(ult* self) noexcept {
-  std::uintptr_t s = self->join_state.load(std::memory_order_acquire);
-  if (s == join_running &&
-      self->join_state.compare_exchange_strong(s, join_finished, std::memory_order_acq_rel,
-                                               std::memory_order_acquire))
-    return join_running;
-  // A joiner registered or a detacher came first: s is stable now.
-  self->join_state.store(s | join_ended_bit, std::memory_order_release);
-  return s;
 }
 
 }  // namespace
@@ -140,10 +130,10 @@ void exit_hook(worker* w, std::uintptr_t tagged) noexcept {
   if (tagged & quick_resume_tag) {
     // Nobody but the parent, which we resume now, can know this ULT: no joiner
     // or detacher can race us, and a plain store replaces the exchange.
-    self->join_state.store(join_finished, std::memory_order_release);
+    join_word::end_unseen(self);
     return;
   }
-  std::uintptr_t old = publish_end(self);
+  std::uintptr_t old = join_word::publish_end(self);
   if (old == join_detached) {
     if (self->frame_cleanup) [[unlikely]] clean_frame_on_own_stack(w, self);
     else release(self, true);
@@ -151,19 +141,17 @@ void exit_hook(worker* w, std::uintptr_t tagged) noexcept {
     auto* joiner = reinterpret_cast<ult*>(old);
     if (joiner != w->current) push_ready(w, joiner);
   } else if (old == join_remote) [[unlikely]] {
-    g_remote->ended(w, self);
+    processes_extension()->ended(w, self);
   }
 }
 
-// The distributed mode's exit hook: around the ordinary one, what decides
+// The exit hook with a processes extension (the distributed mode): around the ordinary one, what decides
 // where the next ULT on this descriptor may run and when this rank is quiescent.
 [[gnu::noinline]] void exit_hook_distributed(worker* w, std::uintptr_t tagged) noexcept {
   // A lock it never released, or a past clean-up, must not pin the next ULT
   // on this descriptor to this process.
   auto* self = reinterpret_cast<ult*>(tagged & ~quick_resume_tag);
-  self->locks_held = 0;
-  self->stays_here = false;
-  self->joining = false;
+  self->must_stay = 0;
   exit_hook(w, tagged);
   // After whatever message the end sent (quiescent_locally).
   worker_stats::bump(w->stats.exit_hooks_done);
@@ -175,7 +163,7 @@ void exit_hook(worker* w, std::uintptr_t tagged) noexcept {
 extern "C" void* ito_ult_exit_hook(void* p) noexcept {
   worker* w = current_worker();
   const auto tagged = reinterpret_cast<std::uintptr_t>(p);
-  if (g_remote) [[unlikely]] exit_hook_distributed(w, tagged);  // one load on the ordinary path
+  if (processes_extension()) [[unlikely]] exit_hook_distributed(w, tagged);  // one load on the ordinary path
   else exit_hook(w, tagged);
   return nullptr;
 }
@@ -187,12 +175,7 @@ namespace {
 // resumes at once and looks again.
 void* hook_register_joiner(void* p) noexcept {
   auto* self = static_cast<ult*>(p);
-  std::uintptr_t expected = join_running;
-  if (!self->join_target->join_state.compare_exchange_strong(
-          expected, reinterpret_cast<std::uintptr_t>(self), std::memory_order_acq_rel,
-          std::memory_order_acquire)) {
-    push_ready(current_worker(), self);
-  }
+  if (!join_word::register_joiner(self->join_target, self)) push_ready(current_worker(), self);
   return nullptr;
 }
 
@@ -216,7 +199,7 @@ ito_exit_switch finish(ult* self) noexcept {
   check_canary(self);
   ult* next = nullptr;
   std::uintptr_t tag = 0;
-  std::uintptr_t s = self->join_state.load(std::memory_order_acquire);
+  std::uintptr_t s = join_word::read(self);
   auto* joiner = reinterpret_cast<ult*>(s);
   if (is_joiner(s) && (!joiner->bound || joiner->bound == w)) {
     next = joiner;
@@ -260,11 +243,13 @@ ito_exit_switch ult_main(void* data) noexcept {
     if (!self->frame_catch) fatal("an exception escaped a ULT started with the low-level fork() API");
     self->frame_catch(self->frame, false);
   }
-  if (self->locals && g_destroy_locals) g_destroy_locals(self);
+  if (self->locals) [[unlikely]] {
+    if (extension* locals = locals_extension()) locals->ult_ending(self);
+  }
   // Already detached: destroy the result (or report the exception) here, on
   // our own stack, where its destructors may block.
   if (self->frame_cleanup &&
-      self->join_state.load(std::memory_order_acquire) == join_detached) [[unlikely]]
+      join_word::read(self) == join_detached) [[unlikely]]
     clean_orphaned_frame(self->frame);
   // The only thread of a child forked from a runtime: it has no worker to finish on.
   if (!current_worker()) [[unlikely]] end_forked_child_thread();
@@ -430,18 +415,18 @@ void wait_as_joiner(worker* w, ult* self, ult* child) {
 
 namespace {
 
-// Distributed mode: the running ULT stays in this process while it joins
-// (ult::joining). One load and a predicted branch outside that mode.
+// With a processes extension: the running ULT stays in this process while it
+// joins (ult::must_stay). One load and a predicted branch without one.
 struct joining_here {
   ult* self = nullptr;
   joining_here() noexcept {
-    if (g_remote) [[unlikely]] {
+    if (processes_extension()) [[unlikely]] {
       self = current_ult();
-      self->joining = true;
+      ++self->must_stay;
     }
   }
   ~joining_here() {
-    if (self) [[unlikely]] self->joining = false;
+    if (self) [[unlikely]] --self->must_stay;
   }
   joining_here(const joining_here&) = delete;
   joining_here& operator=(const joining_here&) = delete;
@@ -452,17 +437,17 @@ struct joining_here {
 void wait_finished(ult* child) {
   const joining_here stay;
   if (is_foreign(child)) [[unlikely]] {
-    if (g_remote->wait(child) != 0) fatal("a future's ULT is joined by someone else (distributed mode)");
+    if (processes_extension()->wait(child) != 0) fatal("a future's ULT is joined by someone else (distributed mode)");
     // Known here now, unless this ULT went to the child's process instead
     // (a result that stays there): then it waits as a local joiner.
     if (is_foreign(child)) return;
   }
   for (;;) {
-    std::uintptr_t s = child->join_state.load(std::memory_order_acquire);
+    std::uintptr_t s = join_word::read(child);
     if (has_ended(s)) return;
     // It migrated (or did and came back) while we were about to wait.
     if (s == join_remote) [[unlikely]] {
-      if (g_remote->wait(child) != 0) fatal("a future's ULT is joined by someone else (distributed mode)");
+      if (processes_extension()->wait(child) != 0) fatal("a future's ULT is joined by someone else (distributed mode)");
       continue;
     }
     worker* w = current_worker();
@@ -475,22 +460,20 @@ int join_claim(ult* child) {
   if (child == self) return EDEADLK;
   const joining_here stay;
   if (is_foreign(child)) [[unlikely]] {
-    if (int e = g_remote->wait(child)) return e;
+    if (int e = processes_extension()->wait(child)) return e;
   }
-  const std::uintptr_t mine = reinterpret_cast<std::uintptr_t>(self) | join_ended_bit;
-  std::uintptr_t s = child->join_state.load(std::memory_order_acquire);
+  const std::uintptr_t mine = ended_for(self);
+  std::uintptr_t s = join_word::read(child);
   for (;;) {
     if (s == mine) return 0;  // it ended while we were its joiner
     if (s == join_finished) {
-      if (child->join_state.compare_exchange_weak(s, join_released, std::memory_order_acq_rel,
-                                                  std::memory_order_acquire))
-        return 0;
+      if (join_word::claim_finished(child, s)) return 0;
     } else if (s == join_running) {
       wait_as_joiner(current_worker(), self, child);  // we may resume on another worker
-      s = child->join_state.load(std::memory_order_acquire);
+      s = join_word::read(child);
     } else if (s == join_remote) [[unlikely]] {
-      if (int e = g_remote->wait(child)) return e;
-      s = child->join_state.load(std::memory_order_acquire);
+      if (int e = processes_extension()->wait(child)) return e;
+      s = join_word::read(child);
     } else {
       return s == join_released ? ESRCH : EINVAL;
     }
@@ -503,7 +486,7 @@ namespace {
 // provider's (which owns the descriptor too), a dedicated mapping or the
 // caller's memory.
 [[gnu::noinline]] void release_elsewhere(ult* u) {
-  if (u->stack_from == stack_origin::foreign) return g_remote->release(u);
+  if (u->stack_from == stack_origin::foreign) return processes_extension()->release(u);
   if (u->from_provider())
     return g_runtime.load(std::memory_order_relaxed)->stack_provider->release(current_worker(), u);
   registry_remove(u);
@@ -521,7 +504,7 @@ void release(ult* u, bool orphaned) {
   if (u->frame_cleanup) u->frame_cleanup(u->frame, orphaned ? u->id : 0);
   if (u->handle) [[unlikely]] handles::drop(u);
   // Reset what allocate() does not set, so that reuse is cheap.
-  u->join_state.store(join_released, std::memory_order_relaxed);
+  join_word::retire(u);
   u->frame_cleanup = nullptr;
   u->frame_catch = nullptr;
   u->frame_error_offset = 0;
@@ -552,21 +535,18 @@ void release(ult* u, bool orphaned) {
 }
 
 int detach(ult* child) {
-  if (is_foreign(child)) [[unlikely]] return g_remote->detach(child);
-  std::uintptr_t s = child->join_state.load(std::memory_order_acquire);
+  if (is_foreign(child)) [[unlikely]] return processes_extension()->detach(child);
+  std::uintptr_t s = join_word::read(child);
   for (;;) {
     if (s == join_remote) [[unlikely]] {
-      if (int e = g_remote->detach(child); e != EAGAIN) return e;
-      s = child->join_state.load(std::memory_order_acquire);
+      if (int e = processes_extension()->detach(child); e != EAGAIN) return e;
+      s = join_word::read(child);
       continue;
     }
     if (s == join_running) {
-      if (child->join_state.compare_exchange_weak(s, join_detached, std::memory_order_acq_rel,
-                                                  std::memory_order_acquire))
-        return 0;
+      if (join_word::detach_running(child, s)) return 0;
     } else if (s == join_finished) {
-      if (child->join_state.compare_exchange_weak(s, join_released, std::memory_order_acq_rel,
-                                                  std::memory_order_acquire)) {
+      if (join_word::claim_finished(child, s)) {
         release(child, true);
         return 0;
       }

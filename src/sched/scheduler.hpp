@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "sched/custom_stack.hpp"
+#include "sched/join_word.hpp"
 #include "sched/ult.hpp"
 #include "sched/worker.hpp"
 
@@ -81,7 +82,7 @@ struct exit_unwind {
 // --- Used by the worker loop, the runtime and the stack policies (internal) ---
 // Readies a descriptor for a new ULT: running, no exception state, a fresh id.
 inline void renew(worker* w, ult* u) noexcept {
-  u->join_state.store(join_running, std::memory_order_relaxed);
+  join_word::start(u);
   u->eh = {};
   u->id = (w->next_id++ << 10) | w->index;
 }
@@ -128,7 +129,6 @@ void scheduler_loop(worker* w);
 
 // Set by the ULT-local keys module: runs key destructors of a ULT that set any
 // (u->locals != null), on its own stack, just before it finishes.
-extern void (*g_destroy_locals)(ult* u);
 
 // Says how many exceptions escaped detached ULTs, if more than were shown
 // one by one (at runtime stop); resets the count.

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// The one place that names every stack provider: a new policy (the
-// distributed mode's iso-address stacks) plugs in here, not in scheduler.cpp.
+// The one place that names every stack provider: a new stack policy plugs in
+// here, not in scheduler.cpp. (The distributed mode needs none: it only says
+// where the fixed policy's pool maps its chunks, extension::stack_chunks.)
 #include "split/split_provider.hpp"
 #include "stack/provider.hpp"
 

@@ -16,29 +16,6 @@ namespace ito::sched {
 struct worker;
 struct ult_registry;
 
-// join_state: who may free a ULT, and whether it has ended. Bit 0 is the
-// "ended" bit, set by one fetch_or when the ULT leaves its stack; the rest says
-// who owns it. Every transition out of running or finished is a CAS, so of two
-// racing joiners or detachers exactly one wins.
-//   running           0      nobody has claimed it
-//   finished          1      ended, unclaimed: the first CAS to released owns it
-//   detached          2      it frees itself when it ends (state 3 meanwhile)
-//   released          4      joined, reaped or claimed: the handle is dead
-//   joiner address    J      J waits for it (J is 8-aligned, > released)
-//   J | finished      J+1    ended while J waited: J owns it
-//   remote            6      the distributed mode keeps this ULT's join state
-//                            elsewhere (sched/remote.hpp): it migrated, or its
-//                            joiner lives on another process
-inline constexpr std::uintptr_t join_running = 0;
-inline constexpr std::uintptr_t join_finished = 1;
-inline constexpr std::uintptr_t join_detached = 2;
-inline constexpr std::uintptr_t join_released = 4;
-inline constexpr std::uintptr_t join_remote = 6;
-inline constexpr std::uintptr_t join_ended_bit = 1;
-// Joiners are descriptors, 64-byte aligned: never one of the small states.
-inline bool is_joiner(std::uintptr_t s) noexcept { return s > join_remote && !(s & join_ended_bit); }
-inline bool has_ended(std::uintptr_t s) noexcept { return (s & join_ended_bit) != 0; }
-
 // The C++ exception globals of libstdc++ (__cxa_eh_globals: the caught-
 // exception stack and the uncaught count), kept per ULT and swapped into the
 // worker's OS thread at every switch.
@@ -60,7 +37,9 @@ enum class stack_origin : unsigned char {
 
 struct ult {
   void* sp = nullptr;  // saved context while not running
-  std::atomic<std::uintptr_t> join_state{join_running};
+  // The join word: written only through sched/join_word.hpp, which has its
+  // states and transitions. 0 is join_running.
+  std::atomic<std::uintptr_t> join_state{0};
   void (*body)(void*) = nullptr;  // what fork runs
   void* frame = nullptr;          // fork's argument: the bytes reserved at the top of the stack
   // Destroys what the frame still holds, at release. orphaned_id: the ULT's
@@ -102,15 +81,13 @@ struct ult {
   // registry of descriptors (registry.hpp).
   const char* blocked_in = nullptr;
   const void* blocked_on = nullptr;
-  // Distributed mode: locks it holds (sync/waiter.hpp count_held_lock). A
-  // lock lives in this process's memory and records its holder, so a ULT
-  // holding one never moves to another process; nor does one that must run
-  // here (stays_here: the clean-up of a frame whose objects this heap owns).
-  std::uint32_t locks_held = 0;
-  bool stays_here = false;
-  // Inside a join (wait_finished, join_claim): woken, it still reads the
-  // child's descriptor and frame in this process, so it must resume here.
-  bool joining = false;
+  // With a processes extension (the distributed mode): how many reasons it
+  // has to stay in this process, 0 when it may migrate. Each lock it holds
+  // (sync/waiter.hpp count_held_lock: a lock lives in this process's memory
+  // and records its holder), a join in progress (woken, it still reads the
+  // child's descriptor and frame here), a frame to clean whose objects this
+  // heap owns. Reset when the ULT ends.
+  std::uint32_t must_stay = 0;
   ult_registry* registry = nullptr;
   ult* registry_prev = nullptr;
   ult* registry_next = nullptr;

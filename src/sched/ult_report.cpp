@@ -22,11 +22,11 @@ struct report {
 };
 
 // The ULT u waits to join, if any: its join_target, when that is a live
-// descriptor whose join_state names u (join_target is never cleared).
+// descriptor whose join word names u (join_target is never cleared).
 ITO_RACY_READ const ult* joining(const ult* u, const report& r) {
   const ult* t = u->join_target;
   if (!t || !r.registered.count(t)) return nullptr;
-  return t->join_state.load(std::memory_order_acquire) == reinterpret_cast<std::uintptr_t>(u)
+  return join_word::read(t) == reinterpret_cast<std::uintptr_t>(u)
              ? t
              : nullptr;
 }
@@ -38,7 +38,7 @@ ITO_RACY_READ int running_on(runtime_state* rt, const ult* u) {
 }
 
 ITO_RACY_READ void describe(const ult* u, report& r) {
-  auto s = u->join_state.load(std::memory_order_acquire);
+  auto s = join_word::read(u);
   if (s == join_released) return;  // a cached descriptor, no ULT
   ++r.live;
   std::fprintf(r.out, "ito:   ULT %llu%s: ", static_cast<unsigned long long>(u->id),
@@ -111,7 +111,7 @@ ITO_RACY_READ bool may_wait_for_another_ult(const ult* u) {
 // settled or cannot be waiting for another (a ULT in I/O, say).
 ITO_RACY_READ void count_unfinished(const ult* u, blocked_count& c) {
   if (!c.all) return;
-  auto s = u->join_state.load(std::memory_order_acquire);
+  auto s = join_word::read(u);
   if (s == join_released) return;  // a cached descriptor, no ULT
   if (s == join_finished) return;  // ended, nobody waits for it: it wakes nobody
   if (has_ended(s) || s == join_remote) {
@@ -126,7 +126,7 @@ ITO_RACY_READ void count_unfinished(const ult* u, blocked_count& c) {
 // must be its join target's registered joiner.
 ITO_RACY_READ void check_join(const ult* u, blocked_count& c) {
   if (!c.all) return;
-  auto s = u->join_state.load(std::memory_order_acquire);
+  auto s = join_word::read(u);
   if (s == join_released || s == join_finished) return;
   if (!waits_for_another_ult(u->blocked_in) && !joining(u, c.r)) c.all = false;
 }

@@ -14,6 +14,7 @@
 #include "ito/options.hpp"
 #include "sched/deadlock.hpp"
 #include "sched/deque.hpp"
+#include "sched/extension.hpp"
 #include "sched/registry.hpp"
 #include "sched/timers.hpp"
 #include "sched/ult.hpp"
@@ -25,15 +26,6 @@ namespace ito::sched {
 
 struct runtime_state;
 struct worker;
-
-// Other kinds of work the workers run between ULTs (the flow layer's stackless
-// tasks). Each function runs on the worker's scheduler stack.
-struct task_source {
-  // Runs some local or stolen tasks; returns true if it ran any.
-  bool (*run_some)(worker* w) = nullptr;
-  // True if any task may be runnable anywhere (checked before parking).
-  bool (*has_work)(runtime_state* rt) = nullptr;
-};
 
 // Counters written only by their worker; read at exit (ITO_STATS=1).
 struct worker_stats {
@@ -48,7 +40,7 @@ struct worker_stats {
   std::atomic<std::uint64_t> direct_join_wakeups{0};
   std::atomic<std::uint64_t> stacks_reused{0};  // a released descriptor+stack taken again
   std::atomic<std::uint64_t> stacks_taken{0};   // a stack taken from the cache or the pool
-  // Distributed mode only: exit hooks run to their end. A ULT counts as
+  // With a processes extension only: exit hooks run to their end. A ULT counts as
   // finished before its hook tells another process that it ended; quiescence
   // must wait for both (quiescent_locally).
   std::atomic<std::uint64_t> exit_hooks_done{0};
@@ -111,7 +103,7 @@ struct alignas(64) worker {
   pthread_t os_thread{};
   std::atomic<pid_t> tid{0};  // its OS thread's id, once it runs (deadlock.cpp: a known thread)
   void* altstack = nullptr;
-  void* extension = nullptr;  // per-worker state of a task_source (flow)
+  void* task_state = nullptr;  // the tasks extension's own (flow), per worker
 };
 
 struct runtime_state {
@@ -141,18 +133,15 @@ struct runtime_state {
   // arrived from them (each counts as finished where it left, spawned where
   // it arrived), so that quiescence still reads finished == spawned.
   std::atomic<std::int64_t> moved_out{0};
-  task_source tasks;  // set before the workers start (see set_task_source)
+  extension* tasks = nullptr;  // tasks_extension() when the runtime started
   deadlock_mode on_deadlock = deadlock_mode::automatic;  // ITO_DEADLOCK
   deadlock_state deadlock;
   ult main_ult;  // the OS thread that created the runtime, adopted as a ULT
 
   explicit runtime_state(const options& o)
-      : opts(o), stacks(o.stack_size) {}
+      : opts(o),
+        stacks(o.stack_size, processes_extension() ? processes_extension()->stack_chunks : nullptr) {}
 };
-
-// Installed by the flow layer when it is linked in (a static initializer);
-// copied into each runtime at start.
-extern task_source g_task_source;
 
 // The one live runtime (ito runs one runtime per process at a time).
 extern std::atomic<runtime_state*> g_runtime;

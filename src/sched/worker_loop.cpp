@@ -6,8 +6,9 @@
 #include "arch/context.hpp"
 #include "common/random.hpp"
 #include "os/futex.hpp"
+#include "sched/extension.hpp"
 #include "sched/idle.hpp"
-#include "sched/remote.hpp"
+#include "sched/runtime_control.hpp"
 #include "sched/scheduler.hpp"
 #include "trace/trace.hpp"
 
@@ -17,17 +18,24 @@ namespace {
 constexpr int spin_rounds = 200;       // steal rounds before parking (~tens of µs)
 constexpr int pauses_per_round = 32;
 
+// One ULT from victim's deques: yielded ones first (they asked to run
+// elsewhere), then the oldest of its ready ones.
+ult* steal_from(worker* victim) noexcept {
+  ult* u = nullptr;
+  if (victim->yielded.steal(u) == chase_lev_deque<ult*>::steal_result::success ||
+      victim->deque.steal(u) == chase_lev_deque<ult*>::steal_result::success)
+    return u;
+  return nullptr;
+}
+
 ult* try_steal(worker* w) noexcept {
   const auto n = static_cast<unsigned>(w->rt->workers.size());
   if (n < 2) return nullptr;
   for (unsigned attempt = 0; attempt < n; ++attempt) {
     auto v = static_cast<unsigned>(common::next_random(w->rng) % (n - 1));
     if (v >= w->index) ++v;
-    worker* victim = w->rt->workers[v].get();
     worker_stats::bump(w->stats.steal_attempts);
-    ult* u = nullptr;
-    if (victim->yielded.steal(u) == chase_lev_deque<ult*>::steal_result::success ||
-        victim->deque.steal(u) == chase_lev_deque<ult*>::steal_result::success) {
+    if (ult* u = steal_from(w->rt->workers[v].get())) {
       worker_stats::bump(w->stats.steals);
       trace::record(trace::kind::steal, v);
       return u;
@@ -40,10 +48,8 @@ bool work_visible(worker* w) noexcept {
   runtime_state* rt = w->rt;
   if (!w->inbox.looks_empty() || !rt->injector.looks_empty()) return true;
   if (rt->timers.next_deadline() <= monotonic_ns()) return true;
-  if (rt->tasks.has_work && rt->tasks.has_work(rt)) return true;
-  for (auto& v : rt->workers)
-    if (!v->deque.looks_empty() || !v->yielded.looks_empty()) return true;
-  return false;
+  if (rt->tasks && rt->tasks->has_work(rt)) return true;
+  return ults_waiting(rt);
 }
 
 void wake_locked(runtime_state* rt, worker* w) {  // with idle_mutex held
@@ -69,6 +75,20 @@ void leave_idle(worker* w) {
 }
 
 }  // namespace
+
+ult* steal_for_outside(runtime_state* rt, std::uint64_t& rng) noexcept {
+  const auto n = static_cast<unsigned>(rt->workers.size());
+  const auto first = static_cast<unsigned>(common::next_random(rng) % n);
+  for (unsigned i = 0; i < n; ++i)
+    if (ult* u = steal_from(rt->workers[(first + i) % n].get())) return u;
+  return nullptr;
+}
+
+bool ults_waiting(runtime_state* rt) noexcept {
+  for (auto& v : rt->workers)
+    if (!v->deque.looks_empty() || !v->yielded.looks_empty()) return true;
+  return false;
+}
 
 void wake_one(runtime_state* rt) {
   std::lock_guard lock(rt->idle_mutex);
@@ -128,7 +148,7 @@ bool sleep_idle_worker(worker* w) {
     // runtime's workers stay on the list (the deadlock watch counts on it:
     // a worker leaves only to run something). The distributed mode leaves to
     // ask other processes for work (scheduler_loop: wants_work).
-    if (!timed_out || g_remote) break;
+    if (!timed_out || processes_extension()) break;
     w->asleep.store(false, std::memory_order_relaxed);
     if (work_visible(w) || rt->stopping.load(std::memory_order_acquire)) break;
     if (rt->on_deadlock != deadlock_mode::ignore) deadlock_watch(w);
@@ -167,13 +187,13 @@ void scheduler_loop(worker* w) {
     // Tasks (flow nodes) get a batch each time a ULT hands the worker back,
     // before the next ULT: ULTs that keep yielding (every 64th yield passes
     // through here) can then not starve them, on any number of workers.
-    bool ran_tasks = tasks_first && rt->tasks.run_some && rt->tasks.run_some(w);
+    bool ran_tasks = tasks_first && rt->tasks && rt->tasks->run_some(w);
     tasks_first = false;
     ult* u = ran_tasks ? nullptr : pop_local(w);
-    if (!u && !ran_tasks) ran_tasks = rt->tasks.run_some && rt->tasks.run_some(w);
+    if (!u && !ran_tasks) ran_tasks = rt->tasks && rt->tasks->run_some(w);
     if (!u && !ran_tasks) u = try_steal(w);
-    if (!u && !ran_tasks && g_remote) [[unlikely]] {
-      g_remote->wants_work(w);  // what other processes send lands here
+    if (!u && !ran_tasks && processes_extension()) [[unlikely]] {
+      processes_extension()->wants_work(w);  // what other processes send lands here
       u = pop_local(w);
     }
     if (u || ran_tasks) {

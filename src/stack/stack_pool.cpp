@@ -14,12 +14,11 @@
 
 namespace ito::stack {
 
-void* (*g_chunk_source)(std::size_t bytes) = nullptr;
-
-stack_pool::stack_pool(std::size_t stack_size)
+stack_pool::stack_pool(std::size_t stack_size, chunk_source source)
     : stack_size_(stack_size),
       // At least a cache's half, which one worker hands over and another takes.
-      warm_limit_(std::max(warm_bytes / stack_size, stack_cache::capacity / 2)) {}
+      warm_limit_(std::max(warm_bytes / stack_size, stack_cache::capacity / 2)),
+      chunk_source_(source) {}
 
 stack_pool::~stack_pool() {
   for (auto& c : chunks_) {
@@ -33,7 +32,7 @@ void stack_pool::map_chunk() {
   const std::size_t per_chunk = std::clamp<std::size_t>((std::size_t{4} << 20) / slot, 1, 64);
   const std::size_t bytes = slot * per_chunk;
   chunks_.reserve(chunks_.size() + 1);  // so that recording the mapping cannot throw
-  void* p = g_chunk_source ? g_chunk_source(bytes)
+  void* p = chunk_source_ ? chunk_source_(bytes)
                            : mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
                                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   // Thrown, not fatal: the caller decides (pthread_create gives EAGAIN).

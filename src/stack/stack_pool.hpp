@@ -26,7 +26,11 @@ struct stack_block {
 // thread stacks (40 MiB) frees stacks beyond its size. The mappings stay.
 class stack_pool {
  public:
-  explicit stack_pool(std::size_t stack_size);
+  // Where the pool maps its chunks: null, anywhere (mmap); the distributed
+  // scheduler gives one that maps them read-write in this process's slice of
+  // the iso-address stack area (MAP_FAILED when it is full).
+  using chunk_source = void* (*)(std::size_t bytes);
+  explicit stack_pool(std::size_t stack_size, chunk_source source = nullptr);
   ~stack_pool();
   stack_pool(const stack_pool&) = delete;
   stack_pool& operator=(const stack_pool&) = delete;
@@ -66,6 +70,7 @@ class stack_pool {
 
   const std::size_t stack_size_;
   const std::size_t warm_limit_;
+  const chunk_source chunk_source_;
   mutable std::mutex mutex_;
   std::vector<stack_block> free_;         // warm, oldest first
   std::vector<stack_block> dropped_;      // pages given back
@@ -77,10 +82,6 @@ class stack_pool {
   std::size_t mapped_ = 0;
 };
 
-// Where a pool maps its chunks: null, anywhere (mmap); the distributed
-// scheduler sets it, before its runtime starts, to map them read-write in this
-// process's slice of the iso-address stack area (MAP_FAILED when it is full).
-extern void* (*g_chunk_source)(std::size_t bytes);
 
 // One per worker: a LIFO of recently freed stacks, so that a spawn in steady
 // state neither locks nor maps memory (and reuses warm cache lines).

@@ -8,8 +8,8 @@
 // null and are never passed to the new key's destructor.
 //
 // A ULT's values live in a flat table hung on its descriptor (ult::locals),
-// allocated on its first set and grown by doubling; the scheduler calls
-// g_destroy_locals on the ULT's own stack just before it ends. A plain OS
+// allocated on its first set and grown by doubling; the scheduler calls this
+// file's ult_locals extension on the ULT's own stack just before it ends. A plain OS
 // thread (and an adopted ULT such as the main ULT, which is its OS thread and
 // never ends as a ULT) keeps its table in thread-local storage instead,
 // destroyed at thread exit.
@@ -98,11 +98,18 @@ void*& caller_table() {
 
 void destroy_ult_values(sched::ult* u) { destroy_values(u->locals); }
 
+struct ult_locals final : sched::extension {
+  void ult_ending(sched::ult* u) override { destroy_ult_values(u); }
+};
+
 // Set at static initialisation, before any ULT can run: this file is linked
 // in exactly when a program can set a value.
-const struct install_destroy_hook {
-  install_destroy_hook() noexcept { sched::g_destroy_locals = &destroy_ult_values; }
-} g_install_destroy_hook;
+const struct install_ult_locals {
+  install_ult_locals() noexcept {
+    static ult_locals locals;
+    sched::install_extension(sched::extension_slot::ult_locals, &locals);
+  }
+} g_install_ult_locals;
 
 bool is_live(std::uint64_t sequence) noexcept { return (sequence & 1) != 0; }
 

@@ -31,7 +31,7 @@ const void* caller_identity() noexcept {
 }
 
 void count_held_lock_slow(int delta) noexcept {
-  if (sched::ult* u = sched::current_ult()) u->locks_held += static_cast<std::uint32_t>(delta);
+  if (sched::ult* u = sched::current_ult()) u->must_stay += static_cast<std::uint32_t>(delta);
 }
 
 void park(waiter& w, const char* what, const void* object) {

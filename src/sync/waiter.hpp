@@ -14,7 +14,7 @@
 #include <cstdint>
 
 #include "ito/sync.hpp"
-#include "sched/remote.hpp"
+#include "sched/extension.hpp"
 #include "sched/timers.hpp"
 #include "sched/ult.hpp"
 
@@ -45,12 +45,12 @@ sched::ult* calling_ult() noexcept;
 const void* caller_identity() noexcept;
 
 // The distributed mode moves no ULT that holds a lock: the lock lives in this
-// process's memory and records its holder (sched::ult::locks_held). Called
+// process's memory and records its holder (sched::ult::must_stay). Called
 // with +1 by whoever takes a lock (mutex, either side of a shared_mutex) and
 // -1 when it lets go; one load and a predicted branch outside that mode.
 void count_held_lock_slow(int delta) noexcept;
 inline void count_held_lock(int delta) noexcept {
-  if (sched::g_remote) [[unlikely]] count_held_lock_slow(delta);
+  if (sched::processes_extension()) [[unlikely]] count_held_lock_slow(delta);
 }
 // While one lives, the calling ULT stays in this process as if it held a
 // lock: it is inside a primitive whose object is in this process's memory.

@@ -1,0 +1,161 @@
+// SPDX-License-Identifier: Apache-2.0
+// The join word (ult::join_state): who may free a ULT, and whether it has
+// ended. This file is its one owner: every transition is a named function
+// here, and nothing else writes the word (scripts/check-architecture.sh
+// checks). Readers use join_word::read.
+//
+//   running           0      nobody has claimed it
+//   finished          1      ended, unclaimed: the first CAS to released owns it
+//   detached          2      it frees itself when it ends (state 3 meanwhile)
+//   released          4      joined, reaped or claimed: the handle is dead
+//   joiner address    J      J waits for it (J is 64-aligned, > remote)
+//   J | ended         J+1    ended while J waited: J owns it
+//   remote            6      the distributed mode keeps this ULT's join state
+//                            elsewhere (its home's table): it migrated, or its
+//                            joiner lives on another process
+//
+//            register_joiner            publish_end
+//   running ───────────────▶ J ────────────────────▶ J|ended ─▶ (J releases)
+//     │  │ publish_end                                 ▲
+//     │  └────────────▶ finished ──claim_finished──▶ released
+//     │ detach_running      │ detach_finished          ▲
+//     ▼                     └─────────────────────────▶┘
+//   detached ──publish_end──▶ detached|ended ─▶ (it releases itself)
+//
+//   distributed mode, always under its table's lock:
+//   running / J / detached ──hand_over──▶ remote ──restore──▶ what its table kept
+//   remote ──end_away_for(J)──▶ J|ended,  ──released_elsewhere──▶ released,
+//          ──finished_elsewhere──▶ finished
+//
+// Every transition out of running or finished is a CAS, so of two racing
+// joiners or detachers exactly one wins. Transitions out of the other
+// states have one writer by construction (the ULT's end, its owner, or the
+// distributed mode's table lock), so they are plain stores.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+#include "sched/ult.hpp"
+
+namespace ito::sched {
+
+inline constexpr std::uintptr_t join_running = 0;
+inline constexpr std::uintptr_t join_finished = 1;
+inline constexpr std::uintptr_t join_detached = 2;
+inline constexpr std::uintptr_t join_released = 4;
+inline constexpr std::uintptr_t join_remote = 6;
+inline constexpr std::uintptr_t join_ended_bit = 1;
+// Joiners are descriptors, 64-byte aligned: never one of the small states.
+inline bool is_joiner(std::uintptr_t s) noexcept { return s > join_remote && !(s & join_ended_bit); }
+inline bool has_ended(std::uintptr_t s) noexcept { return (s & join_ended_bit) != 0; }
+// The state a joiner finds once the child ended while it waited.
+inline std::uintptr_t ended_for(const ult* joiner) noexcept {
+  return reinterpret_cast<std::uintptr_t>(joiner) | join_ended_bit;
+}
+
+namespace join_word {
+
+inline std::uintptr_t read(const ult* u) noexcept {
+  return u->join_state.load(std::memory_order_acquire);
+}
+
+// ---- The ULT's own life ----------------------------------------------------
+
+// A descriptor readied for a new ULT (nobody knows it yet).
+inline void start(ult* u) noexcept { u->join_state.store(join_running, std::memory_order_relaxed); }
+
+// A descriptor whose ULT is gone (released, cached for reuse).
+inline void retire(ult* u) noexcept { u->join_state.store(join_released, std::memory_order_relaxed); }
+
+// Its end, when nobody but the parent resuming now can know it (quick
+// resume): no joiner or detacher can race, so a plain store.
+inline void end_unseen(ult* self) noexcept {
+  self->join_state.store(join_finished, std::memory_order_release);
+}
+
+// Sets the ended bit; returns the state it found. A registered joiner or a
+// detach cannot change while the ULT runs (every other transition starts from
+// running or finished), so only `running` needs an atomic read-modify-write:
+// a plain store does the rest. (A fetch_or returning the old value compiles
+// to a load and a lock cmpxchg loop; this is one load and, at most, one CAS.)
+inline std::uintptr_t publish_end(ult* self) noexcept {
+  std::uintptr_t s = read(self);
+  if (s == join_running &&
+      self->join_state.compare_exchange_strong(s, join_finished, std::memory_order_acq_rel,
+                                               std::memory_order_acquire))
+    return join_running;
+  // A joiner registered or a detacher came first: s is stable now.
+  self->join_state.store(s | join_ended_bit, std::memory_order_release);
+  return s;
+}
+
+// A detached ULT that ended with its frame still to clean runs once more as
+// a detached ULT (a new one, on the same descriptor, that nobody knows).
+inline void rerun_detached(ult* self) noexcept {
+  self->join_state.store(join_detached, std::memory_order_relaxed);
+}
+
+// ---- Joins and detaches ----------------------------------------------------
+
+// running → joiner. False: the child is no longer running (it ended, or
+// another joiner or a detacher came first).
+inline bool register_joiner(ult* child, ult* joiner) noexcept {
+  std::uintptr_t expected = join_running;
+  return child->join_state.compare_exchange_strong(expected, reinterpret_cast<std::uintptr_t>(joiner),
+                                                   std::memory_order_acq_rel,
+                                                   std::memory_order_acquire);
+}
+
+// finished → released (the caller owns the descriptor now). On failure `s`
+// holds the state found.
+inline bool claim_finished(ult* child, std::uintptr_t& s) noexcept {
+  return child->join_state.compare_exchange_weak(s, join_released, std::memory_order_acq_rel,
+                                                 std::memory_order_acquire);
+}
+
+// running → detached. On failure `s` holds the state found.
+inline bool detach_running(ult* child, std::uintptr_t& s) noexcept {
+  return child->join_state.compare_exchange_weak(s, join_detached, std::memory_order_acq_rel,
+                                                 std::memory_order_acquire);
+}
+
+// ---- The distributed mode (under its table's lock) -------------------------
+
+// s (running, a local joiner, detached) → remote: the distributed mode's
+// table keeps what s said. On failure `s` holds the state found.
+inline bool hand_over(ult* u, std::uintptr_t& s) noexcept {
+  return u->join_state.compare_exchange_weak(s, join_remote, std::memory_order_acq_rel,
+                                             std::memory_order_acquire);
+}
+
+// A copy of another process's ULT arrived here: its join lives at its home.
+inline void host_foreign(ult* u) noexcept {
+  u->join_state.store(join_remote, std::memory_order_release);
+}
+
+// Home again (or its remote joiner answered): the ordinary protocol resumes
+// from what the table kept (running, a joiner, detached, or remote).
+inline void restore(ult* u, std::uintptr_t s) noexcept {
+  u->join_state.store(s, std::memory_order_release);
+}
+
+// It ended on another process (or its home answered a join here): `joiner`,
+// waiting here, owns it.
+inline void end_away_for(ult* u, const ult* joiner) noexcept {
+  u->join_state.store(ended_for(joiner), std::memory_order_release);
+}
+
+// It ended elsewhere and nobody here will join it (its joiner is elsewhere,
+// or it was detached): the descriptor is dead here.
+inline void released_elsewhere(ult* u) noexcept {
+  u->join_state.store(join_released, std::memory_order_release);
+}
+
+// It ended elsewhere, unclaimed: a later join here finds it finished.
+inline void finished_elsewhere(ult* u) noexcept {
+  u->join_state.store(join_finished, std::memory_order_release);
+}
+
+}  // namespace join_word
+}  // namespace ito::sched
