@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// The ITO_* environment variables ito knows, in one list, and the warning for
-// a name that is not one of them (a typo would otherwise be ignored silently).
+// The warning for an ITO_* name that settings.hpp does not declare (a typo
+// would otherwise be ignored silently), and ITO_DUMP_SIGNAL's parser.
 #include <algorithm>
 #include <csignal>
 #include <cstdio>
@@ -10,21 +10,12 @@
 #include <string_view>
 
 #include "common/environment.hpp"
+#include "common/settings.hpp"
 
 extern char** environ;
 
 namespace ito {
 namespace {
-
-// Every variable read anywhere in ito (docs/ENVIRONMENT.md describes each).
-constexpr const char* known_variables[] = {
-    "ITO_WORKERS",   "ITO_STACK_SIZE",     "ITO_BIND",          "ITO_STATS",
-    "ITO_STACK",     "ITO_STACK_BLOCK_SIZE", "ITO_STACK_ALLOC", "ITO_POOL_MIN",
-    "ITO_POOL_MAX",  "ITO_POOL_BIAS",      "ITO_DELEGATE_MODE", "ITO_DUMP_SIGNAL",
-    "ITO_DSM_SIZE",  "ITO_DIST_REEXEC",    "ITO_DSM_CHECK",
-    "ITO_DIST_PROGRESS_US", "ITO_TRACE",       "ITO_PRELOAD_THREADS", "ITO_DEADLOCK",
-    "ITO_DIST_HEARTBEAT_MS", "ITO_DIST_WATCH",
-};
 
 std::size_t edit_distance(std::string_view a, std::string_view b) {
   std::size_t row[64];
@@ -44,19 +35,19 @@ std::size_t edit_distance(std::string_view a, std::string_view b) {
 }
 
 bool is_known(std::string_view name) {
-  for (const char* k : known_variables)
-    if (name == k) return true;
+  for (const config::setting& s : config::settings)
+    if (name == s.name) return true;
   return false;
 }
 
 }  // namespace
 
 std::string closest_known_variable(std::string_view name) {
-  const char* best = known_variables[0];
+  const char* best = config::settings[0].name;
   std::size_t best_distance = ~std::size_t{0};
-  for (const char* k : known_variables) {
-    std::size_t d = edit_distance(name, k);
-    if (d < best_distance) best = k, best_distance = d;
+  for (const config::setting& s : config::settings) {
+    std::size_t d = edit_distance(name, s.name);
+    if (d < best_distance) best = s.name, best_distance = d;
   }
   return best;
 }
@@ -77,14 +68,6 @@ int dump_signal_from(const char* text) noexcept {
   // These mean something else to the process (or cannot be caught).
   if (sig == SIGKILL || sig == SIGSTOP || sig == SIGSEGV || sig == SIGBUS) return 0;
   return sig;
-}
-
-int deadlock_choice(const char* text) noexcept {
-  if (!text || !*text) return 0;
-  if (!std::strcmp(text, "report")) return 1;
-  if (!std::strcmp(text, "abort")) return 2;
-  if (!std::strcmp(text, "ignore")) return 3;
-  return -1;
 }
 
 void warn_about_unknown_variables() noexcept {

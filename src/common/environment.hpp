@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// The ITO_* variables as a whole (environment.cpp): which exist, and the ones
-// whose values more than one layer reads.
+// The ITO_* variables as a whole (environment.cpp): the warning about names
+// settings.hpp does not declare, and the parser of ITO_DUMP_SIGNAL, whose
+// values are signals (more than one layer reads it).
 #pragma once
 
 namespace ito {
@@ -12,8 +13,5 @@ void warn_about_unknown_variables() noexcept;
 // or a number); 0 when it is none, or one the process needs for itself
 // (SIGKILL, SIGSTOP, SIGSEGV, SIGBUS).
 int dump_signal_from(const char* text) noexcept;
-
-// ITO_DEADLOCK's value: 0 unset or empty, 1 report, 2 abort, 3 ignore, -1 none of these.
-int deadlock_choice(const char* text) noexcept;
 
 }  // namespace ito

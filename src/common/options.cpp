@@ -1,56 +1,21 @@
 // SPDX-License-Identifier: Apache-2.0
-// Reads and checks the ITO_* environment variables and the options struct.
+// Resolves ito::options: each field the program leaves unset from its ITO_*
+// variable (setting_values.hpp), then its default; each checked.
 #include <sched.h>
 
-#include <cerrno>
-#include <cstdlib>
-#include <cstring>
 #include <string>
 
 #include "ito/options.hpp"
 #include "common/environment.hpp"
+#include "common/setting_values.hpp"
 #include "trace/trace.hpp"
 
 namespace ito {
 
 namespace {
 
-std::string range_message(const char* name, const char* value, const std::string& accepted) {
-  return std::string("ito: ") + name + "=" + value + " is invalid: expected " + accepted;
-}
-
-// Parses a whole decimal number with an optional K/M/G suffix (powers of 1024).
-bool parse_size(const char* text, unsigned long long& out, bool allow_suffix) {
-  if (!text || !*text) return false;
-  if (*text == '-' || *text == '+') return false;
-  errno = 0;
-  char* end = nullptr;
-  unsigned long long v = std::strtoull(text, &end, 10);
-  if (errno != 0 || end == text) return false;
-  if (allow_suffix && *end) {
-    unsigned shift = 0;
-    switch (*end) {
-      case 'k': case 'K': shift = 10; break;
-      case 'm': case 'M': shift = 20; break;
-      case 'g': case 'G': shift = 30; break;
-      default: return false;
-    }
-    ++end;
-    if (v > (~0ull >> shift)) return false;
-    v <<= shift;
-  }
-  if (*end) return false;
-  out = v;
-  return true;
-}
-
-std::optional<bool> env_flag(const char* name) {
-  const char* v = std::getenv(name);
-  if (!v || !*v) return std::nullopt;
-  if (!std::strcmp(v, "1") || !std::strcmp(v, "true") || !std::strcmp(v, "yes")) return true;
-  if (!std::strcmp(v, "0") || !std::strcmp(v, "false") || !std::strcmp(v, "no")) return false;
-  throw config_error(range_message(name, v, "1, true or yes; 0, false or no"), true);
-}
+using config::setting_id;
+using config::declared;
 
 unsigned allowed_cpus() {
   cpu_set_t set;
@@ -72,43 +37,25 @@ bool split_stack_runtime_linked() noexcept { return &ito_split_stack_runtime != 
 
 options resolve_options(options o) {
   warn_about_unknown_variables();
-  const std::string workers_range = "an integer in [1, " + std::to_string(options::max_workers) + "]";
+  const config::setting& workers = declared(setting_id::workers);
   if (o.workers == 0) {
-    if (const char* v = std::getenv("ITO_WORKERS"); v && *v) {
-      unsigned long long n = 0;
-      if (!parse_size(v, n, false) || n < 1 || n > options::max_workers)
-        throw config_error(range_message("ITO_WORKERS", v, workers_range), true);
-      o.workers = static_cast<unsigned>(n);
-    } else {
-      o.workers = allowed_cpus();
-    }
-  } else if (o.workers > options::max_workers) {
-    throw config_error("ito: options.workers=" + std::to_string(o.workers) +
-                       " is invalid: expected " + workers_range, false);
+    const auto n = config::number_setting(setting_id::workers);
+    o.workers = n ? static_cast<unsigned>(*n) : allowed_cpus();
+  } else if (o.workers > workers.max) {
+    throw config::invalid_option("options.workers", std::to_string(o.workers), workers);
   }
 
-  const std::string stack_range = "a size in [16K, 1G] bytes (suffixes K, M, G allowed)";
+  const config::setting& stack_size = declared(setting_id::stack_size);
   if (o.stack_size == 0) {
-    if (const char* v = std::getenv("ITO_STACK_SIZE"); v && *v) {
-      unsigned long long n = 0;
-      if (!parse_size(v, n, true) || n < options::min_stack_size || n > options::max_stack_size)
-        throw config_error(range_message("ITO_STACK_SIZE", v, stack_range), true);
-      o.stack_size = static_cast<std::size_t>(n);
-    } else {
-      o.stack_size = options::default_stack_size;
-    }
-  } else if (o.stack_size < options::min_stack_size || o.stack_size > options::max_stack_size) {
-    throw config_error("ito: options.stack_size=" + std::to_string(o.stack_size) +
-                       " is invalid: expected " + stack_range, false);
+    o.stack_size = config::number_setting(setting_id::stack_size).value_or(stack_size.fallback);
+  } else if (o.stack_size < stack_size.min || o.stack_size > stack_size.max) {
+    throw config::invalid_option("options.stack_size", std::to_string(o.stack_size), stack_size);
   }
   o.stack_size = (o.stack_size + 4095) & ~std::size_t{4095};
 
-  if (const char* v = std::getenv("ITO_STACK"); v && *v) {
-    if (!std::strcmp(v, "fixed")) o.stacks = stack_policy::fixed;
-    else if (!std::strcmp(v, "lazy")) o.stacks = stack_policy::lazy;
-    else if (!std::strcmp(v, "fair_use")) o.stacks = stack_policy::fair_use;
-    else throw config_error(range_message("ITO_STACK", v, "fixed, lazy or fair_use"), true);
-  }
+  // In the order of the choices declared for ITO_STACK.
+  constexpr stack_policy policies[] = {stack_policy::fixed, stack_policy::lazy, stack_policy::fair_use};
+  if (auto i = config::choice_setting(setting_id::stack)) o.stacks = policies[*i];
   if (o.stacks != stack_policy::fixed && !split_stack_runtime_linked())
     throw config_error(
         std::string("ito: ITO_STACK / options.stacks: the ") +
@@ -116,48 +63,30 @@ options resolve_options(options o) {
             " stack policy needs a program built with -fsplit-stack and linked with ito's "
             "split-stack runtime (CMake: link ito::split_stack; see docs/SPLIT_STACKS.md); "
             "this program is not, so use ITO_STACK=fixed",
-        std::getenv("ITO_STACK") != nullptr);
+        config::text_setting(setting_id::stack) != nullptr);
 
-  const std::string block_range = "a size in [8K, 64M] bytes (suffixes K, M, G allowed)";
+  const config::setting& block = declared(setting_id::stack_block_size);
   if (o.stack_block_size == 0) {
-    if (const char* v = std::getenv("ITO_STACK_BLOCK_SIZE"); v && *v) {
-      unsigned long long n = 0;
-      if (!parse_size(v, n, true) || n < options::min_stack_block_size ||
-          n > options::max_stack_block_size)
-        throw config_error(range_message("ITO_STACK_BLOCK_SIZE", v, block_range), true);
-      o.stack_block_size = static_cast<std::size_t>(n);
-    } else {
-      o.stack_block_size = options::default_stack_block_size;
-    }
-  } else if (o.stack_block_size < options::min_stack_block_size ||
-             o.stack_block_size > options::max_stack_block_size) {
-    throw config_error("ito: options.stack_block_size=" + std::to_string(o.stack_block_size) +
-                       " is invalid: expected " + block_range, false);
+    o.stack_block_size = config::number_setting(setting_id::stack_block_size).value_or(block.fallback);
+  } else if (o.stack_block_size < block.min || o.stack_block_size > block.max) {
+    throw config::invalid_option("options.stack_block_size", std::to_string(o.stack_block_size),
+                                 block);
   }
   o.stack_block_size = (o.stack_block_size + 4095) & ~std::size_t{4095};
 
   if (!o.stack_allocator) {
-    o.stack_allocator = stack_alloc::mmap;
-    if (const char* v = std::getenv("ITO_STACK_ALLOC"); v && *v) {
-      if (!std::strcmp(v, "mmap")) o.stack_allocator = stack_alloc::mmap;
-      else if (!std::strcmp(v, "malloc")) o.stack_allocator = stack_alloc::malloc;
-      else throw config_error(range_message("ITO_STACK_ALLOC", v, "mmap or malloc"), true);
-    }
+    constexpr stack_alloc allocators[] = {stack_alloc::mmap, stack_alloc::malloc};
+    o.stack_allocator = allocators[config::choice_setting(setting_id::stack_alloc).value_or(0)];
   }
 
-  if (const char* v = std::getenv("ITO_DUMP_SIGNAL"); v && *v && dump_signal_from(v) == 0)
-    throw config_error(range_message("ITO_DUMP_SIGNAL", v,
-                                     "a signal name or number (e.g. SIGUSR2), not SIGKILL, "
-                                     "SIGSTOP, SIGSEGV or SIGBUS"),
-                       true);
+  // Read later, by layers that cannot stop the start: checked here.
+  if (const char* v = config::text_setting(setting_id::dump_signal); v && dump_signal_from(v) == 0)
+    throw config::invalid_variable(declared(setting_id::dump_signal), v);
+  (void)config::choice_setting(setting_id::deadlock);
+  if (const char* v = config::text_setting(setting_id::trace)) trace::check_path(v);
 
-  if (const char* v = std::getenv("ITO_DEADLOCK"); v && deadlock_choice(v) < 0)
-    throw config_error(range_message("ITO_DEADLOCK", v, "report, abort or ignore"), true);
-
-  if (const char* v = std::getenv("ITO_TRACE"); v && *v) trace::check_path(v);
-
-  if (!o.bind) o.bind = env_flag("ITO_BIND").value_or(false);
-  if (!o.stats) o.stats = env_flag("ITO_STATS").value_or(false);
+  if (!o.bind) o.bind = config::boolean_setting(setting_id::bind).value_or(false);
+  if (!o.stats) o.stats = config::boolean_setting(setting_id::stats).value_or(false);
   return o;
 }
 

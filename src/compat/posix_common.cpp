@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "common/setting_values.hpp"
 #include "compat/posix_internal.hpp"
 #include "ito/options.hpp"
 #include "sched/fork_child.hpp"
@@ -199,6 +200,18 @@ void backoff(unsigned round) noexcept {
 extern "C" void ito_posix_check_environment(void) {
   try {
     (void)ito::resolve_options(ito::options{});
+  } catch (const ito::config_error& e) {
+    std::fprintf(stderr, "%s\n", e.what());
+    std::exit(2);
+  }
+}
+
+// ITO_PRELOAD_THREADS for thread_mode.c, through the one parser: 0 auto (also
+// when unset), 1 ult, 2 os; a bad value stops the program as above.
+extern "C" int ito_posix_preload_thread_mode(void) {
+  try {
+    return static_cast<int>(
+        ito::config::choice_setting(ito::config::setting_id::preload_threads).value_or(0));
   } catch (const ito::config_error& e) {
     std::fprintf(stderr, "%s\n", e.what());
     std::exit(2);

@@ -10,10 +10,13 @@
 #include <string>
 #include <vector>
 
+#include "common/setting_values.hpp"
+
 namespace ito::dist::detail {
 namespace {
 
-constexpr const char* reexec_marker = "ITO_DIST_REEXEC";  // set in the re-executed image
+// Set in the re-executed image.
+constexpr const char* reexec_marker = config::declared(config::setting_id::dist_reexec).name;
 
 // argv as the kernel has it (the program may have changed its own argv).
 std::vector<std::string> own_arguments() {
@@ -41,7 +44,7 @@ bool aslr_off() noexcept {
 }
 
 void reexec_without_aslr() noexcept {
-  if (aslr_off() || std::getenv(reexec_marker)) return;
+  if (aslr_off() || config::text_setting(config::setting_id::dist_reexec)) return;
   const int p = personality(0xffffffff);
   if (p == -1 || personality(static_cast<unsigned long>(p) | ADDR_NO_RANDOMIZE) == -1) return;
   std::vector<std::string> args = own_arguments();

@@ -36,8 +36,9 @@ dist_state* current() noexcept;
 // The state of the runtime, or usage_error(EPERM) naming `what`.
 dist_state& require(const char* what);
 
-// ITO_STATS is set and not 0: the DSM and the scheduler print their counters
-// when they stop.
+// ITO_STATS (as the scheduler reads it: 1, true or yes) when the runtime
+// started: the DSM and the distributed scheduler print their counters when
+// they stop.
 bool stats_requested() noexcept;
 
 }  // namespace ito::dist::detail

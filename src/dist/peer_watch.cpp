@@ -20,7 +20,7 @@
 #include <thread>
 #include <vector>
 
-#include "ito/options.hpp"
+#include "common/setting_values.hpp"
 
 namespace ito::dist::detail {
 namespace {
@@ -163,30 +163,13 @@ void on_mpi_failure(MPI_Comm* comm, int* code, ...) {
   stop_the_job(3);
 }
 
-long parse_heartbeat_ms(const char* v) {
-  char* end = nullptr;
-  errno = 0;
-  const long ms = std::strtol(v, &end, 10);
-  if (errno != 0 || *end || end == v || ms < 0 || ms > 60'000)
-    throw config_error(std::string("ito: dist: ITO_DIST_HEARTBEAT_MS=") + v +
-                           " is invalid: expected an integer in [0, 60000] (0: no heartbeats)",
-                       true);
-  return ms;
-}
-
 }  // namespace
 
 peer_watch_options resolve_peer_watch_options() {
+  using config::setting_id;
   peer_watch_options o;
-  if (const char* v = std::getenv("ITO_DIST_HEARTBEAT_MS"); v && *v) o.heartbeat_ms = parse_heartbeat_ms(v);
-  if (const char* v = std::getenv("ITO_DIST_WATCH"); v && *v) {
-    if (std::strcmp(v, "auto") == 0) o.heartbeat_everyone = false;
-    else if (std::strcmp(v, "heartbeat") == 0) o.heartbeat_everyone = true;
-    else
-      throw config_error(std::string("ito: dist: ITO_DIST_WATCH=") + v +
-                             " is invalid: expected auto or heartbeat",
-                         true);
-  }
+  if (auto ms = config::number_setting(setting_id::dist_heartbeat_ms)) o.heartbeat_ms = static_cast<long>(*ms);
+  o.heartbeat_everyone = config::choice_setting(setting_id::dist_watch).value_or(0) == 1;  // auto, heartbeat
   return o;
 }
 

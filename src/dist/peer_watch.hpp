@@ -19,10 +19,12 @@
 
 #include <mpi.h>
 
+#include "common/settings.hpp"
+
 namespace ito::dist::detail {
 
 struct peer_watch_options {
-  long heartbeat_ms = 1000;
+  long heartbeat_ms = config::declared(config::setting_id::dist_heartbeat_ms).fallback;  // 0: none
   bool heartbeat_everyone = false;  // ITO_DIST_WATCH=heartbeat: no pidfds (tests the other-host path)
 };
 // From ITO_DIST_HEARTBEAT_MS and ITO_DIST_WATCH; config_error (from the

@@ -7,22 +7,16 @@
 #include <time.h>
 
 #include <atomic>
-#include <cerrno>
 #include <cstdio>
-#include <cstdlib>
 #include <mutex>
-#include <string>
 #include <thread>
 
-#include "ito/options.hpp"
+#include "common/setting_values.hpp"
 #include "dist/peer_watch.hpp"
 #include "os/futex.hpp"
 
 namespace ito::dist::detail {
 namespace {
-
-constexpr long default_interval_us = 100;
-constexpr long max_interval_us = 1'000'000;
 
 std::atomic<bool> g_stop{false};
 std::thread* g_thread = nullptr;
@@ -49,17 +43,8 @@ void progress_loop(long interval_us) {
 }  // namespace
 
 long resolve_progress_interval_us() {
-  const char* v = std::getenv("ITO_DIST_PROGRESS_US");
-  if (!v || !*v) return default_interval_us;
-  char* end = nullptr;
-  errno = 0;
-  const long us = std::strtol(v, &end, 10);
-  if (errno != 0 || *end || end == v || us < 0 || us > max_interval_us)
-    throw config_error(std::string("ito: dist: ITO_DIST_PROGRESS_US=") + v +
-                           " is invalid: expected an integer in [0, 1000000] (0: no progress "
-                           "thread)",
-                       true);
-  return us;
+  const auto id = config::setting_id::dist_progress_us;
+  return static_cast<long>(config::number_setting(id).value_or(config::declared(id).fallback));
 }
 
 void start_progress(long interval_us) {

@@ -2,28 +2,18 @@
 #include "dist/race_check.hpp"
 
 #include <cstdio>
-#include <cstdlib>
-#include <cstring>
-#include <string>
 
-#include "ito/options.hpp"
+#include "common/setting_values.hpp"
 
 namespace ito::dist::detail {
 
 bool resolve_race_check() {
-  const char* v = std::getenv("ITO_DSM_CHECK");
-  if (!v || !*v) {
 #ifdef NDEBUG
-    return false;
+  constexpr bool by_default = false;
 #else
-    return true;
+  constexpr bool by_default = true;
 #endif
-  }
-  if (!std::strcmp(v, "1") || !std::strcmp(v, "true") || !std::strcmp(v, "yes")) return true;
-  if (!std::strcmp(v, "0") || !std::strcmp(v, "false") || !std::strcmp(v, "no")) return false;
-  throw config_error(std::string("ito: dsm: ITO_DSM_CHECK=") + v +
-                         " is invalid: expected 1, true or yes; 0, false or no",
-                     true);
+  return config::boolean_setting(config::setting_id::dsm_check).value_or(by_default);
 }
 
 std::size_t report_races(int rank, int home, const void* page_address, const char* now,

@@ -5,11 +5,15 @@
 
 #include <cstddef>
 
+#include "common/settings.hpp"
+
 namespace ito::dist::detail {
 
-inline constexpr std::size_t default_region_bytes = std::size_t{64} << 30;
-inline constexpr std::size_t min_region_bytes = std::size_t{64} << 20;
-inline constexpr std::size_t max_region_bytes = std::size_t{16} << 40;
+// As declared for ITO_DSM_SIZE.
+inline constexpr auto& region_setting = config::declared(config::setting_id::dsm_size);
+inline constexpr std::size_t default_region_bytes = region_setting.fallback;
+inline constexpr std::size_t min_region_bytes = region_setting.min;
+inline constexpr std::size_t max_region_bytes = region_setting.max;
 
 // Throws config_error (from_environment for ITO_DSM_SIZE) naming the value
 // and the range.

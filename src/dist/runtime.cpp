@@ -9,6 +9,7 @@
 #include <cstring>
 #include <string>
 
+#include "common/setting_values.hpp"
 #include "dist/aslr.hpp"
 #include "dist/async_fence.hpp"
 #include "dist/dist_state.hpp"
@@ -34,6 +35,7 @@ namespace {
 
 std::atomic<dist_state*> g_state{nullptr};
 std::atomic<bool> g_starting{false};
+bool g_stats = false;  // ITO_STATS, read when the runtime starts
 
 }  // namespace
 
@@ -69,10 +71,7 @@ void refuse_inside_the_scheduler(const char* what) {
                                  "function: call it before or after start_main_thread");
 }
 
-bool stats_requested() noexcept {
-  const char* e = std::getenv("ITO_STATS");
-  return e && *e && std::strcmp(e, "0") != 0;
-}
+bool stats_requested() noexcept { return g_stats; }
 
 }  // namespace detail
 
@@ -88,6 +87,8 @@ runtime::runtime(int* argc, char*** argv, const options& o) {
     check_races = detail::resolve_race_check();
     progress_us = detail::resolve_progress_interval_us();
     watch_options = detail::resolve_peer_watch_options();
+    // The same variable, parsed the same way, as the scheduler's statistics.
+    detail::g_stats = config::boolean_setting(config::setting_id::stats).value_or(false);
   } catch (const config_error& e) {
     detail::g_starting.store(false);
     if (!e.from_environment()) throw;

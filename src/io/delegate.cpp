@@ -8,10 +8,10 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <mutex>
 #include <optional>
 
+#include "common/setting_values.hpp"
 #include "io/fork_child.hpp"
 #include "sched/scheduler.hpp"
 
@@ -33,12 +33,13 @@ std::atomic<int> g_mode{0};
 }
 
 delegate_mode mode_from_environment() {
-  const char* v = std::getenv("ITO_DELEGATE_MODE");
-  if (!v || !*v || !std::strcmp(v, "keep_running")) return delegate_mode::keep_running;
-  if (!std::strcmp(v, "block_worker")) return delegate_mode::block_worker;
-  environment_error(config_error(std::string("ito: ITO_DELEGATE_MODE=") + v +
-                                     " is invalid: expected block_worker or keep_running",
-                                 true));
+  // In the order of the choices declared for ITO_DELEGATE_MODE.
+  constexpr delegate_mode modes[] = {delegate_mode::keep_running, delegate_mode::block_worker};
+  try {
+    return modes[config::choice_setting(config::setting_id::delegate_mode).value_or(0)];
+  } catch (const config_error& e) {
+    environment_error(e);
+  }
 }
 
 }  // namespace

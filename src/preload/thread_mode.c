@@ -48,14 +48,14 @@ static int find_foreign_tls(struct dl_phdr_info* info, size_t size, void* data) 
   return 1;
 }
 
+/* ITO_PRELOAD_THREADS, read by libito's parser (src/common/setting_values.hpp;
+ * the preload's constructor runs after libstdc++ is up): 0 auto, 1 ult, 2 os. */
+int ito_posix_preload_thread_mode(void);
+
 int ito_preload_threads_as_ults(void) {
-  const char* mode = getenv("ITO_PRELOAD_THREADS");
-  if (mode && !strcmp(mode, "ult")) return 1;
-  if (mode && !strcmp(mode, "os")) return 0;
-  if (mode && *mode && strcmp(mode, "auto")) {
-    fprintf(stderr, "ito: ITO_PRELOAD_THREADS=%s is invalid: expected auto, ult or os\n", mode);
-    exit(2);
-  }
+  const int mode = ito_posix_preload_thread_mode();
+  if (mode == 1) return 1;
+  if (mode == 2) return 0;
   struct foreign_tls found = {{0}};
   if (!dl_iterate_phdr(&find_foreign_tls, &found)) return 1;
   fprintf(stderr,

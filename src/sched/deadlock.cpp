@@ -27,7 +27,7 @@
 #include <cstring>
 #include <vector>
 
-#include "common/environment.hpp"
+#include "common/setting_values.hpp"
 #include "sched/extension.hpp"
 #include "sched/scheduler.hpp"
 #include "sched/ult_report.hpp"
@@ -204,11 +204,13 @@ void deadlock_watch(worker* w) {
 }
 
 deadlock_mode deadlock_mode_from_environment() noexcept {
-  switch (deadlock_choice(std::getenv("ITO_DEADLOCK"))) {
-    case 1: return deadlock_mode::report;
-    case 2: return deadlock_mode::abort;
-    case 3: return deadlock_mode::ignore;
-    default: return deadlock_mode::automatic;  // unset (a bad value stopped the start)
+  // A bad value stopped the start (resolve_options): parse without throwing.
+  const config::setting& s = config::declared(config::setting_id::deadlock);
+  switch (config::parse_choice(s, config::text_setting(s.id))) {  // report, abort, ignore
+    case 0: return deadlock_mode::report;
+    case 1: return deadlock_mode::abort;
+    case 2: return deadlock_mode::ignore;
+    default: return deadlock_mode::automatic;  // unset
   }
 }
 

@@ -13,6 +13,7 @@
 #include <cstring>
 
 #include "common/environment.hpp"
+#include "common/setting_values.hpp"
 #include "ito/runtime.hpp"
 #include "sched/deadlock.hpp"
 #include "sched/runtime_control.hpp"
@@ -67,8 +68,8 @@ void* dump_thread(void*) {
 
 void install_dump_signal() {
   static bool installed = false;  // once per process; the thread outlives runtimes
-  const char* v = std::getenv("ITO_DUMP_SIGNAL");
-  if (installed || !v || !*v) return;
+  const char* v = config::text_setting(config::setting_id::dump_signal);
+  if (installed || !v) return;
   int sig = dump_signal_from(v);  // checked by resolve_options already
   if (sig == 0) return;
   if (pipe2(g_dump_pipe, O_CLOEXEC) != 0) return;

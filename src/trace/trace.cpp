@@ -15,6 +15,7 @@
 #include <new>
 #include <string>
 
+#include "common/setting_values.hpp"
 #include "ito/options.hpp"
 #include "trace/trace_buffer.hpp"
 
@@ -108,8 +109,8 @@ void stop_in_child() {
 }  // namespace
 
 void start() noexcept {
-  const char* path = std::getenv("ITO_TRACE");
-  if (!path || !*path) return;
+  const char* path = config::text_setting(config::setting_id::trace);
+  if (!path) return;
   static bool hooked = false;  // under g_lock
   std::lock_guard hold(g_lock);
   if (g_in_forked_child) return;
@@ -126,10 +127,10 @@ void start() noexcept {
 void finish() noexcept {
   if (!g_on.load(std::memory_order_relaxed)) return;
   g_on.store(false, std::memory_order_relaxed);  // the workers have ended
-  const char* path = std::getenv("ITO_TRACE");
+  const char* path = config::text_setting(config::setting_id::trace);
   std::lock_guard hold(g_lock);
   g_clocks.end = read_clocks();
-  if (path && *path)
+  if (path)
     write_trace(path, g_buffers.load(std::memory_order_acquire),
                 g_trace.load(std::memory_order_relaxed), g_clocks);
 }
