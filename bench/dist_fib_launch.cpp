@@ -19,8 +19,8 @@
 #include <vector>
 
 #include "benchmarks.hpp"
-#include "dist/fib_kernel.hpp"
-#include "dist/sort_kernel.hpp"
+#include "distributed/fib_kernel.hpp"
+#include "distributed/sort_kernel.hpp"
 #include "ito/thread.hpp"
 
 namespace bench {

@@ -6,7 +6,7 @@
 #   - the file map names a file that does not exist;
 #   - anything but src/sched/join_word.hpp touches ult::join_state (the join
 #     word has one owner; the gdb table's offsetof is the one exception);
-#   - a file of the distributed scheduler (src/dist/scheduler/) is over 350
+#   - a file of the distributed scheduler (src/distributed/scheduler/) is over 350
 #     lines;
 #   - the headers under src/ include each other in a circle.
 set -euo pipefail
@@ -64,7 +64,7 @@ if hits=$(grep -rnE 'join_state' src --include='*.cpp' --include='*.hpp' \
 fi
 
 # 4. The distributed scheduler stays in small files.
-for f in src/dist/scheduler/*; do
+for f in src/distributed/scheduler/*; do
   [ -f "$f" ] || continue
   n=$(wc -l < "$f")
   [ "$n" -le 350 ] || fail "$f has $n lines (at most 350: cut it by concern)"

@@ -1,0 +1,737 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "distributed/dsm/dsm.hpp"
+
+#include <mpi.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <ucontext.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <string>
+
+#include "distributed/dist_state.hpp"
+#include "distributed/dsm/page_board.hpp"
+#include "distributed/dsm/race_check.hpp"
+#include "distributed/dsm/reserved_array.hpp"
+#include "ito/dist.hpp"
+#include "ito/error.hpp"
+
+namespace ito::dist::detail {
+namespace {
+
+constexpr std::size_t page_bytes = 4096;
+
+// Away from its home a page is invalid, shared (a read-only copy), modified
+// (written since the last release, with a twin) or pinned. On its home it is
+// home (read-write, no other rank reads it), home_watched (others read it:
+// read-only, so that a write faults and is known) or home_hot (written since
+// others read it, or pinned: read-write for good, with a twin that each
+// release of the home compares it with to know whether to notify). Hot is
+// for good because a fault per page per release (46 us here) would cost the
+// home more than a 4 KiB comparison.
+enum page_state : std::uint8_t {
+  invalid = 0,
+  shared,
+  modified,
+  pinned,
+  home,
+  home_watched,
+  home_hot,
+};
+
+// Process-local bookkeeping, in MAP_NORESERVE arrays indexed by page (only the
+// entries of touched pages take memory). Written only with `lock` held.
+struct dsm {
+  char* view = nullptr;
+  char* alias = nullptr;
+  std::size_t pages = 0;         // the region's, then the globals' (pages are numbered so)
+  std::size_t region_pages = 0;  // pages of the region proper; the globals' follow
+  char* globals = nullptr;       // where the globals' pages are in the program (or null)
+  int rank = 0;
+  int ranks = 1;
+  MPI_Win data = MPI_WIN_NULL;       // over every rank's alias
+  MPI_Win directory = MPI_WIN_NULL;  // over every rank's managed directory entries
+  std::int64_t* entries = nullptr;   // this rank's: home + 1 of page rank + k * ranks
+  std::size_t entry_count = 0;
+  // The sharing window: at word p, the readers of page p if this rank is its
+  // home (a bit per rank, rank % 64), then two boards: `stale` (write
+  // notices: pages others wrote that this rank may hold copies of) and
+  // `read_elsewhere` (pages of this home that another rank began to read).
+  MPI_Win sharing = MPI_WIN_NULL;
+  std::uint64_t* sharing_words = nullptr;
+  std::size_t sharing_count = 0;
+  page_board stale, read_elsewhere;
+  board_posts posts;
+  std::uint8_t* state = nullptr;
+  std::int32_t* home_plus1 = nullptr;  // cache of the directory
+  std::uint8_t* registered = nullptr;  // 1 once this rank is among the page's readers
+  std::uint32_t* pins = nullptr;       // pins of the page not yet undone (pin/unpin)
+  char* twins = nullptr;               // page i's twin at twins + i * page_bytes
+  std::size_t* modified_list = nullptr;  // pages now modified, pinned or home_hot
+  std::size_t modified_count = 0;
+  std::size_t* written = nullptr;      // a release's pages to send write notices for
+  std::size_t written_count = 0;
+  std::uint64_t* written_readers = nullptr;  // and their readers
+  std::uint8_t* noticed = nullptr;     // release_and_invalidate: modified pages left invalid
+  std::size_t* noticed_list = nullptr;
+  dsm_stats stats;
+  bool check_races = false;   // ITO_DSM_CHECK: read the home's bytes back before each diff
+  char master[page_bytes];    // a copy of the home's page: race checks, merges
+  char snapshot[page_bytes];  // a pinned page as its release compares it
+  int run_at[page_bytes / 2];  // send_diff's runs of changed bytes: where, how long
+  int run_length[page_bytes / 2];
+  std::mutex lock;
+  struct sigaction previous {};
+};
+
+std::atomic<dsm*> g_dsm{nullptr};
+
+// Where page `page` is in the application's view.
+char* view_of(const dsm& d, std::size_t page) noexcept {
+  return page < d.region_pages ? d.view + page * page_bytes
+                               : d.globals + (page - d.region_pages) * page_bytes;
+}
+
+// The page holding `at`, if the DSM manages it (the region, or the globals).
+bool page_at(const dsm& d, const char* at, std::size_t* page) noexcept {
+  if (at >= d.view && at < d.view + d.region_pages * page_bytes) {
+    *page = static_cast<std::size_t>(at - d.view) / page_bytes;
+    return true;
+  }
+  if (d.globals && at >= d.globals && at < d.globals + (d.pages - d.region_pages) * page_bytes) {
+    *page = d.region_pages + static_cast<std::size_t>(at - d.globals) / page_bytes;
+    return true;
+  }
+  return false;
+}
+
+[[noreturn]] void mpi_failed(const char* what) {
+  std::fprintf(stderr, "ito: dsm: %s failed\n", what);
+  std::abort();
+}
+
+// Every run of pages with one protection is a mapping of its own to Linux,
+// which allows vm.max_map_count of them per process (65530 by default).
+void protect(dsm& d, std::size_t page, int prot) {
+  if (mprotect(view_of(d, page), page_bytes, prot) == 0) return;
+  if (errno == ENOMEM) {
+    unsigned long limit = 0;
+    if (std::FILE* f = std::fopen("/proc/sys/vm/max_map_count", "r")) {
+      if (std::fscanf(f, "%lu", &limit) != 1) limit = 0;
+      std::fclose(f);
+    }
+    std::fprintf(stderr,
+                 "ito: dsm: rank %d reached Linux's limit of memory mappings (vm.max_map_count = "
+                 "%lu): every run of DSM pages whose access differs from its neighbours' takes "
+                 "one; raise it (sysctl -w vm.max_map_count=1048576) or touch fewer, more "
+                 "contiguous pages between fences\n",
+                 d.rank, limit);
+    std::_Exit(2);
+  }
+  std::fprintf(stderr, "ito: dsm: mprotect failed: %s\n", std::strerror(errno));
+  std::abort();
+}
+
+// The page's home: the cached answer, else the directory's (the first rank to
+// ask becomes the home: first touch).
+int home_of(dsm& d, std::size_t page) {
+  if (const std::int32_t h = d.home_plus1[page]) return h - 1;
+  const int manager = static_cast<int>(page % static_cast<std::size_t>(d.ranks));
+  const auto slot = static_cast<MPI_Aint>(page / static_cast<std::size_t>(d.ranks));
+  const std::int64_t mine = d.rank + 1, none = 0;
+  std::int64_t found = 0;
+  if (MPI_Compare_and_swap(&mine, &none, &found, MPI_INT64_T, manager, slot, d.directory) !=
+          MPI_SUCCESS ||
+      MPI_Win_flush(manager, d.directory) != MPI_SUCCESS)
+    mpi_failed("the directory's compare-and-swap");
+  const int h = found == 0 ? d.rank : static_cast<int>(found - 1);
+  d.home_plus1[page] = h + 1;
+  if (h == d.rank) d.read_elsewhere.watch(page);
+  return h;
+}
+
+void fetch(dsm& d, std::size_t page, int from) {
+  const auto at = static_cast<MPI_Aint>(page * page_bytes);
+  if (MPI_Get(d.alias + page * page_bytes, page_bytes, MPI_BYTE, from, at, page_bytes, MPI_BYTE,
+              d.data) != MPI_SUCCESS ||
+      MPI_Win_flush(from, d.data) != MPI_SUCCESS)
+    mpi_failed("fetching a page from its home");
+}
+
+// A rank's bit in a readers mask: ranks 64 apart share one (a notice then
+// reaches all of them, which is safe: a notice only costs a refetch).
+std::uint64_t reader_bit(int rank) noexcept { return std::uint64_t{1} << (rank % 64); }
+
+// Before this rank's first fetch of `page`: it becomes one of the page's
+// readers at the home, which is told so on its read_elsewhere board. Both
+// complete before the fetch: a writer that reads the readers after its diff
+// landed either sees this rank (and notifies it) or was read before this
+// rank's fetch, which then sees the diff (docs/DISTRIBUTED.md, write notices).
+void register_reader(dsm& d, std::size_t page, int h) {
+  if (d.registered[page]) return;
+  d.registered[page] = 1;
+  d.stale.watch(page);
+  const std::uint64_t bit = reader_bit(d.rank);
+  if (MPI_Accumulate(&bit, 1, MPI_UINT64_T, h, static_cast<MPI_Aint>(page), 1, MPI_UINT64_T,
+                     MPI_BOR, d.sharing) != MPI_SUCCESS)
+    mpi_failed("registering a reader at the home");
+  d.posts.post(h, d.read_elsewhere, page);
+  d.posts.send(d.sharing);  // flushes the accumulate above with its own
+}
+
+void take_twin(dsm& d, std::size_t page) {
+  std::memcpy(d.twins + page * page_bytes, d.alias + page * page_bytes, page_bytes);
+}
+
+// Whether a hot page of this home changed since its twin was taken; the
+// twin becomes what was compared, word by word, so that a store from
+// another thread meanwhile differs from it at the next release.
+bool hot_page_changed(dsm& d, std::size_t page) {
+  auto* now = reinterpret_cast<std::uint64_t*>(d.alias + page * page_bytes);
+  auto* twin = reinterpret_cast<std::uint64_t*>(d.twins + page * page_bytes);
+  bool changed = false;
+  for (std::size_t i = 0; i < page_bytes / 8; ++i) {
+    const std::uint64_t w = __atomic_load_n(&now[i], __ATOMIC_RELAXED);
+    if (w != twin[i]) {
+      changed = true;
+      twin[i] = w;
+    }
+  }
+  return changed;
+}
+
+// Makes a non-home page writable with a twin of what it holds now.
+void make_modified(dsm& d, std::size_t page, std::uint8_t how) {
+  take_twin(d, page);
+  protect(d, page, PROT_READ | PROT_WRITE);
+  d.state[page] = how;
+  d.modified_list[d.modified_count++] = page;
+}
+
+// A fault on `page` (write: a store), with d.lock held. Another thread may
+// have served the same page meanwhile: then there is nothing left to do.
+void serve_fault(dsm& d, std::size_t page, bool write) {
+  const std::uint8_t s = d.state[page];
+  if (s == modified || s == pinned || s == home || s == home_hot) return;
+  if ((s == shared || s == home_watched) && !write) return;
+  if (s == home_watched) {  // this home writes a page others read: hot from now on
+    take_twin(d, page);
+    protect(d, page, PROT_READ | PROT_WRITE);
+    d.state[page] = home_hot;
+    d.modified_list[d.modified_count++] = page;
+    ++d.stats.home_write_faults;
+    return;
+  }
+  const int h = home_of(d, page);
+  if (h == d.rank) {
+    protect(d, page, PROT_READ | PROT_WRITE);
+    d.state[page] = home;
+    return;
+  }
+  if (s == invalid) {
+    register_reader(d, page, h);
+    fetch(d, page, h);
+    ++d.stats.fetches;
+  }
+  if (write) {
+    make_modified(d, page, modified);
+  } else {
+    protect(d, page, PROT_READ);
+    d.state[page] = shared;
+  }
+}
+
+void chain_to_previous(int sig, siginfo_t* info, void* context) {
+  const struct sigaction& prev = g_dsm.load(std::memory_order_acquire)->previous;
+  if (prev.sa_flags & SA_SIGINFO) {
+    if (prev.sa_sigaction) prev.sa_sigaction(sig, info, context);
+    return;
+  }
+  if (prev.sa_handler == SIG_IGN) return;
+  if (prev.sa_handler == SIG_DFL) {
+    signal(sig, SIG_DFL);  // the access faults again and ends the process, as without ito
+    return;
+  }
+  prev.sa_handler(sig);
+}
+
+void on_fault(int sig, siginfo_t* info, void* context) {
+  dsm* d = g_dsm.load(std::memory_order_acquire);
+  char* at = static_cast<char*>(info->si_addr);
+  std::size_t page = 0;
+  if (!d || !page_at(*d, at, &page)) {
+    if (d) chain_to_previous(sig, info, context);
+    else signal(sig, SIG_DFL);
+    return;
+  }
+  const int saved = errno;
+  const auto* uc = static_cast<const ucontext_t*>(context);
+  const bool write = (uc->uc_mcontext.gregs[REG_ERR] & 2) != 0;  // x86: the fault was a store
+  {
+    std::lock_guard hold(d->lock);
+    serve_fault(*d, page, write);
+  }
+  errno = saved;
+}
+
+// Sends page's changes against its twin to its home: exactly the bytes that
+// differ (a word-wide run would carry stale neighbours over bytes another
+// rank wrote), skipping equal words a word at a time. False if nothing changed.
+//
+// A pinned page (`keep_twin`) stays writable meanwhile, so other threads may
+// store into it while it is compared. It is compared as one snapshot, which
+// becomes its twin and is what goes out (the put reads the twin, untouched
+// until the release completes): the home then holds exactly the twin's bytes
+// wherever this rank wrote, and a store that came after the snapshot differs
+// from the twin and goes at the next release. (A twin taken again after the
+// diff, as before, could hold a store the diff missed: never sent, and undone
+// by the next merge, which would take it for the master's old byte.)
+bool send_diff(dsm& d, std::size_t page, bool keep_twin) {
+  const char* now = d.alias + page * page_bytes;
+  char* twin = d.twins + page * page_bytes;
+  if (keep_twin) {
+    const auto* words = reinterpret_cast<const std::uint64_t*>(now);
+    for (std::size_t i = 0; i < page_bytes / 8; ++i) {
+      const std::uint64_t w = __atomic_load_n(&words[i], __ATOMIC_RELAXED);
+      std::memcpy(d.snapshot + i * 8, &w, 8);
+    }
+    now = d.snapshot;
+  }
+  int runs = 0;
+  std::size_t run = page_bytes;  // start of the open run of differing bytes, if any
+  auto close_run = [&](std::size_t end) {
+    d.run_at[runs] = static_cast<int>(run);
+    d.run_length[runs++] = static_cast<int>(end - run);
+    run = page_bytes;
+  };
+  for (std::size_t i = 0; i < page_bytes; i += 8) {
+    std::uint64_t a, b;
+    std::memcpy(&a, now + i, 8);
+    std::memcpy(&b, twin + i, 8);
+    if (a == b) {
+      if (run != page_bytes) close_run(i);
+      continue;
+    }
+    for (std::size_t k = i; k < i + 8; ++k) {
+      if (now[k] != twin[k]) {
+        if (run == page_bytes) run = k;
+      } else if (run != page_bytes) {
+        close_run(k);
+      }
+    }
+  }
+  if (run != page_bytes) close_run(page_bytes);
+  if (runs == 0) return false;
+  ++d.stats.diffs_sent;
+  const int h = home_of(d, page);
+  const auto at = static_cast<MPI_Aint>(page * page_bytes);
+  if (d.check_races) {
+    if (MPI_Get(d.master, page_bytes, MPI_BYTE, h, at, page_bytes, MPI_BYTE, d.data) != MPI_SUCCESS ||
+        MPI_Win_flush(h, d.data) != MPI_SUCCESS)
+      mpi_failed("reading a page back from its home");
+    report_races(d.rank, h, view_of(d, page), now, twin, d.master, page_bytes);
+  }
+  if (keep_twin) {
+    std::memcpy(twin, d.snapshot, page_bytes);
+    now = twin;
+  }
+  if (runs == 1) {  // one stretch of bytes (the usual case): no type to build
+    if (MPI_Put(now + d.run_at[0], d.run_length[0], MPI_BYTE, h, at + d.run_at[0], d.run_length[0],
+                MPI_BYTE, d.data) != MPI_SUCCESS)
+      mpi_failed("sending a diff to its home");
+    return true;
+  }
+  // One put per page, its runs described by an indexed type on both sides:
+  // a put per run (up to 2048 for interleaved writers) costs a round of
+  // bookkeeping each, and MPICH 4.0 over UCX's shared-memory transports lost
+  // some of a thousand outstanding one-byte puts here (tests/distributed merge test).
+  MPI_Datatype runs_type;
+  if (MPI_Type_indexed(runs, d.run_length, d.run_at, MPI_BYTE, &runs_type) != MPI_SUCCESS ||
+      MPI_Type_commit(&runs_type) != MPI_SUCCESS)
+    mpi_failed("describing a diff");
+  if (MPI_Put(now, 1, runs_type, h, at, 1, runs_type, d.data) != MPI_SUCCESS)
+    mpi_failed("sending a diff to its home");
+  MPI_Type_free(&runs_type);  // MPI keeps it alive until the put completes
+  return true;
+}
+
+// Write notices for `page` to its readers other than this rank.
+void post_notices(dsm& d, std::size_t page, std::uint64_t readers) {
+  for (; readers; readers &= readers - 1)
+    for (int r = __builtin_ctzll(readers); r < d.ranks; r += 64)
+      if (r != d.rank) d.posts.post(r, d.stale, page);
+}
+
+// A page this rank wrote: notices go to its other readers. For this home's
+// own pages at once (its writes are in place: nothing to wait for); for
+// others once the diff is complete at the home (complete_release), so that
+// a notice never arrives before the data. With two ranks the only reader of
+// a page away from its home is this rank itself: nothing to send.
+void note_written(dsm& d, std::size_t page) {
+  if (home_of(d, page) == d.rank)
+    post_notices(d, page, __atomic_load_n(&d.sharing_words[page], __ATOMIC_ACQUIRE));
+  else if (d.ranks > 2)
+    d.written[d.written_count++] = page;
+}
+
+// Completes the diffs, reads the readers of the pages they went to, and
+// sends every notice: two round trips where another home's pages were
+// written at more than two ranks, else one (the diffs and this home's
+// notices travel together).
+void complete_release(dsm& d) {
+  const bool read_readers = d.written_count != 0;
+  if (read_readers) {
+    if (MPI_Win_flush_all(d.data) != MPI_SUCCESS) mpi_failed("completing the diffs");
+    for (std::size_t k = 0; k < d.written_count; ++k) {
+      const std::size_t page = d.written[k];
+      if (MPI_Get(&d.written_readers[k], 1, MPI_UINT64_T, home_of(d, page),
+                  static_cast<MPI_Aint>(page), 1, MPI_UINT64_T, d.sharing) != MPI_SUCCESS)
+        mpi_failed("reading a page's readers");
+    }
+    if (MPI_Win_flush_all(d.sharing) != MPI_SUCCESS)
+      mpi_failed("reading the readers of written pages");
+    for (std::size_t k = 0; k < d.written_count; ++k)
+      post_notices(d, d.written[k], d.written_readers[k]);
+    d.written_count = 0;
+  }
+  d.stats.notices_sent += d.posts.send(d.sharing);
+  if (!read_readers && MPI_Win_flush_all(d.data) != MPI_SUCCESS)
+    mpi_failed("completing the diffs");
+}
+
+// A release: sends the diffs of this rank's modified and pinned pages to
+// their homes, then write notices to the readers of every page this rank
+// wrote, its own pages included. Modified pages become shared, or invalid
+// where `d.noticed` says another rank wrote them too (release_and_invalidate).
+void release(dsm& d) {
+  // Pages of this home that another rank began to read: from now on a write
+  // here must fault to be known; what this rank wrote since the last
+  // release, unknown, is notified as written.
+  d.read_elsewhere.take([&](std::size_t page) {
+    if (d.state[page] != home) return;  // watched already, or listed below
+    protect(d, page, PROT_READ);
+    d.state[page] = home_watched;
+    note_written(d, page);
+  });
+  std::size_t kept = 0;
+  for (std::size_t k = 0; k < d.modified_count; ++k) {
+    const std::size_t page = d.modified_list[k];
+    switch (d.state[page]) {
+      case home_hot:
+        if (hot_page_changed(d, page)) note_written(d, page);
+        d.modified_list[kept++] = page;
+        continue;
+      case pinned:  // writable throughout: its twin becomes what was sent
+        if (send_diff(d, page, true)) note_written(d, page);
+        d.modified_list[kept++] = page;
+        continue;
+      default: {  // modified
+        // Read-only (or no access) before the diff: a store from another
+        // thread of this rank meanwhile faults, waits for the lock, and
+        // takes a fresh twin (or fetches the master) after.
+        const bool drop = d.noticed[page];
+        protect(d, page, drop ? PROT_NONE : PROT_READ);
+        if (send_diff(d, page, false)) note_written(d, page);
+        d.state[page] = drop ? invalid : shared;
+        madvise(d.twins + page * page_bytes, page_bytes, MADV_DONTNEED);
+      }
+    }
+  }
+  d.modified_count = kept;
+  complete_release(d);
+}
+
+// The home's copy of `page` into d.master.
+void fetch_master(dsm& d, std::size_t page) {
+  const int h = home_of(d, page);
+  if (MPI_Get(d.master, page_bytes, MPI_BYTE, h, static_cast<MPI_Aint>(page * page_bytes),
+              page_bytes, MPI_BYTE, d.data) != MPI_SUCCESS ||
+      MPI_Win_flush(h, d.data) != MPI_SUCCESS)
+    mpi_failed("fetching a page from its home");
+}
+
+// A page this rank is writing that another rank wrote and released: the
+// home's bytes replace this copy's, except where this rank changed it since
+// its twin (a data-race-free program's other writer did not touch those),
+// and the master becomes the twin, so this rank's bytes still go out at its
+// next release. Read-only meanwhile: a store from another thread waits.
+void merge_master(dsm& d, std::size_t page) {
+  protect(d, page, PROT_READ);
+  fetch_master(d, page);
+  char* now = d.alias + page * page_bytes;
+  char* twin = d.twins + page * page_bytes;
+  for (std::size_t k = 0; k < page_bytes; ++k)
+    if (now[k] == twin[k]) now[k] = d.master[k];
+  std::memcpy(twin, d.master, page_bytes);
+  protect(d, page, PROT_READ | PROT_WRITE);
+  ++d.stats.fetches;
+}
+
+// The same merge for a pinned page, in place: its access stays read-write
+// (a pinned page must never fault, so it cannot be made read-only while it
+// is merged). Only the bytes that the master changed since the twin are
+// written, one by one, and only where this rank has not changed them: in a
+// data-race-free program no thread of this rank writes such a byte during
+// this acquire (it would race with the rank that released it), so a store
+// from another thread meanwhile, to any other byte, is kept. A pinned copy
+// this rank has not written since its twin (every pinned page has one) is
+// thus refreshed in place.
+void merge_pinned(dsm& d, std::size_t page) {
+  fetch_master(d, page);
+  char* now = d.alias + page * page_bytes;
+  char* twin = d.twins + page * page_bytes;
+  for (std::size_t i = 0; i < page_bytes; i += 8) {
+    std::uint64_t m, t;
+    std::memcpy(&m, d.master + i, 8);
+    std::memcpy(&t, twin + i, 8);
+    if (m == t) continue;  // nobody else changed these bytes
+    for (std::size_t k = i; k < i + 8; ++k)
+      if (d.master[k] != twin[k] && __atomic_load_n(&now[k], __ATOMIC_RELAXED) == twin[k])
+        __atomic_store_n(&now[k], d.master[k], __ATOMIC_RELAXED);
+  }
+  std::memcpy(twin, d.master, page_bytes);
+  ++d.stats.fetches;
+}
+
+// An acquire: drops the shared copies of pages that others wrote and
+// released (their write notices), and merges the master into the pages this
+// rank is writing, pinned ones in place.
+void act_on_notice(dsm& d, std::size_t page) {
+  switch (d.state[page]) {
+    case shared:
+      protect(d, page, PROT_NONE);
+      d.state[page] = invalid;
+      ++d.stats.invalidations;
+      break;
+    case modified:
+      merge_master(d, page);
+      ++d.stats.invalidations;
+      break;
+    case pinned:  // must not fault: merged without changing its access
+      merge_pinned(d, page);
+      ++d.stats.invalidations;
+      break;
+    default:
+      break;
+  }
+}
+
+void take_write_notices(dsm& d) {
+  d.stale.take([&](std::size_t page) { act_on_notice(d, page); });
+}
+
+dsm& require_dsm(const char* what) {
+  dsm* d = g_dsm.load(std::memory_order_acquire);
+  if (!d)
+    throw usage_error(EPERM, std::string("ito: dsm: ") + what +
+                                 " needs a running ito::dist::runtime (create one first, on "
+                                 "every rank)");
+  return *d;
+}
+
+// The pages [first, last] that p..p+bytes covers; usage_error outside the region.
+void page_range(dsm& d, const void* p, std::size_t bytes, const char* what, std::size_t* first,
+                std::size_t* last) {
+  const char* c = static_cast<const char*>(p);
+  // Both ends in one area (the region, or the globals), which are contiguous.
+  if (bytes == 0 || c + bytes < c || !page_at(d, c, first) || !page_at(d, c + bytes - 1, last) ||
+      (*first < d.region_pages) != (*last < d.region_pages))
+    throw usage_error(EINVAL, std::string("ito: dsm: ") + what +
+                                  ": the range is empty or not inside the DSM region");
+}
+
+}  // namespace
+
+void start_dsm(dist_state& st) {
+  auto* d = new dsm;
+  d->view = st.region.view;
+  d->alias = st.region.alias;
+  d->region_pages = st.region.bytes / page_bytes;
+  d->globals = st.region.globals;
+  d->pages = d->region_pages + st.region.globals_bytes / page_bytes;
+  d->rank = st.rank;
+  d->ranks = st.size;
+  d->check_races = st.check_races;
+  d->entry_count = (d->pages + static_cast<std::size_t>(d->ranks) - 1) / static_cast<std::size_t>(d->ranks);
+  d->entries = reserve_array<std::int64_t>(d->entry_count);
+  d->state = reserve_array<std::uint8_t>(d->pages);
+  d->home_plus1 = reserve_array<std::int32_t>(d->pages);
+  d->registered = reserve_array<std::uint8_t>(d->pages);
+  d->pins = reserve_array<std::uint32_t>(d->pages);
+  d->twins = reserve_array<char>(d->pages * page_bytes);
+  d->modified_list = reserve_array<std::size_t>(d->pages);
+  d->written = reserve_array<std::size_t>(d->pages);
+  d->written_readers = reserve_array<std::uint64_t>(d->pages);
+  d->noticed = reserve_array<std::uint8_t>(d->pages);
+  d->noticed_list = reserve_array<std::size_t>(d->pages);
+  const std::size_t board_words = page_board::words_for(d->pages);  // each board's
+  d->sharing_count = d->pages + 2 * board_words;
+  d->sharing_words = reserve_array<std::uint64_t>(d->sharing_count);
+  d->stale = page_board(d->sharing_words, d->pages, d->pages);
+  d->read_elsewhere = page_board(d->sharing_words, d->pages + board_words, d->pages);
+  d->posts.reserve(64);  // register_reader posts from the fault handler: no allocation there
+  if (MPI_Win_create(d->alias, static_cast<MPI_Aint>(st.region.bytes + st.region.globals_bytes), 1,
+                     MPI_INFO_NULL,
+                     MPI_COMM_WORLD, &d->data) != MPI_SUCCESS ||
+      MPI_Win_create(d->entries, static_cast<MPI_Aint>(d->entry_count * sizeof(std::int64_t)),
+                     sizeof(std::int64_t), MPI_INFO_NULL, MPI_COMM_WORLD,
+                     &d->directory) != MPI_SUCCESS ||
+      MPI_Win_create(d->sharing_words,
+                     static_cast<MPI_Aint>(d->sharing_count * sizeof(std::uint64_t)),
+                     sizeof(std::uint64_t), MPI_INFO_NULL, MPI_COMM_WORLD,
+                     &d->sharing) != MPI_SUCCESS ||
+      MPI_Win_lock_all(MPI_MODE_NOCHECK, d->data) != MPI_SUCCESS ||
+      MPI_Win_lock_all(MPI_MODE_NOCHECK, d->directory) != MPI_SUCCESS ||
+      MPI_Win_lock_all(MPI_MODE_NOCHECK, d->sharing) != MPI_SUCCESS)
+    mpi_failed("creating the DSM's windows");
+  // After MPI_Init, which installs a SIGSEGV handler of its own: ours serves
+  // the region and hands every other fault to it.
+  struct sigaction sa {};
+  sa.sa_sigaction = &on_fault;
+  sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_NODEFER;
+  sigemptyset(&sa.sa_mask);
+  g_dsm.store(d, std::memory_order_release);
+  sigaction(SIGSEGV, &sa, &d->previous);
+}
+
+void stop_dsm(dist_state& st) noexcept {
+  dsm* d = g_dsm.load(std::memory_order_acquire);
+  if (!d) return;
+  if (stats_requested()) {
+    const dsm_stats& c = d->stats;
+    std::fprintf(stderr,
+                 "ito: dsm: stats: rank %d: %llu pages fetched, %llu diffs sent, %llu write "
+                 "notices sent, %llu copies invalidated, %llu write faults on watched home "
+                 "pages\n",
+                 d->rank, static_cast<unsigned long long>(c.fetches),
+                 static_cast<unsigned long long>(c.diffs_sent),
+                 static_cast<unsigned long long>(c.notices_sent),
+                 static_cast<unsigned long long>(c.invalidations),
+                 static_cast<unsigned long long>(c.home_write_faults));
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  sigaction(SIGSEGV, &d->previous, nullptr);
+  g_dsm.store(nullptr, std::memory_order_release);
+  MPI_Win_unlock_all(d->data);
+  MPI_Win_unlock_all(d->directory);
+  MPI_Win_unlock_all(d->sharing);
+  MPI_Win_free(&d->data);
+  MPI_Win_free(&d->directory);
+  MPI_Win_free(&d->sharing);
+  release_array(d->entries, d->entry_count);
+  release_array(d->state, d->pages);
+  release_array(d->home_plus1, d->pages);
+  release_array(d->registered, d->pages);
+  release_array(d->pins, d->pages);
+  release_array(d->twins, d->pages * page_bytes);
+  release_array(d->modified_list, d->pages);
+  release_array(d->written, d->pages);
+  release_array(d->written_readers, d->pages);
+  release_array(d->noticed, d->pages);
+  release_array(d->noticed_list, d->pages);
+  d->stale.release();
+  d->read_elsewhere.release();
+  release_array(d->sharing_words, d->sharing_count);
+  mprotect(st.region.view, st.region.bytes, PROT_NONE);
+  delete d;
+}
+
+void sd_fence() {
+  dsm& d = require_dsm("sd_fence");
+  std::lock_guard hold(d.lock);
+  release(d);
+}
+
+void si_fence() {
+  dsm& d = require_dsm("si_fence");
+  std::lock_guard hold(d.lock);
+  take_write_notices(d);
+}
+
+void release_and_invalidate() {
+  dsm& d = require_dsm("release_and_invalidate");
+  std::lock_guard hold(d.lock);
+  // The notices first: a modified page that another rank wrote too is left
+  // invalid by the release, so that a store from another thread of this
+  // rank fetches what the other rank released rather than twinning a stale
+  // copy.
+  std::size_t noticed = 0;
+  d.stale.take([&](std::size_t page) {
+    if (d.state[page] == modified) {
+      d.noticed[page] = 1;
+      d.noticed_list[noticed++] = page;
+    } else {
+      act_on_notice(d, page);
+    }
+  });
+  release(d);
+  for (std::size_t k = 0; k < noticed; ++k) d.noticed[d.noticed_list[k]] = 0;
+  take_write_notices(d);  // those that landed during the release
+}
+
+// Pins are counted per page: a page stays pinned until each pin of it is
+// undone, whichever ranges they came from.
+void pin(void* p, std::size_t bytes) {
+  dsm& d = require_dsm("pin");
+  std::size_t first = 0, last = 0;
+  page_range(d, p, bytes, "pin", &first, &last);
+  std::lock_guard hold(d.lock);
+  for (std::size_t page = first; page <= last; ++page)
+    if (d.pins[page] == UINT32_MAX)
+      throw usage_error(EINVAL, "ito: dsm: pin: a page pinned 2^32 - 1 times without unpin");
+  for (std::size_t page = first; page <= last; ++page) {
+    ++d.pins[page];
+    serve_fault(d, page, false);  // fetched (or ours, if we are its home)
+    switch (d.state[page]) {
+      case shared: make_modified(d, page, pinned); break;
+      case modified: d.state[page] = pinned; break;
+      case home_watched:
+      case home:  // hot: a reader that arrives later does not make it fault
+        take_twin(d, page);
+        if (d.state[page] == home_watched) protect(d, page, PROT_READ | PROT_WRITE);
+        else note_written(d, page);  // unwatched until now: its past writes are unknown
+        d.state[page] = home_hot;
+        d.modified_list[d.modified_count++] = page;
+        break;
+      default: break;
+    }
+  }
+}
+
+dsm_stats stats() noexcept {
+  dsm* d = g_dsm.load(std::memory_order_acquire);
+  if (!d) return {};
+  std::lock_guard hold(d->lock);
+  return d->stats;
+}
+
+// Undoes one pin of each page the range covers; a page whose last pin goes
+// is Modified (its pending writes go at the next release), or stays hot on
+// its home. A page in the range that this rank has not pinned is a usage
+// error, and then nothing is unpinned: an unmatched unpin would otherwise
+// unpin a page that another pin still needs.
+void unpin(void* p, std::size_t bytes) {
+  dsm& d = require_dsm("unpin");
+  std::size_t first = 0, last = 0;
+  page_range(d, p, bytes, "unpin", &first, &last);
+  std::lock_guard hold(d.lock);
+  for (std::size_t page = first; page <= last; ++page) {
+    if (d.pins[page] != 0) continue;
+    char what[256];
+    std::snprintf(what, sizeof what,
+                  "ito: dsm: unpin: the page at %p is not pinned on this rank (each unpin must "
+                  "undo a pin of every page it covers); nothing was unpinned",
+                  static_cast<void*>(view_of(d, page)));
+    throw usage_error(EINVAL, what);
+  }
+  for (std::size_t page = first; page <= last; ++page)
+    if (--d.pins[page] == 0 && d.state[page] == pinned) d.state[page] = modified;
+}
+
+}  // namespace ito::dist::detail

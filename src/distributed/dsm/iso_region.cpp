@@ -1,0 +1,94 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "distributed/dsm/iso_region.hpp"
+
+#include <mpi.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "distributed/dist_state.hpp"
+#include "distributed/dsm/dsm_globals.hpp"
+
+namespace ito::dist::detail {
+namespace {
+
+// 16, 32, 48... TiB: above the heap and the executable, below where mmap and
+// the stack start (near 128 TiB), for any region up to 16 TiB.
+constexpr std::uintptr_t candidate_step = std::uintptr_t{1} << 44;
+constexpr int candidates = 6;
+
+[[noreturn]] void stop(const char* what, int err) {
+  std::fprintf(stderr, "ito: dsm: %s%s%s\n", what, err ? ": " : "", err ? std::strerror(err) : "");
+  std::exit(2);
+}
+
+// This rank's view at `at`, or null if something else is there.
+char* map_view_at(std::uintptr_t at, std::size_t bytes, int memfd) {
+  void* p = mmap(reinterpret_cast<void*>(at), bytes, PROT_NONE,
+                 MAP_SHARED | MAP_FIXED_NOREPLACE | MAP_NORESERVE, memfd, 0);
+  if (p == MAP_FAILED) return nullptr;
+  if (reinterpret_cast<std::uintptr_t>(p) != at) {  // a kernel without FIXED_NOREPLACE
+    munmap(p, bytes);
+    return nullptr;
+  }
+  return static_cast<char*>(p);
+}
+
+}  // namespace
+
+void reserve_region(std::size_t bytes, iso_region& r) {
+  const globals_section g = find_globals_section();
+  r.memfd = memfd_create("ito-dsm", MFD_CLOEXEC);
+  if (r.memfd < 0) stop("cannot create the region's memory (memfd_create)", errno);
+  if (ftruncate(r.memfd, static_cast<off_t>(bytes + g.bytes)) != 0)
+    stop("cannot size the region (ftruncate; try a smaller ITO_DSM_SIZE)", errno);
+  void* alias = mmap(nullptr, bytes + g.bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE,
+                     r.memfd, 0);
+  if (alias == MAP_FAILED) stop("cannot map the region's alias (try a smaller ITO_DSM_SIZE)", errno);
+  r.alias = static_cast<char*>(alias);
+  r.bytes = bytes;
+  if (g.bytes != 0) {
+    // The globals' values as the program initialised them, then the section
+    // becomes DSM pages (no access until the DSM grants it) over that copy.
+    std::memcpy(r.alias + bytes, g.begin, g.bytes);
+    if (mmap(g.begin, g.bytes, PROT_NONE, MAP_SHARED | MAP_FIXED, r.memfd,
+             static_cast<off_t>(bytes)) == MAP_FAILED)
+      stop("cannot map the ITO_DSM_GLOBAL variables into the DSM", errno);
+    r.globals = g.begin;
+    r.globals_bytes = g.bytes;
+  }
+  for (int i = 1; i <= candidates; ++i) {
+    const std::uintptr_t at = candidate_step * static_cast<std::uintptr_t>(i);
+    char* view = map_view_at(at, bytes, r.memfd);
+    int here = view != nullptr, everywhere = 0;
+    MPI_Allreduce(&here, &everywhere, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD);
+    if (everywhere) {
+      r.view = view;
+      return;
+    }
+    if (view) munmap(view, bytes);
+  }
+  stop("no address range of ITO_DSM_SIZE bytes is free at the same address on every rank "
+       "(try a smaller ITO_DSM_SIZE)",
+       0);
+}
+
+void release_region(iso_region& r) noexcept {
+  if (r.globals) {
+    // Plain memory again, holding what this rank last saw of each page.
+    void* p = mmap(r.globals, r.globals_bytes, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+    if (p != MAP_FAILED) std::memcpy(r.globals, r.alias + r.bytes, r.globals_bytes);
+  }
+  if (r.view) munmap(r.view, r.bytes);
+  if (r.alias) munmap(r.alias, r.bytes + r.globals_bytes);
+  if (r.memfd >= 0) close(r.memfd);
+  r = iso_region{};
+}
+
+}  // namespace ito::dist::detail

@@ -1,0 +1,58 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "distributed/dsm/page_board.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+
+#include "distributed/dsm/reserved_array.hpp"
+
+namespace ito::dist::detail {
+
+page_board::page_board(std::uint64_t* base, std::size_t first, std::size_t pages)
+    : leaves_(base + first),
+      first_(first),
+      words_(words_for(pages)),
+      scan_(reserve_array<std::size_t>(words_)),
+      listed_(reserve_array<std::uint8_t>(words_)) {}
+
+void page_board::release() noexcept {
+  release_array(scan_, words_);
+  release_array(listed_, words_);
+  scan_ = nullptr;
+  listed_ = nullptr;
+}
+
+void board_posts::post(int rank, const page_board& board, std::size_t page) {
+  marks_.push_back({rank, board.word(page), std::uint64_t{1} << (page % 64)});
+}
+
+std::size_t board_posts::send(MPI_Win window) {
+  if (marks_.empty()) return 0;
+  std::sort(marks_.begin(), marks_.end(), [](const mark& a, const mark& b) {
+    return a.rank != b.rank ? a.rank < b.rank : a.word < b.word;
+  });
+  bits_.resize(marks_.size());
+  std::size_t k = 0, used = 0;
+  while (k < marks_.size()) {  // the marks of one word on one rank: one accumulate
+    const mark& m = marks_[k];
+    std::uint64_t& bits = bits_[used++];
+    bits = 0;
+    for (; k < marks_.size() && marks_[k].rank == m.rank && marks_[k].word == m.word; ++k)
+      bits |= marks_[k].bit;
+    if (MPI_Accumulate(&bits, 1, MPI_UINT64_T, m.rank, static_cast<MPI_Aint>(m.word), 1,
+                       MPI_UINT64_T, MPI_BOR, window) != MPI_SUCCESS) {
+      std::fprintf(stderr, "ito: dsm: marking pages on another rank's board failed\n");
+      std::abort();
+    }
+  }
+  if (MPI_Win_flush_all(window) != MPI_SUCCESS) {
+    std::fprintf(stderr, "ito: dsm: completing the marks on other ranks' boards failed\n");
+    std::abort();
+  }
+  const std::size_t n = marks_.size();
+  marks_.clear();
+  return n;
+}
+
+}  // namespace ito::dist::detail

@@ -1,0 +1,84 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "distributed/progress.hpp"
+
+#include <mpi.h>
+#include <pthread.h>
+#include <signal.h>
+#include <time.h>
+
+#include <atomic>
+#include <cstdio>
+#include <mutex>
+#include <thread>
+
+#include "common/setting_values.hpp"
+#include "distributed/peer_watch.hpp"
+#include "os/futex.hpp"
+
+namespace ito::dist::detail {
+namespace {
+
+std::atomic<bool> g_stop{false};
+std::thread* g_thread = nullptr;
+MPI_Comm g_comm = MPI_COMM_NULL;  // a duplicate: probing it never sees the program's messages
+constexpr auto hook_slots = static_cast<std::size_t>(progress_hook::count);
+std::atomic<void (*)()> g_hooks[hook_slots] = {};
+std::mutex g_hook_lock;  // held while a hook runs: unsetting one waits for that
+std::atomic<std::uint32_t> g_nudged{0};  // a futex word: the hook has work waiting
+
+void progress_loop(long interval_us) {
+  while (!g_stop.load(std::memory_order_acquire)) {
+    int flag = 0;
+    MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, g_comm, &flag, MPI_STATUS_IGNORE);
+    for (auto& slot : g_hooks) {
+      if (!slot.load(std::memory_order_relaxed)) continue;
+      std::lock_guard hold(g_hook_lock);
+      if (auto hook = slot.load(std::memory_order_acquire)) hook();
+    }
+    if (g_nudged.exchange(0, std::memory_order_acq_rel) == 0)
+      os::futex_wait_for(&g_nudged, 0, interval_us * 1000);
+  }
+}
+
+}  // namespace
+
+long resolve_progress_interval_us() {
+  const auto id = config::setting_id::dist_progress_us;
+  return static_cast<long>(config::number_setting(id).value_or(config::declared(id).fallback));
+}
+
+void start_progress(long interval_us) {
+  if (interval_us == 0) return;
+  MPI_Comm_dup(MPI_COMM_WORLD, &g_comm);
+  name_mpi_failures(g_comm);
+  g_stop.store(false, std::memory_order_relaxed);
+  // No asynchronous signal is the progress thread's to take.
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_BLOCK, &all, &old);
+  g_thread = new std::thread(progress_loop, interval_us);
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  pthread_setname_np(g_thread->native_handle(), "ito-mpi-progress");
+}
+
+bool progress_running() noexcept { return g_thread != nullptr; }
+
+void nudge_progress() noexcept {
+  if (g_nudged.exchange(1, std::memory_order_acq_rel) == 0) os::futex_wake_one(&g_nudged);
+}
+
+void set_progress_hook(progress_hook slot, void (*hook)()) noexcept {
+  std::lock_guard hold(g_hook_lock);
+  g_hooks[static_cast<std::size_t>(slot)].store(hook, std::memory_order_release);
+}
+
+void stop_progress() noexcept {
+  if (!g_thread) return;
+  g_stop.store(true, std::memory_order_release);
+  g_thread->join();
+  delete g_thread;
+  g_thread = nullptr;
+  MPI_Comm_free(&g_comm);
+}
+
+}  // namespace ito::dist::detail

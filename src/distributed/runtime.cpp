@@ -1,0 +1,171 @@
+// SPDX-License-Identifier: Apache-2.0
+// ito::dist::runtime: ASLR off, MPI up, the region reserved; and the queries.
+#include <mpi.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "common/setting_values.hpp"
+#include "distributed/aslr.hpp"
+#include "distributed/dsm/async_fence.hpp"
+#include "distributed/dist_state.hpp"
+#include "distributed/dsm/dsm.hpp"
+#include "distributed/dsm/dsm_alloc.hpp"
+#include "distributed/dsm/iso_region.hpp"
+#include "distributed/scheduler/migration.hpp"
+#include "distributed/mpi_session.hpp"
+#include "distributed/peer_watch.hpp"
+#include "distributed/progress.hpp"
+#include "distributed/dsm/race_check.hpp"
+#include "distributed/dsm/remote_free.hpp"
+#include "distributed/dsm/region_size.hpp"
+#include "ito/delegate.hpp"
+#include "ito/dist.hpp"
+#include "ito/error.hpp"
+#include "ito/options.hpp"
+#include "sched/scheduler.hpp"
+
+namespace ito::dist {
+namespace detail {
+namespace {
+
+std::atomic<dist_state*> g_state{nullptr};
+std::atomic<bool> g_starting{false};
+bool g_stats = false;  // ITO_STATS, read when the runtime starts
+
+}  // namespace
+
+dist_state* current() noexcept { return g_state.load(std::memory_order_acquire); }
+
+dist_state& require(const char* what) {
+  dist_state* st = current();
+  if (!st)
+    throw usage_error(EPERM, std::string("ito: dist: ") + what +
+                                 " needs a running ito::dist::runtime (create one first, on "
+                                 "every rank)");
+  return *st;
+}
+
+// MPI calls need more stack than a ULT's 64 KiB (UCX overflowed one, past its
+// guard, in a fence called from a ULT): from a ULT with a stack of its own,
+// the call runs on a thread of the delegation pool while only this ULT
+// waits; from an OS thread's stack (the main ULT included) it runs here.
+template <class F>
+void on_a_large_stack(F&& fn) {
+  const sched::ult* u = sched::current_ult();
+  if (u && u->stack) ito::delegate(std::forward<F>(fn));
+  else fn();
+}
+
+// Only rank 0 runs the function given to start_main_thread, so a collective
+// call there would wait for the other ranks for ever.
+void refuse_inside_the_scheduler(const char* what) {
+  if (scheduler_running())
+    throw usage_error(EPERM, std::string(what) +
+                                 " is collective (every rank must call it), but inside "
+                                 "ito::dist::start_main_thread only rank 0 runs the main "
+                                 "function: call it before or after start_main_thread");
+}
+
+bool stats_requested() noexcept { return g_stats; }
+
+}  // namespace detail
+
+runtime::runtime(int* argc, char*** argv, const options& o) {
+  if (detail::g_starting.exchange(true))
+    throw usage_error(EBUSY, "ito: dist: a distributed runtime already runs in this process");
+  std::size_t bytes = 0;
+  bool check_races = false;
+  long progress_us = 0;
+  detail::peer_watch_options watch_options;
+  try {
+    bytes = detail::resolve_region_bytes(o.region_bytes);
+    check_races = detail::resolve_race_check();
+    progress_us = detail::resolve_progress_interval_us();
+    watch_options = detail::resolve_peer_watch_options();
+    // The same variable, parsed the same way, as the scheduler's statistics.
+    detail::g_stats = config::boolean_setting(config::setting_id::stats).value_or(false);
+  } catch (const config_error& e) {
+    detail::g_starting.store(false);
+    if (!e.from_environment()) throw;
+    std::fprintf(stderr, "%s\n", e.what());  // the environment is wrong: every rank stops
+    std::exit(2);
+  }
+  int mpi_up = 0;
+  MPI_Initialized(&mpi_up);
+  if (!mpi_up) detail::reexec_without_aslr();  // returns only when not needed or not possible
+  auto* st = new detail::dist_state;
+  st->check_races = check_races;
+  detail::start_mpi(argc, argv, *st);
+  detail::reserve_region(bytes, st->region);
+  detail::start_dsm(*st);
+  detail::start_allocator(*st);
+  detail::start_progress(progress_us);
+  detail::start_remote_frees(st->size);
+  detail::start_peer_watch(st->rank, st->size, watch_options);
+  detail::g_state.store(st, std::memory_order_release);
+  MPI_Barrier(MPI_COMM_WORLD);  // every rank is ready before any uses the others
+}
+
+runtime::~runtime() {
+  detail::dist_state* st = detail::g_state.load(std::memory_order_acquire);
+  detail::wait_for_async_fences();  // they use the DSM this tears down
+  detail::settle_remote_frees();     // each owner has its blocks back
+  detail::stop_peer_watch();  // every rank is here: from now on ranks end normally
+  MPI_Barrier(MPI_COMM_WORLD);  // no rank releases what another may still use
+  detail::g_state.store(nullptr, std::memory_order_release);
+  detail::stop_remote_frees();
+  detail::stop_progress();
+  detail::stop_allocator();
+  detail::stop_dsm(*st);
+  detail::release_region(st->region);
+  detail::stop_mpi(*st);
+  delete st;
+  detail::g_starting.store(false);
+}
+
+int rank() { return detail::require("ito::dist::rank").rank; }
+int size() { return detail::require("ito::dist::size").size; }
+
+void barrier() {
+  detail::require("ito::dist::barrier");
+  detail::refuse_inside_the_scheduler("ito::dist::barrier");
+  detail::on_a_large_stack([] {
+    detail::sd_fence();
+    MPI_Barrier(MPI_COMM_WORLD);
+    detail::si_fence();
+  });
+}
+
+void* alloc(std::size_t bytes) { return detail::allocate(bytes); }
+void free(void* p) { detail::deallocate(p); }
+void* alloc_collective(std::size_t bytes) {
+  detail::refuse_inside_the_scheduler("ito::dist::alloc_collective");
+  void* p = nullptr;
+  detail::on_a_large_stack([&] { p = detail::allocate_collective(bytes); });
+  return p;
+}
+void sd_fence() {
+  detail::on_a_large_stack([] { detail::sd_fence(); });
+}
+void si_fence() {
+  detail::on_a_large_stack([] { detail::si_fence(); });
+}
+void pin(void* p, std::size_t bytes) {
+  detail::on_a_large_stack([=] { detail::pin(p, bytes); });
+}
+dsm_stats current_dsm_stats() noexcept { return detail::stats(); }
+void unpin(void* p, std::size_t bytes) {
+  detail::on_a_large_stack([=] { detail::unpin(p, bytes); });
+}
+
+region_info region() {
+  const detail::dist_state& st = detail::require("ito::dist::region");
+  return {st.region.view, st.region.bytes};
+}
+
+}  // namespace ito::dist

@@ -1,0 +1,143 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "distributed/scheduler/wire.hpp"
+
+#include <cstring>
+
+#include "distributed/dsm/dsm.hpp"
+#include "distributed/peer_watch.hpp"
+#include "distributed/progress.hpp"
+#include "distributed/scheduler/counts.hpp"
+#include "sched/ult.hpp"
+
+#if ITO_ASAN
+#include <sanitizer/asan_interface.h>
+#endif
+
+namespace ito::dist::detail::wire {
+namespace {
+
+constexpr int message_tag = 0x170;
+// Messages handled per round, so that one round never starves the sends.
+constexpr int receive_batch = 64;
+
+struct state {
+  int rank = 0, size = 1;
+  MPI_Comm comm = MPI_COMM_NULL;
+  std::mutex poll_lock;  // the one poller
+  std::mutex lock;       // the outbox; never held across MPI
+  std::vector<std::unique_ptr<outgoing>> outbox;
+  // The poller's alone.
+  std::vector<std::unique_ptr<outgoing>> in_flight;
+  std::vector<char> inbox;
+  std::uint64_t sent = 0, received = 0;
+};
+state* g = nullptr;
+handler g_handlers[static_cast<std::size_t>(msg::count)] = {};
+
+}  // namespace
+
+void open(int rank, int size) {
+  g = new state;
+  g->rank = rank;
+  g->size = size;
+  MPI_Comm_dup(MPI_COMM_WORLD, &g->comm);
+  name_mpi_failures(g->comm);
+}
+
+void close() noexcept {
+  MPI_Comm_free(&g->comm);
+  delete g;
+  g = nullptr;
+}
+
+int rank() noexcept { return g->rank; }
+int size() noexcept { return g->size; }
+MPI_Comm comm() noexcept { return g->comm; }
+
+void on(msg t, handler h) noexcept { g_handlers[static_cast<std::size_t>(t)] = h; }
+
+std::unique_ptr<outgoing> make(int to, msg type, const sched::ult* u, const char* start,
+                               std::size_t len, int err, const std::string& error) {
+#if ITO_ASAN
+  // A suspended or ended ULT's stack holds its frames' redzones, and it leaves
+  // this process (or is dead): read it unchecked (each receiver unpoisons too).
+  if (len) __asan_unpoison_memory_region(start, len);
+#endif
+  auto o = std::make_unique<outgoing>();
+  o->to = to;
+  o->carries_results =
+      type == msg::ult || type == msg::joiner || type == msg::ended || type == msg::done;
+  o->bytes.resize(sizeof(header) + len + error.size());
+  header h{type, err, addr(u), addr(start), len, 0, 0, error.size()};
+  if (u && (type == msg::ult || type == msg::joiner))
+    h.stack_lo = addr(u->stack.lo), h.stack_hi = addr(u->stack.hi);
+  std::memcpy(o->bytes.data(), &h, sizeof h);
+  if (len) std::memcpy(o->bytes.data() + sizeof h, start, len);
+  if (!error.empty()) std::memcpy(o->bytes.data() + sizeof h + len, error.data(), error.size());
+  return o;
+}
+
+void queue(std::unique_ptr<outgoing> o) {
+  bool first;
+  {
+    std::lock_guard hold(g->lock);
+    first = g->outbox.empty();
+    g->outbox.push_back(std::move(o));
+  }
+  if (first) nudge_progress();
+}
+
+std::mutex& poll_lock() noexcept { return g->poll_lock; }
+
+void receive_all() {
+  for (int i = 0; i < receive_batch; ++i) {
+    int flag = 0;
+    MPI_Status status;
+    MPI_Iprobe(MPI_ANY_SOURCE, message_tag, g->comm, &flag, &status);
+    if (!flag) return;
+    int bytes = 0;
+    MPI_Get_count(&status, MPI_BYTE, &bytes);
+    g->inbox.resize(static_cast<std::size_t>(bytes));
+    MPI_Recv(g->inbox.data(), bytes, MPI_BYTE, status.MPI_SOURCE, message_tag, g->comm,
+             MPI_STATUS_IGNORE);
+    ++g->received;
+    header h;
+    std::memcpy(&h, g->inbox.data(), sizeof h);
+    g_handlers[static_cast<std::size_t>(h.type)](h, g->inbox.data() + sizeof h, status.MPI_SOURCE);
+  }
+}
+
+void send_all() {
+  std::vector<std::unique_ptr<outgoing>> batch;
+  {
+    std::lock_guard hold(g->lock);
+    batch.swap(g->outbox);
+  }
+  bool release_first = false;
+  for (auto& o : batch) release_first |= o->carries_results;
+  if (release_first) {
+    bump(counts().releases);
+    sd_fence();  // DAG consistency: what went before is at its homes
+  }
+  for (auto& o : batch) {
+    MPI_Isend(o->bytes.data(), static_cast<int>(o->bytes.size()), MPI_BYTE, o->to, message_tag,
+              g->comm, &o->request);
+    ++g->sent;
+    g->in_flight.push_back(std::move(o));
+  }
+  std::erase_if(g->in_flight, [](std::unique_ptr<outgoing>& o) {
+    int done = 0;
+    MPI_Test(&o->request, &done, MPI_STATUS_IGNORE);
+    return done != 0;
+  });
+}
+
+std::uint64_t sent_total() noexcept { return g->sent; }
+std::uint64_t received_total() noexcept { return g->received; }
+
+bool idle() noexcept {
+  std::lock_guard hold(g->lock);
+  return g->outbox.empty() && g->in_flight.empty();
+}
+
+}  // namespace ito::dist::detail::wire

@@ -1,0 +1,246 @@
+// SPDX-License-Identifier: Apache-2.0
+// The distributed scheduler: ULTs created with the ordinary API migrate
+// between ranks and still compute the right thing. Every rank runs every test
+// (mpi_test_main.cpp); rank 0 runs each main function.
+#include <gtest/gtest.h>
+#include <mpi.h>
+
+#include <chrono>
+#include <cstdint>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+
+#include "distributed/fib_kernel.hpp"  // bench/: the kernels ito-bench dist-fib and dist-sort time
+#include "distributed/sort_kernel.hpp"
+#include "ito/dist.hpp"
+#include "ito/thread.hpp"
+#include "ito/ult.hpp"
+
+namespace {
+
+long fib_sequential(int n) { return n < 2 ? n : fib_sequential(n - 1) + fib_sequential(n - 2); }
+
+// Over every rank: how many ULTs arrived by remote steals in the last run.
+std::uint64_t ults_moved_everywhere() {
+  std::uint64_t mine = ito::dist::last_scheduler_stats().ults_received, all = 0;
+  MPI_Allreduce(&mine, &all, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
+  return all;
+}
+
+// Whether ULTs migrate in one short run depends on how the ranks get the
+// cores (4 ranks on 2 cores, beside other tests): up to this many runs.
+constexpr int runs_to_see_a_migration = 5;
+
+TEST(DistScheduler, FibIsRightOnEveryRank) {
+  std::uint64_t moved = 0;
+  for (int run = 0; run < runs_to_see_a_migration && (run == 0 || moved == 0); ++run) {
+    const long got = ito::dist::start_main_thread(fib_kernel::fib, 24);
+    EXPECT_EQ(got, fib_sequential(24));  // trivially copyable: every rank has it
+    moved += ults_moved_everywhere();
+  }
+  if (ito::dist::size() > 1) {
+    EXPECT_GT(moved, 0u) << "no ULT migrated in " << runs_to_see_a_migration << " runs";
+  }
+}
+
+// A ULT that yields between writing and reading its stack: after each yield
+// it may run on another rank, at the same addresses.
+struct stack_check {
+  int bad = 0;    // locals that did not read back
+  int moved = 0;  // yields after which it ran on another rank
+};
+
+stack_check keep_locals(int seed) {
+  volatile std::uint64_t locals[64];
+  for (int i = 0; i < 64; ++i) locals[i] = static_cast<std::uint64_t>(seed) * 1000 + i;
+  stack_check r;
+  const volatile void* where = &locals[0];
+  for (int round = 0; round < 40; ++round) {
+    const int before = ito::dist::rank();
+    // Some work between yields, so that the run lasts long enough (tens of
+    // milliseconds) for other ranks' steal requests to find these ULTs.
+    const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(20);
+    while (std::chrono::steady_clock::now() < until) {
+    }
+    ito::yield();
+    if (ito::dist::rank() != before) ++r.moved;
+    if (&locals[0] != where) ++r.bad;
+    for (int i = 0; i < 64; ++i)
+      if (locals[i] != static_cast<std::uint64_t>(seed) * 1000 + i + static_cast<std::uint64_t>(round)) ++r.bad;
+    for (int i = 0; i < 64; ++i) locals[i] = locals[i] + 1;
+  }
+  return r;
+}
+
+stack_check spread(int lo, int hi) {
+  if (hi - lo == 1) return keep_locals(lo);
+  const int mid = (lo + hi) / 2;
+  auto left = ito::create_thread(spread, lo, mid);
+  const stack_check right = spread(mid, hi);
+  const stack_check l = left.get();
+  return {l.bad + right.bad, l.moved + right.moved};
+}
+
+TEST(DistScheduler, MigratedUltsKeepTheirStackLocals) {
+  std::uint64_t moved = 0;
+  int moved_mid_run = 0;  // seen by the ULTs themselves: a yield returned on another rank
+  for (int run = 0; run < runs_to_see_a_migration && (run == 0 || moved == 0); ++run) {
+    const stack_check r = ito::dist::start_main_thread(spread, 0, 64);
+    EXPECT_EQ(r.bad, 0);
+    moved += ults_moved_everywhere();
+    moved_mid_run += r.moved;
+  }
+  if (ito::dist::size() > 1) {
+    EXPECT_GT(moved, 0u) << "no ULT migrated in " << runs_to_see_a_migration << " runs";
+  }
+  if (ito::dist::size() == 1) {
+    EXPECT_EQ(moved_mid_run, 0);
+  }
+}
+
+// Children on any rank write a DSM array; the parent reads it after the joins.
+void fill(int* a, int lo, int hi) {
+  if (hi - lo <= 512) {
+    for (int i = lo; i < hi; ++i) a[i] = i * 3 + 1;
+    return;
+  }
+  const int mid = (lo + hi) / 2;
+  auto left = ito::create_thread(fill, a, lo, mid);
+  fill(a, mid, hi);
+  left.get();
+}
+
+TEST(DistScheduler, ChildrenWritesToTheDsmAreSeenAfterJoin) {
+  constexpr int n = 1 << 16;
+  auto* a = static_cast<int*>(ito::dist::alloc_collective(n * sizeof(int)));
+  const long wrong = ito::dist::start_main_thread([a] {
+    fill(a, 0, n);
+    long bad = 0;
+    for (int i = 0; i < n; ++i) bad += a[i] != i * 3 + 1;
+    return bad;
+  });
+  EXPECT_EQ(wrong, 0);
+  ito::dist::barrier();
+}
+
+// Cilksort on DSM arrays (bench/distributed/sort_kernel.hpp): children on every
+// rank write interleaved ranges of the same pages, merges read what other
+// ranks' children wrote, after joins only.
+TEST(DistScheduler, CilksortOnTheDsmSortsAcrossRanks) {
+  constexpr long n = 1 << 17;
+  auto* a = static_cast<int*>(ito::dist::alloc_collective(n * sizeof(int)));
+  auto* tmp = static_cast<int*>(ito::dist::alloc_collective(n * sizeof(int)));
+  for (unsigned run = 1; run <= 2; ++run) {
+    const int ok = ito::dist::start_main_thread([=] {
+      sort_kernel::fill(a, n, run);
+      const std::uint64_t sum = sort_kernel::checksum(a, n);
+      sort_kernel::sort(a, tmp, n);
+      return sort_kernel::is_sorted(a, n) && sort_kernel::checksum(a, n) == sum ? 1 : 0;
+    });
+    EXPECT_EQ(ok, 1) << "run " << run;
+  }
+  ito::dist::barrier();
+}
+
+// Leaves throw; each parent joins its leaf and catches. A leaf that ended on
+// the parent's process rethrows its own exception; one that ended elsewhere
+// arrives as ito::dist::remote_error with the type's name and what().
+struct caught {
+  int local = 0, remote = 0, wrong = 0;
+};
+
+caught throwing_leaf(int i) {
+  for (int round = 0; round < 3; ++round) {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(100);
+    while (std::chrono::steady_clock::now() < until) {
+    }
+    ito::yield();  // a thief may take it here: it then ends on another rank
+  }
+  throw std::out_of_range("leaf " + std::to_string(i));
+}
+
+caught join_throwers(int lo, int hi) {
+  if (hi - lo == 1) {
+    auto f = ito::create_thread(throwing_leaf, lo);
+    caught c;
+    try {
+      f.get();
+      ++c.wrong;  // it must throw
+    } catch (const std::out_of_range& e) {
+      c.local += std::string(e.what()) == "leaf " + std::to_string(lo) ? 1 : 0;
+      c.wrong += std::string(e.what()) == "leaf " + std::to_string(lo) ? 0 : 1;
+    } catch (const ito::dist::remote_error& e) {
+      const bool right = std::string(e.type_name()) == "std::out_of_range" &&
+                         std::string(e.what()) == "leaf " + std::to_string(lo);
+      c.remote += right ? 1 : 0;
+      c.wrong += right ? 0 : 1;
+      if (!right)  // the test's output says which
+        std::fprintf(stderr, "leaf %d: remote_error %s: %s\n", lo, e.type_name(), e.what());
+    } catch (...) {
+      ++c.wrong;
+    }
+    return c;
+  }
+  const int mid = (lo + hi) / 2;
+  auto left = ito::create_thread(join_throwers, lo, mid);
+  const caught r = join_throwers(mid, hi);
+  const caught l = left.get();
+  return {l.local + r.local, l.remote + r.remote, l.wrong + r.wrong};
+}
+
+TEST(DistScheduler, ExceptionsCrossProcessesToTheJoin) {
+  int remote = 0;
+  for (int run = 0; run < runs_to_see_a_migration && (run == 0 || remote == 0); ++run) {
+    const caught c = ito::dist::start_main_thread(join_throwers, 0, 256);
+    EXPECT_EQ(c.wrong, 0);
+    EXPECT_EQ(c.local + c.remote, 256);
+    remote += c.remote;
+  }
+  if (ito::dist::size() > 1) {
+    EXPECT_GT(remote, 0) << "no exception crossed processes in " << runs_to_see_a_migration
+                         << " runs";
+  } else {
+    EXPECT_EQ(remote, 0);
+  }
+}
+
+// Seed 003's low-level API: allocate, fork, join, across processes. A joined
+// ULT's frame is gone: the leaves leave their sums in the DSM.
+struct sum_frame {
+  int lo, hi;
+  long* partial;  // in the DSM: one cell per leaf of 4
+};
+
+void sum_body(void* p) {
+  const sum_frame f = *static_cast<sum_frame*>(p);
+  if (f.hi - f.lo <= 4) {
+    long s = 0;
+    for (int i = f.lo; i < f.hi; ++i) s += i;
+    f.partial[f.lo / 4] = s;
+    return;
+  }
+  const int mid = (f.lo + f.hi) / 2;
+  ito::allocated_ult th = ito::allocate(sizeof(sum_frame));
+  ::new (th.ptr) sum_frame{f.lo, mid, f.partial};
+  ito::fork(th, &sum_body);
+  sum_frame right{mid, f.hi, f.partial};
+  sum_body(&right);
+  ito::join(th.id);
+}
+
+TEST(DistScheduler, LowLevelForkJoinAcrossProcesses) {
+  constexpr int n = 1 << 14;
+  auto* partial = static_cast<long*>(ito::dist::alloc_collective(n / 4 * sizeof(long)));
+  const long got = ito::dist::start_main_thread([partial] {
+    sum_frame root{0, n, partial};
+    sum_body(&root);
+    long s = 0;
+    for (int i = 0; i < n / 4; ++i) s += partial[i];
+    return s;
+  });
+  EXPECT_EQ(got, static_cast<long>(n) * (n - 1) / 2);
+  ito::dist::barrier();
+}
+
+}  // namespace

@@ -1,0 +1,85 @@
+// SPDX-License-Identifier: Apache-2.0
+// The distributed runtime's set-up, run through mpiexec at 2 and 4 ranks
+// (tests/distributed/CMakeLists.txt): ranks, the iso-address region, ASLR. Every rank
+// runs every test; a test fails when it fails on any rank.
+#include <gtest/gtest.h>
+#include <mpi.h>
+#include <sys/mman.h>
+#include <sys/personality.h>
+
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "distributed/dist_state.hpp"
+#include "ito/dist.h"
+#include "ito/dist.hpp"
+
+namespace {
+
+int a_static_variable = 42;
+
+// Every rank's value of x, gathered on every rank.
+std::vector<std::uint64_t> everyone(std::uint64_t x) {
+  std::vector<std::uint64_t> all(static_cast<std::size_t>(ito::dist::size()));
+  MPI_Allgather(&x, 1, MPI_UINT64_T, all.data(), 1, MPI_UINT64_T, MPI_COMM_WORLD);
+  return all;
+}
+
+TEST(dist, ranks_are_numbered_from_zero_and_counted) {
+  int mpi_size = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &mpi_size);
+  EXPECT_EQ(ito::dist::size(), mpi_size);
+  const auto ranks = everyone(static_cast<std::uint64_t>(ito::dist::rank()));
+  for (std::size_t i = 0; i < ranks.size(); ++i) EXPECT_EQ(ranks[i], i);
+  ito::dist::barrier();
+}
+
+TEST(dist, the_region_has_one_address_and_size_on_every_rank) {
+  const ito::dist::region_info r = ito::dist::region();
+  ASSERT_NE(r.base, nullptr);
+  EXPECT_EQ(r.bytes, std::size_t{1} << 30);  // ITO_DSM_SIZE=1G (the test's environment)
+  for (auto b : everyone(reinterpret_cast<std::uintptr_t>(r.base)))
+    EXPECT_EQ(b, reinterpret_cast<std::uintptr_t>(r.base));
+}
+
+TEST(dist, code_and_static_data_have_one_address_on_every_rank) {
+  const int p = personality(0xffffffff);
+  EXPECT_NE(p & ADDR_NO_RANDOMIZE, 0) << "the rank was not re-executed without ASLR";
+  const auto code = reinterpret_cast<std::uintptr_t>(&everyone);
+  const auto data = reinterpret_cast<std::uintptr_t>(&a_static_variable);
+  for (auto c : everyone(code)) EXPECT_EQ(c, code);
+  for (auto d : everyone(data)) EXPECT_EQ(d, data);
+}
+
+TEST(dist, the_view_and_its_alias_are_one_memory_and_the_view_starts_inaccessible) {
+  const auto& region = ito::dist::detail::current()->region;
+  char* view = region.view;
+  char* alias = region.alias;
+  ASSERT_NE(view, alias);
+  // The view starts with no access: the DSM grants it page by page.
+  EXPECT_EQ(mprotect(view, 4096, PROT_READ | PROT_WRITE), 0);
+  std::memcpy(view, "through the view", 17);
+  EXPECT_STREQ(alias, "through the view");
+  std::memcpy(alias + 4096 * 1000, "through the alias", 18);
+  EXPECT_EQ(mprotect(view + 4096 * 1000, 4096, PROT_READ), 0);
+  EXPECT_STREQ(view + 4096 * 1000, "through the alias");
+  mprotect(view, 4096, PROT_NONE);
+  mprotect(view + 4096 * 1000, 4096, PROT_NONE);
+}
+
+TEST(dist, the_c_api_answers_as_the_cxx_one) {
+  int rank = -1, size = -1;
+  EXPECT_EQ(ito_dist_rank(&rank), 0);
+  EXPECT_EQ(ito_dist_size(&size), 0);
+  EXPECT_EQ(rank, ito::dist::rank());
+  EXPECT_EQ(size, ito::dist::size());
+  void* base = nullptr;
+  std::size_t bytes = 0;
+  EXPECT_EQ(ito_dist_region(&base, &bytes), 0);
+  EXPECT_EQ(base, ito::dist::region().base);
+  EXPECT_EQ(ito_dist_barrier(), 0);
+  EXPECT_EQ(ito_dist_rank(nullptr), EINVAL);
+}
+
+}  // namespace
