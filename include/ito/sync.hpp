@@ -158,7 +158,7 @@ class condition_variable {
   std::cv_status wait_until(std::unique_lock<mutex>& lock,
                             const std::chrono::time_point<Clock, Duration>& abs_time) {
     return wait_until_ns(lock, detail::deadline_at(abs_time)) ? std::cv_status::timeout
-                                                      : std::cv_status::no_timeout;
+                                                              : std::cv_status::no_timeout;
   }
   template <class Clock, class Duration, class Predicate>
   bool wait_until(std::unique_lock<mutex>& lock,
@@ -174,7 +174,7 @@ class condition_variable {
   std::cv_status wait_for(std::unique_lock<mutex>& lock,
                           const std::chrono::duration<Rep, Period>& rel_time) {
     return wait_until_ns(lock, detail::deadline_after(rel_time)) ? std::cv_status::timeout
-                                                         : std::cv_status::no_timeout;
+                                                                 : std::cv_status::no_timeout;
   }
   template <class Rep, class Period, class Predicate>
   bool wait_for(std::unique_lock<mutex>& lock, const std::chrono::duration<Rep, Period>& rel_time,
