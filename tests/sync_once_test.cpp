@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // ito::call_once: exactly once under contention, callers parked until it is
-// done, and retried after an exception, as std::call_once.
+// done, and retried after an exception, as std::call_once; neighbouring flags
+// (whose callers share a wait table) do not disturb each other.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -8,6 +9,7 @@
 #include <thread>
 #include <vector>
 
+#include "ito/runtime.hpp"
 #include "ito/sync.hpp"
 #include "ito/thread.hpp"
 #include "test_support.hpp"
@@ -71,6 +73,46 @@ TEST_P(once_at_workers, an_exception_lets_the_next_caller_run_it_again) {
     EXPECT_EQ(attempts.load(), 3);
     EXPECT_EQ(threw.load(), 2);
     EXPECT_EQ(returned.load(), ults - 2);
+  });
+}
+
+// Flags side by side share the table that parked callers wait in: each
+// flag's end must wake its own callers and nobody else's. Every flag's first
+// run throws, so every flag is also run a second time by a parked caller.
+TEST_P(once_at_workers, neighbouring_flags_under_contention_wake_only_their_callers) {
+  constexpr int flags = 8;
+  const int callers = static_cast<int>(live_ults(160));
+  ito::start_main_thread_with_worker_size(GetParam(), [&] {
+    ito::once_flag flag[flags];
+    std::atomic<int> runs[flags] = {}, finished[flags] = {};
+    std::atomic<int> wrong{0};
+    auto call = [&](int f) {
+      for (;;) {
+        try {
+          ito::call_once(flag[f], [&] {
+            const int run = runs[f].fetch_add(1);
+            // Callers of every flag arrive and park meanwhile.
+            if (ito::in_ult()) ito::sleep_for_ns(200'000);
+            else std::this_thread::sleep_for(std::chrono::microseconds(200));
+            if (run == 0) throw std::runtime_error("first run fails");
+            finished[f].store(1);
+          });
+          break;
+        } catch (const std::runtime_error&) {
+        }
+      }
+      if (finished[f].load() != 1) wrong.fetch_add(1);
+    };
+    std::vector<ito::future<void>> done;
+    for (int i = 0; i < callers; ++i)
+      done.push_back(ito::create_thread([&, i] { call(i % flags); }));
+    std::thread outside([&] {
+      for (int f = 0; f < flags; ++f) call(f);
+    });
+    for (auto& d : done) d.get();
+    outside.join();
+    for (int f = 0; f < flags; ++f) EXPECT_EQ(runs[f].load(), 2) << "flag " << f;
+    EXPECT_EQ(wrong.load(), 0);
   });
 }
 

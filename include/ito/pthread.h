@@ -165,7 +165,8 @@ int ito_pthread_spin_lock(pthread_spinlock_t* lock);
 int ito_pthread_spin_trylock(pthread_spinlock_t* lock);
 int ito_pthread_spin_unlock(pthread_spinlock_t* lock);
 
-/* Unnamed semaphores (sem_t), ULT-aware: a waiter parks only its thread.
+/* Unnamed semaphores (sem_t), ULT-aware: each is an ito::counting_semaphore,
+ * so a waiter parks only its thread and posts reach waiters in arrival order.
  * Process-shared ones (pshared=1) and named ones (sem_open) stay glibc's.
  * Return -1 and set errno, as sem_*. */
 int ito_posix_sem_init(sem_t* sem, int pshared, unsigned value);

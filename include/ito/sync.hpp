@@ -41,6 +41,46 @@ struct shared_mutex_access;
 // For the POSIX layer: mutex kinds, recursion, error codes and timed locks.
 struct mutex_access;
 
+// Deadlines of timed waits, in CLOCK_MONOTONIC nanoseconds (INT64_MAX: none).
+// Huge timeouts saturate to "none" instead of wrapping into the past.
+std::int64_t steady_now_ns() noexcept;
+
+// A wait of rel_time from now, saturating instead of overflowing.
+template <class Rep, class Period>
+std::int64_t deadline_after(const std::chrono::duration<Rep, Period>& rel_time) {
+  const std::chrono::duration<double, std::nano> rel = rel_time;
+  if (!(rel.count() > 0)) return steady_now_ns();  // also NaN
+  constexpr auto forever = std::numeric_limits<std::int64_t>::max();
+  const std::int64_t now = steady_now_ns();
+  if (rel.count() >= static_cast<double>(forever - now)) return forever;
+  return now + std::chrono::ceil<std::chrono::nanoseconds>(rel_time).count();
+}
+
+template <class Clock, class Duration>
+std::int64_t deadline_at(const std::chrono::time_point<Clock, Duration>& abs_time) {
+  // steady_clock reads CLOCK_MONOTONIC on Linux, so its epoch is ours; any
+  // other clock is followed as an interval from now, as libstdc++ does.
+  if constexpr (std::is_same_v<Clock, std::chrono::steady_clock>) {
+    const std::chrono::duration<double, std::nano> since = abs_time.time_since_epoch();
+    if (since.count() >= static_cast<double>(std::numeric_limits<std::int64_t>::max()))
+      return std::numeric_limits<std::int64_t>::max();
+    if (since.count() <= 0) return 0;
+    return std::chrono::ceil<std::chrono::nanoseconds>(abs_time.time_since_epoch()).count();
+  } else {
+    const auto now = Clock::now();
+    // abs_time - now overflows for far time points (hours::max()): decide
+    // those in double first; the rest is converted exactly (a double's
+    // rounding could end the wait a few hundred nanoseconds early).
+    constexpr double far = 0x1p62;  // ns, ~146 years
+    using dns = std::chrono::duration<double, std::nano>;
+    const double gap =
+        dns(abs_time.time_since_epoch()).count() - dns(now.time_since_epoch()).count();
+    if (gap >= far) return std::numeric_limits<std::int64_t>::max();
+    if (gap <= -far) return steady_now_ns();
+    return deadline_after(abs_time - now);
+  }
+}
+
 }  // namespace detail
 
 // A mutex for ULTs. Uncontended lock and unlock are one atomic instruction
@@ -117,13 +157,13 @@ class condition_variable {
   template <class Clock, class Duration>
   std::cv_status wait_until(std::unique_lock<mutex>& lock,
                             const std::chrono::time_point<Clock, Duration>& abs_time) {
-    return wait_until_ns(lock, deadline_ns(abs_time)) ? std::cv_status::timeout
-                                                      : std::cv_status::no_timeout;
+    return wait_until_ns(lock, detail::deadline_at(abs_time)) ? std::cv_status::timeout
+                                                              : std::cv_status::no_timeout;
   }
   template <class Clock, class Duration, class Predicate>
   bool wait_until(std::unique_lock<mutex>& lock,
                   const std::chrono::time_point<Clock, Duration>& abs_time, Predicate pred) {
-    const std::int64_t deadline = deadline_ns(abs_time);
+    const std::int64_t deadline = detail::deadline_at(abs_time);
     while (!pred()) {
       if (wait_until_ns(lock, deadline)) return pred();
     }
@@ -133,13 +173,13 @@ class condition_variable {
   template <class Rep, class Period>
   std::cv_status wait_for(std::unique_lock<mutex>& lock,
                           const std::chrono::duration<Rep, Period>& rel_time) {
-    return wait_until_ns(lock, deadline_after(rel_time)) ? std::cv_status::timeout
-                                                         : std::cv_status::no_timeout;
+    return wait_until_ns(lock, detail::deadline_after(rel_time)) ? std::cv_status::timeout
+                                                                 : std::cv_status::no_timeout;
   }
   template <class Rep, class Period, class Predicate>
   bool wait_for(std::unique_lock<mutex>& lock, const std::chrono::duration<Rep, Period>& rel_time,
                 Predicate pred) {
-    const std::int64_t deadline = deadline_after(rel_time);
+    const std::int64_t deadline = detail::deadline_after(rel_time);
     while (!pred()) {
       if (wait_until_ns(lock, deadline)) return pred();
     }
@@ -159,41 +199,6 @@ class condition_variable {
   static mutex& held_mutex(std::unique_lock<mutex>& lock, const char* function);
   // A wait whose deadline has passed: unlocks m, lets others run, relocks; true.
   static bool expired_wait(mutex& m);
-
-  // Converts a wait of rel_time from now, saturating instead of overflowing.
-  template <class Rep, class Period>
-  static std::int64_t deadline_after(const std::chrono::duration<Rep, Period>& rel_time) {
-    const std::chrono::duration<double, std::nano> rel = rel_time;
-    if (!(rel.count() > 0)) return now_ns();  // also NaN
-    constexpr auto forever = std::numeric_limits<std::int64_t>::max();
-    const std::int64_t now = now_ns();
-    if (rel.count() >= static_cast<double>(forever - now)) return forever;
-    return now + std::chrono::ceil<std::chrono::nanoseconds>(rel_time).count();
-  }
-  template <class Clock, class Duration>
-  static std::int64_t deadline_ns(const std::chrono::time_point<Clock, Duration>& abs_time) {
-    // steady_clock reads CLOCK_MONOTONIC on Linux, so its epoch is ours; any
-    // other clock is followed as an interval from now, as libstdc++ does.
-    if constexpr (std::is_same_v<Clock, std::chrono::steady_clock>) {
-      const std::chrono::duration<double, std::nano> since = abs_time.time_since_epoch();
-      if (since.count() >= static_cast<double>(std::numeric_limits<std::int64_t>::max()))
-        return std::numeric_limits<std::int64_t>::max();
-      if (since.count() <= 0) return 0;
-      return std::chrono::ceil<std::chrono::nanoseconds>(abs_time.time_since_epoch()).count();
-    } else {
-      const auto now = Clock::now();
-      // abs_time - now overflows for far time points (hours::max()): decide
-      // those in double first; the rest is converted exactly (a double's
-      // rounding could end the wait a few hundred nanoseconds early).
-      constexpr double far = 0x1p62;  // ns, ~146 years
-      using dns = std::chrono::duration<double, std::nano>;
-      const double gap =
-          dns(abs_time.time_since_epoch()).count() - dns(now.time_since_epoch()).count();
-      if (gap >= far) return std::numeric_limits<std::int64_t>::max();
-      if (gap <= -far) return now_ns();
-      return deadline_after(abs_time - now);
-    }
-  }
 
   detail::spinlock queue_lock_;
   detail::wait_queue waiters_;
@@ -270,6 +275,9 @@ class shared_mutex {
 // A counting semaphore. Permits released while callers wait go straight to
 // the longest-waiting one (FIFO); uncontended acquire and release are one
 // atomic instruction each (a CAS: release checks the count against max()).
+// A timed acquire that gives up never loses a permit released meanwhile: the
+// permit is either still in the count or the acquire takes it (and succeeds).
+// The core of sem_t and ito_sem_t.
 class counting_semaphore {
  public:
   static constexpr std::ptrdiff_t max() noexcept {
@@ -282,6 +290,20 @@ class counting_semaphore {
 
   void acquire();
   bool try_acquire() noexcept;
+  // Timed acquires, as std::counting_semaphore's: false once the deadline has
+  // passed without a permit. Huge timeouts saturate to "no deadline". From a
+  // ULT they may throw std::bad_alloc (arming the timer), having taken nothing.
+  template <class Rep, class Period>
+  bool try_acquire_for(const std::chrono::duration<Rep, Period>& rel_time) {
+    return try_acquire() || try_acquire_until_ns(detail::deadline_after(rel_time));
+  }
+  template <class Clock, class Duration>
+  bool try_acquire_until(const std::chrono::time_point<Clock, Duration>& abs_time) {
+    return try_acquire() || try_acquire_until_ns(detail::deadline_at(abs_time));
+  }
+  // The deadline in CLOCK_MONOTONIC nanoseconds (INT64_MAX: none); the
+  // templates above end up here.
+  bool try_acquire_until_ns(std::int64_t deadline_ns);
   // update < 0 throws usage_error(EINVAL). As for std::counting_semaphore,
   // the count must not exceed max(): a release that would push it past throws
   // usage_error(EOVERFLOW) and leaves the count unchanged.
@@ -291,21 +313,30 @@ class counting_semaphore {
   friend struct detail::sync_access;
 
   // release(update) (update > 0) unless the count would exceed limit: then
-  // false, and nothing changes. The C API's limit is ITO_SEM_VALUE_MAX.
+  // false, and nothing changes. The C and POSIX limit is ITO_SEM_VALUE_MAX.
   bool add_permits(std::ptrdiff_t update, std::ptrdiff_t limit) noexcept;
-  void acquire_contended();
+  // Waits for a permit until deadline_ns: false if it gave up. `what` names
+  // the wait in hang reports and dumps.
+  bool acquire_slow(std::int64_t deadline_ns, const char* what);
+  // A timed-out waiter settles with the releases: true if it took its
+  // registration back (a time-out), false if a release had already counted a
+  // permit for it (it waits for that permit and keeps it).
+  bool withdraw(detail::waiter& me, const char* what);
   void hand_permits(std::ptrdiff_t permits) noexcept;
 
-  // Permits when >= 0; when < 0, minus the number of callers waiting (or
-  // about to wait) for one.
+  // Permits when >= 0; when < 0, minus the number of callers queued for one.
+  // Sized and ordered to fit glibc's 32-byte sem_t (src/compat/posix_sem.cpp).
   std::atomic<std::ptrdiff_t> count_;
+  // Never read by the core: the POSIX layer tags its sem_t here, where glibc
+  // keeps `private`, to tell its own semaphores from glibc's.
+  std::uint32_t foreign_tag_ = 0;
   detail::spinlock lock_;
-  // Permits handed over before their waiter reached the queue; guarded by lock_.
-  std::ptrdiff_t unclaimed_ = 0;
-  detail::wait_queue waiters_;
+  detail::wait_queue waiters_;  // guarded by lock_
 };
 
-// For call_once. All-zero bytes: not yet called.
+// For call_once and pthread_once, in pthread_once_t's 4 bytes. All-zero
+// bytes: not yet called. Callers that find the function running park on the
+// state word's address (src/sync/word_wait.hpp): there is no room for a queue.
 class once_flag {
  public:
   constexpr once_flag() noexcept = default;
@@ -320,13 +351,11 @@ class once_flag {
   static constexpr std::uint32_t done = 2;
   // Returns true if the caller must run the function; false once it has run.
   // Callers arriving while another runs it park until it ends.
-  bool enter();
+  bool enter() noexcept;
   // Ends a run: succeeded (done for good) or threw (the next caller retries).
   void leave(bool succeeded) noexcept;
 
-  std::atomic<std::uint32_t> state_{0};  // idle, running, done
-  detail::spinlock lock_;
-  detail::wait_queue waiters_;
+  std::atomic<std::uint32_t> state_{0};  // idle, running, done, or running with callers parked
 };
 
 // Runs fn(args...) once for all callers of `flag`, as std::call_once: callers

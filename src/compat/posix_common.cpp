@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // The POSIX layer's common parts: lazy start and clean exit of the runtime,
-// deadlines, timed parking. See include/ito/pthread.h and docs/POSIX.md.
+// deadlines, carried thread state. See include/ito/pthread.h and docs/POSIX.md.
 #include <locale.h>
 #include <netdb.h>
 #include <pthread.h>
@@ -154,13 +154,6 @@ int to_deadline(const timespec* abstime, clockid_t clock, std::int64_t* deadline
   else if (rel >= static_cast<long double>(never - now_mono)) *deadline = never;
   else *deadline = now_mono + static_cast<std::int64_t>(rel);
   return 0;
-}
-
-bool wake_one_and_unlock(detail::spinlock& lock, detail::wait_queue& q) noexcept {
-  detail::waiter* chosen = detail::pop_claimed(q);
-  lock.unlock();
-  if (chosen) detail::unpark(*chosen);
-  return chosen != nullptr;
 }
 
 // TSan: as errno_guard, the worker's TLS is touched by one ULT after another.

@@ -100,11 +100,6 @@ std::int64_t clock_ns(clockid_t clock) noexcept;
 // use); saturates at timer_queue::never. EINVAL for a bad tv_nsec.
 int to_deadline(const timespec* abstime, clockid_t clock, std::int64_t* deadline) noexcept;
 
-
-// Wakes the first waiter of q that has not timed out; true if one was woken.
-// The caller holds `lock` on entry; it is released on return.
-bool wake_one_and_unlock(detail::spinlock& lock, detail::wait_queue& q) noexcept;
-
 // Lets another ULT run (after a few calls, sleeps a little): for spinning.
 void backoff(unsigned round) noexcept;
 

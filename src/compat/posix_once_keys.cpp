@@ -1,12 +1,16 @@
 // SPDX-License-Identifier: Apache-2.0
 // pthread_once and thread-specific data. Keys are ito's ULT-local keys
 // (per ULT, destructors for PTHREAD_DESTRUCTOR_ITERATIONS rounds when a ULT
-// ends, pthread_exit included); once lives in glibc's 4-byte pthread_once_t.
+// ends, pthread_exit included); pthread_once is ito::call_once on the
+// once_flag that fits glibc's 4-byte pthread_once_t.
 #include <climits>
+#include <new>
 
 #include "compat/posix_internal.hpp"
 #include "ito/error.hpp"
 #include "ito/pthread.h"
+#include "ito/sync.hpp"
+#include "sync/sync_access.hpp"
 
 namespace {
 
@@ -14,13 +18,14 @@ static_assert(sizeof(pthread_key_t) == sizeof(ito::key));
 static_assert(ito::max_keys <= PTHREAD_KEYS_MAX);
 static_assert(ito::key_destructor_rounds == PTHREAD_DESTRUCTOR_ITERATIONS);
 
-// pthread_once_t states; PTHREAD_ONCE_INIT is 0.
-constexpr int once_idle = 0;
-constexpr int once_running = 1;
-constexpr int once_done = 2;
-static_assert(PTHREAD_ONCE_INIT == once_idle);
+// pthread_once_t is an ito::once_flag (src/sync/once.cpp).
+static_assert(sizeof(pthread_once_t) == sizeof(ito::once_flag));
+static_assert(alignof(pthread_once_t) >= alignof(ito::once_flag));
+static_assert(PTHREAD_ONCE_INIT == 0, "all-zero bytes: a once_flag not yet called");
 
-std::atomic_ref<int> once_word(pthread_once_t* once) { return std::atomic_ref<int>(*once); }
+ito::once_flag& as_flag(pthread_once_t* once) {
+  return *std::launder(reinterpret_cast<ito::once_flag*>(once));
+}
 
 }  // namespace
 
@@ -28,27 +33,13 @@ extern "C" {
 
 int ito_pthread_once(pthread_once_t* once, void (*fn)(void)) {
   if (!once || !fn) return EINVAL;
-  std::atomic_ref<int> word = once_word(once);
-  if (word.load(std::memory_order_acquire) == once_done) return 0;
-  if (int e = ito::posix::enter()) return e;  // a latecomer waits by yielding: as a ULT
-  // Four bytes leave no room for a queue: latecomers yield until it is done
-  // (init routines are short; a long one costs them polling, not a worker).
+  ito::once_flag& flag = as_flag(once);
+  if (ito::detail::sync_access::done(flag)) [[likely]] return 0;
+  if (int e = ito::posix::enter()) return e;  // a latecomer parks: as a ULT
   ito::posix::errno_guard keep_errno;
-  for (unsigned round = 0;; ++round) {
-    int s = once_idle;
-    if (word.compare_exchange_strong(s, once_running, std::memory_order_acquire)) break;
-    if (s == once_done) return 0;
-    ito::posix::backoff(round);
-  }
-  try {
-    fn();
-  } catch (...) {
-    // pthread_exit (an unwind) inside fn: POSIX treats it as cancellation,
-    // and the next caller runs fn again.
-    word.store(once_idle, std::memory_order_release);
-    throw;
-  }
-  word.store(once_done, std::memory_order_release);
+  // pthread_exit (an unwind) inside fn: POSIX treats it as cancellation, and
+  // call_once lets the next caller (or a parked one) run fn again.
+  ito::call_once(flag, fn);
   return 0;
 }
 

@@ -26,6 +26,7 @@ mutex& condition_variable::held_mutex(std::unique_lock<mutex>& lock, const char*
   return *lock.mutex();
 }
 
+std::int64_t detail::steady_now_ns() noexcept { return sched::monotonic_ns(); }
 std::int64_t condition_variable::now_ns() noexcept { return sched::monotonic_ns(); }
 
 void condition_variable::notify_one() noexcept {

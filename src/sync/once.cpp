@@ -1,44 +1,44 @@
 // SPDX-License-Identifier: Apache-2.0
-// ito::once_flag. The done state is read without a lock by call_once; every
-// transition happens under the flag's spinlock, so a caller that finds the
-// function running can queue itself without missing its end.
+// ito::once_flag, also pthread_once_t: one 32-bit state word. The first
+// caller moves it idle -> running and runs the function; a caller that finds
+// it running marks it `parked` and waits on the word; the end of the run
+// stores done (or idle, after an exception) and wakes the word's waiters only
+// if someone marked it. A woken caller looks again: done, or idle and it may
+// run the function itself.
 #include "ito/sync.hpp"
-#include "sync/waiter.hpp"
+#include "sync/word_wait.hpp"
 
 namespace ito {
 namespace {
 
-constexpr std::uint32_t idle = 0;
+constexpr std::uint32_t idle = 0;  // PTHREAD_ONCE_INIT
 constexpr std::uint32_t running = 1;
+constexpr std::uint32_t parked = 3;  // running, and callers wait for its end
 
 }  // namespace
 
-bool once_flag::enter() {
+bool once_flag::enter() noexcept {
+  static_assert(done != idle && done != running && done != parked);
+  std::uint32_t s = state_.load(std::memory_order_acquire);
   for (;;) {
-    detail::waiter me(detail::calling_ult());
-    lock_.lock();
-    const std::uint32_t s = state_.load(std::memory_order_relaxed);
-    if (s == done) {
-      lock_.unlock();
-      return false;
-    }
+    if (s == done) return false;
     if (s == idle) {
-      state_.store(running, std::memory_order_relaxed);
-      lock_.unlock();
-      return true;
+      if (state_.compare_exchange_weak(s, running, std::memory_order_acquire,
+                                       std::memory_order_acquire))
+        return true;
+      continue;
     }
-    detail::push_back(waiters_, &me);
-    lock_.unlock();
-    detail::park(me, "once_flag", this);  // then look again: done, or it threw and is idle
+    if (s == running && !state_.compare_exchange_weak(s, parked, std::memory_order_acquire,
+                                                      std::memory_order_acquire))
+      continue;
+    detail::wait_on_word(state_, parked, "once_flag");
+    s = state_.load(std::memory_order_acquire);
   }
 }
 
 void once_flag::leave(bool succeeded) noexcept {
-  lock_.lock();
-  state_.store(succeeded ? done : idle, std::memory_order_release);
-  detail::waiter* parked = detail::take_all(waiters_);
-  lock_.unlock();
-  detail::unpark_all(parked);
+  if (state_.exchange(succeeded ? done : idle, std::memory_order_acq_rel) == parked)
+    detail::wake_all_on_word(state_);
 }
 
 }  // namespace ito

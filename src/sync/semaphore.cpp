@@ -1,17 +1,34 @@
 // SPDX-License-Identifier: Apache-2.0
 // ito::counting_semaphore. count_ alone serves the uncontended cases. A caller
-// that finds no permit decrements it below zero, which registers it as a
-// waiter before it reaches the queue; a release that sees a negative count
-// owes that many waiters a permit and hands them over under the queue lock.
-// A waiter that has not reached the queue yet finds its permit in unclaimed_.
+// that finds no permit decrements it below zero and queues itself in one hold
+// of lock_, so a release that sees a negative count owes permits to waiters
+// that are already queued (or will be by the time it has the lock).
+//
+// Under lock_, with P the permits that releases have counted but not yet
+// handed over (they are on their way to the lock):
+//     queued waiters == max(0, -count_) + P.
+// A waiter whose deadline passes withdraws under lock_: while count_ < 0 it
+// takes its registration back (count_ + 1); once count_ >= 0 every queued
+// waiter, itself included, is owed one of the P permits, so it waits for its
+// own and keeps it. Either way no permit is lost or given twice.
 #include <algorithm>
 #include <cerrno>
+#include <limits>
 
 #include "ito/error.hpp"
 #include "ito/sync.hpp"
 #include "sync/waiter.hpp"
 
 namespace ito {
+namespace {
+
+constexpr std::int64_t never = std::numeric_limits<std::int64_t>::max();
+constexpr const char* core_wait = "counting_semaphore";
+// waiter::ended_by of a timed-out waiter that found its permit on its way and
+// parks again for it: the release that pops it must wake it.
+constexpr std::uint32_t awaiting_permit = 3;
+
+}  // namespace
 
 counting_semaphore::counting_semaphore(std::ptrdiff_t initial) : count_(initial) {
   if (initial < 0) throw usage_error(EINVAL, "ito::counting_semaphore: negative initial count");
@@ -31,22 +48,50 @@ void counting_semaphore::acquire() {
   if (c > 0 && count_.compare_exchange_strong(c, c - 1, std::memory_order_acquire,
                                               std::memory_order_relaxed)) [[likely]]
     return;
-  acquire_contended();
+  acquire_slow(never, core_wait);
 }
 
-[[gnu::noinline]] void counting_semaphore::acquire_contended() {
-  if (count_.fetch_sub(1, std::memory_order_acquire) > 0) return;  // a permit came meanwhile
-  // Registered as a waiter: exactly one release unit is now owed to us.
+bool counting_semaphore::try_acquire_until_ns(std::int64_t deadline_ns) {
+  return try_acquire() || acquire_slow(deadline_ns, core_wait);
+}
+
+[[gnu::noinline]] bool counting_semaphore::acquire_slow(std::int64_t deadline_ns,
+                                                        const char* what) {
+  if (deadline_ns != never && sched::monotonic_ns() >= deadline_ns) return try_acquire();
   detail::waiter me(detail::calling_ult());
+  detail::timed_park wait(me, deadline_ns);
+  wait.arm();  // may throw std::bad_alloc: nothing is registered yet
   lock_.lock();
-  if (unclaimed_ > 0) {
-    --unclaimed_;
+  if (count_.fetch_sub(1, std::memory_order_acquire) > 0) {  // a permit came meanwhile
     lock_.unlock();
-    return;
+    return true;
   }
+  // Registered: a release now owes us a permit, unless we withdraw.
   detail::push_back(waiters_, &me);
   lock_.unlock();
-  detail::park(me, "counting_semaphore", this);
+  if (!wait.park(what, this)) return true;  // handed a permit
+  return !withdraw(me, what);
+}
+
+bool counting_semaphore::withdraw(detail::waiter& me, const char* what) {
+  lock_.lock();
+  if (!me.queued) {  // a release popped us after the time-out won the claim: the permit is ours
+    lock_.unlock();
+    return false;
+  }
+  for (std::ptrdiff_t c = count_.load(std::memory_order_relaxed); c < 0;) {
+    if (count_.compare_exchange_weak(c, c + 1, std::memory_order_relaxed)) {
+      detail::remove(waiters_, &me);
+      lock_.unlock();
+      return true;
+    }
+  }
+  // count_ >= 0: a release has counted our permit and is on its way to pop us.
+  me.ended_by.store(awaiting_permit, std::memory_order_relaxed);
+  me.wakes.store(0, std::memory_order_relaxed);  // a fresh handshake for the second park
+  lock_.unlock();
+  detail::park(me, what, this);
+  return false;
 }
 
 void counting_semaphore::release(std::ptrdiff_t update) {
@@ -73,11 +118,13 @@ bool counting_semaphore::add_permits(std::ptrdiff_t update, std::ptrdiff_t limit
   detail::waiter** last = &woken;
   lock_.lock();
   for (; permits > 0; --permits) {
+    // Never null: every permit owed has its waiter queued (see the top).
     detail::waiter* w = detail::pop_front(waiters_);
-    if (!w) {
-      unclaimed_ += permits;
-      break;
-    }
+    // A waiter whose time-out won the claim is already awake and finds
+    // itself off the queue, permit in hand; one awaiting its permit needs a wake.
+    if (!detail::claim(*w, detail::by_wake) &&
+        w->ended_by.load(std::memory_order_relaxed) != awaiting_permit)
+      continue;
     *last = w;
     last = &w->next;
   }

@@ -35,6 +35,7 @@ struct waiter {
   // timeout gets there first; the other leaves the record alone.
   std::atomic<std::uint32_t> ended_by{0};
   bool queued = false;  // in a wait_queue; guarded by that queue's spinlock
+  const void* key = nullptr;  // the word it waits on, in a queue shared by words (word_wait.hpp)
   waiter* next = nullptr;
   waiter* prev = nullptr;
 };
