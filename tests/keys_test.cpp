@@ -15,22 +15,8 @@
 
 namespace {
 
-// Under TSan every ULT alive at once holds a TSan fiber (about a megabyte,
-// set up in milliseconds; at most ~8000 of them), so ULT counts shrink there
-// on top of what scaled() does to iteration counts.
-constexpr std::size_t live_ults(std::size_t n) {
-  return ito::test::tsan ? (n / 20 > 4 ? n / 20 : 4) : n;
-}
-
-template <class F>
-int usage_error_code(F&& fn) {
-  try {
-    fn();
-  } catch (const ito::usage_error& e) {
-    return e.code();
-  }
-  return 0;
-}
+using ito::test::live_ults;
+using ito::test::usage_error_code;
 
 // Deletes the key at the end of a test, so tests do not leak keys.
 struct scoped_key {

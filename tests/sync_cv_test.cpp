@@ -20,16 +20,11 @@
 
 namespace {
 
+using ito::test::live_ults;
+
 using namespace std::chrono_literals;
 using ito::test::scaled;
 using steady = std::chrono::steady_clock;
-
-// Under TSan every ULT alive at once holds a TSan fiber (about a megabyte,
-// set up in milliseconds; at most ~8000 of them), so ULT counts shrink there
-// on top of what scaled() does to iteration counts.
-constexpr std::size_t live_ults(std::size_t n) {
-  return ito::test::tsan ? (n / 20 > 4 ? n / 20 : 4) : n;
-}
 
 class cv_at_workers : public ::testing::TestWithParam<unsigned> {};
 

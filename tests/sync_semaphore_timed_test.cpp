@@ -21,11 +21,8 @@ using namespace std::chrono_literals;
 using ito::test::scaled;
 using steady = std::chrono::steady_clock;
 
-// Under TSan every ULT alive at once holds a TSan fiber (about a megabyte),
-// so ULT counts shrink there on top of what scaled() does to iteration counts.
-constexpr std::size_t live_ults(std::size_t n) {
-  return ito::test::tsan ? (n / 8 > 4 ? n / 8 : 4) : n;
-}
+// This file's stresses keep more waiters alive under TSan than the default.
+constexpr std::size_t live_ults(std::size_t n) { return ito::test::live_ults(n, 8); }
 
 // A small per-caller generator: the stress needs variety, not quality.
 struct xorshift {

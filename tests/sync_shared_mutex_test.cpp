@@ -25,18 +25,10 @@
 
 namespace {
 
+using ito::test::usage_error_code;
+
 using ito::test::scaled;
 using access = ito::detail::shared_mutex_access;
-
-template <class F>
-int usage_error_code(F&& fn) {
-  try {
-    fn();
-  } catch (const ito::usage_error& e) {
-    return e.code();
-  }
-  return 0;
-}
 
 TEST(shared_mutex, is_all_zero_bytes_when_unlocked) {
   static_assert(std::is_nothrow_default_constructible_v<ito::shared_mutex>);

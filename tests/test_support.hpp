@@ -8,6 +8,7 @@
 #include <cstddef>
 
 #include "arch/sanitizer.hpp"
+#include "ito/error.hpp"
 
 namespace ito::test {
 
@@ -26,6 +27,24 @@ inline constexpr bool asan = false;
 constexpr std::size_t scaled(std::size_t n) {
   std::size_t s = tsan ? n / 100 : asan ? n / 20 : n;
   return s ? s : 1;
+}
+
+// ULTs alive at once: n, but under TSan n / tsan_divisor (at least 4). Every
+// live ULT holds a TSan fiber (about a megabyte, and a slower switch), on top
+// of what scaled() does to iteration counts.
+constexpr std::size_t live_ults(std::size_t n, std::size_t tsan_divisor = 20) {
+  return tsan ? (n / tsan_divisor > 4 ? n / tsan_divisor : 4) : n;
+}
+
+// The error code of the ito::usage_error fn throws, or 0.
+template <class F>
+int usage_error_code(F&& fn) {
+  try {
+    fn();
+  } catch (const ito::usage_error& e) {
+    return e.code();
+  }
+  return 0;
 }
 
 // Peak resident set of this process, in KiB.
