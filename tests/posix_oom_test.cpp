@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
@@ -38,7 +39,7 @@ int create_until_out_of_memory() {
   // The address space in use already counts against the limit: leave room.
   if (FILE* f = std::fopen("/proc/self/statm", "r")) {
     unsigned long pages = 0;
-    if (std::fscanf(f, "%lu", &pages) == 1) low.rlim_cur += pages * 4096ul;
+    if (std::fscanf(f, "%lu", &pages) == 1) low.rlim_cur += pages * static_cast<unsigned long>(sysconf(_SC_PAGESIZE));
     std::fclose(f);
   }
   if (setrlimit(RLIMIT_AS, &low) != 0) return 10;
@@ -71,7 +72,7 @@ int create_with_a_stack_too_large_for_the_limit() {
   low.rlim_cur = 256ul << 20;
   if (FILE* f = std::fopen("/proc/self/statm", "r")) {
     unsigned long pages = 0;
-    if (std::fscanf(f, "%lu", &pages) == 1) low.rlim_cur += pages * 4096ul;
+    if (std::fscanf(f, "%lu", &pages) == 1) low.rlim_cur += pages * static_cast<unsigned long>(sysconf(_SC_PAGESIZE));
     std::fclose(f);
   }
   if (setrlimit(RLIMIT_AS, &low) != 0) return 10;

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Reads and checks the ITO_* environment variables and the options struct.
 #include <sched.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstdlib>
@@ -101,7 +102,10 @@ options resolve_options(options o) {
     throw config_error("ito: options.stack_size=" + std::to_string(o.stack_size) +
                        " is invalid: expected " + stack_range, false);
   }
-  o.stack_size = (o.stack_size + 4095) & ~std::size_t{4095};
+  // Whole pages: the guard below each stack is mprotect'ed, and pages are 4 KiB
+  // on x86-64 but 16 or 64 KiB on many aarch64 kernels.
+  const std::size_t page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+  o.stack_size = (o.stack_size + page - 1) & ~(page - 1);
 
   if (const char* v = std::getenv("ITO_STACK"); v && *v) {
     if (!std::strcmp(v, "fixed")) o.stacks = stack_policy::fixed;
@@ -134,7 +138,7 @@ options resolve_options(options o) {
     throw config_error("ito: options.stack_block_size=" + std::to_string(o.stack_block_size) +
                        " is invalid: expected " + block_range, false);
   }
-  o.stack_block_size = (o.stack_block_size + 4095) & ~std::size_t{4095};
+  o.stack_block_size = (o.stack_block_size + page - 1) & ~(page - 1);
 
   if (!o.stack_allocator) {
     o.stack_allocator = stack_alloc::mmap;
