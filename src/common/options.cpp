@@ -113,6 +113,17 @@ options resolve_options(options o) {
     else if (!std::strcmp(v, "fair_use")) o.stacks = stack_policy::fair_use;
     else throw config_error(range_message("ITO_STACK", v, "fixed, lazy or fair_use"), true);
   }
+#if !defined(__x86_64__)
+  // GCC has no -fsplit-stack for this architecture (aarch64: "not supported by
+  // this compiler configuration"), so no program here can grow its stack.
+  if (o.stacks != stack_policy::fixed)
+    throw config_error(
+        std::string("ito: ITO_STACK / options.stacks: the ") +
+            (o.stacks == stack_policy::lazy ? "lazy" : "fair_use") +
+            " stack policy needs split stacks (gcc -fsplit-stack), which exist on x86-64 only; "
+            "on this architecture use ITO_STACK=fixed",
+        std::getenv("ITO_STACK") != nullptr);
+#endif
   if (o.stacks != stack_policy::fixed && !split_stack_runtime_linked())
     throw config_error(
         std::string("ito: ITO_STACK / options.stacks: the ") +
