@@ -15,6 +15,7 @@
 #include <memory>
 
 #include "sched/scheduler.hpp"
+#include "test_support.hpp"
 
 namespace {
 
@@ -207,7 +208,7 @@ TEST(PosixStack, ImpossibleStackSizeIsEagain) {
 }
 
 TEST(PosixStack, OverflowOfADedicatedStackHitsItsGuardPage) {
-  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  GTEST_FLAG_SET(death_test_style, ito::test::threadsafe_death_style);
   EXPECT_DEATH(
       {
         pthread_attr_t a;

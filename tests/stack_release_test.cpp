@@ -155,7 +155,7 @@ void write_below_a_revived_stack(ito::stack::guard_method m) {
 }
 
 void expect_segv(void (*fn)(ito::stack::guard_method), ito::stack::guard_method m) {
-  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  GTEST_FLAG_SET(death_test_style, ito::test::threadsafe_death_style);
   if (ito::test::asan) {
     EXPECT_EXIT(fn(m), ::testing::ExitedWithCode(1), "AddressSanitizer: SEGV");
   } else if (ito::test::tsan) {
