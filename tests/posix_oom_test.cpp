@@ -59,6 +59,7 @@ int create_until_out_of_memory() {
 }
 
 TEST(PosixOutOfMemory, CreateReturnsEagainUnderAnAddressSpaceLimit) {
+  if (ito::test::emulated) GTEST_SKIP() << "qemu-user accepts setrlimit(RLIMIT_AS) but does not apply it";
   // TSan reserves terabytes of shadow up front: an address-space limit kills it first.
   if (ito::test::tsan) GTEST_SKIP() << "RLIMIT_AS cannot be lowered under TSan";
   EXPECT_EXIT(std::exit(create_until_out_of_memory()), ::testing::ExitedWithCode(0), "then 11");
@@ -86,6 +87,7 @@ int create_with_a_stack_too_large_for_the_limit() {
 }
 
 TEST(PosixOutOfMemory, LargeStackThatCannotBeMappedIsEagain) {
+  if (ito::test::emulated) GTEST_SKIP() << "qemu-user accepts setrlimit(RLIMIT_AS) but does not apply it";
   EXPECT_EXIT(std::exit(create_with_a_stack_too_large_for_the_limit()),
               ::testing::ExitedWithCode(0), "rc 11");
 }
