@@ -5,7 +5,7 @@ JOBS ?= $(shell nproc)
 PREFIX ?= /usr/local
 CTEST_ARGS ?=
 
-.PHONY: all deps demo test bench asan-test tsan-test install clean
+.PHONY: all deps demo test bench asan-test tsan-test aarch64-test install clean
 all: release
 
 deps:
@@ -35,6 +35,14 @@ asan-test: asan
 
 tsan-test: tsan
 	ctest --preset tsan -j $(JOBS) $(CTEST_ARGS)
+
+# Cross-built for aarch64, run under qemu-user: the `emulated` subset of the
+# suite (tests/CMakeLists.txt), and ito-bench must build (README: aarch64).
+aarch64-test:
+	@scripts/install-deps.sh aarch64
+	cmake --preset aarch64
+	cmake --build build/aarch64 -j $(JOBS) --target ito_emulated_tests ito-bench
+	ctest --preset aarch64 -j $(JOBS) -L emulated $(CTEST_ARGS)
 
 install: release
 	cmake --install build/release --prefix $(PREFIX)

@@ -10,6 +10,8 @@
 #include <utility>
 #include <vector>
 
+#include "arch/cpu_relax.hpp"
+
 namespace bench {
 
 // --- Keeping results alive -------------------------------------------------
@@ -22,7 +24,7 @@ inline void do_not_optimize(const T& v) {
 }
 inline void clobber_memory() { asm volatile("" : : : "memory"); }
 
-inline void cpu_relax() { __builtin_ia32_pause(); }
+using ito::arch::cpu_relax;  // the spin hint (pause, isb on aarch64)
 
 // --- Clocks and memory -----------------------------------------------------
 

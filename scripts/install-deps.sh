@@ -2,6 +2,8 @@
 # SPDX-License-Identifier: Apache-2.0
 # Installs the Debian packages ito builds, tests and benchmarks with, if any is
 # missing. Needs root for apt-get; without it, names what to install and fails.
+#   scripts/install-deps.sh           the native build
+#   scripts/install-deps.sh aarch64   also the aarch64 cross build and qemu-user (make aarch64-test)
 set -euo pipefail
 
 packages=(
@@ -12,6 +14,13 @@ packages=(
   pigz pbzip2 lbzip2 zstd xz-utils p7zip-full sqlite3 python3 bash ripgrep  # real programs under the preload (tests/programs)
   mpich libmpich-dev                        # the distributed mode (ito::dist) and its tests
 )
+case "${1:-}" in
+  "") ;;
+  aarch64)
+    # Cross compiler, qemu-user to run the tests, GoogleTest's sources to build it for the target.
+    packages+=(g++-aarch64-linux-gnu qemu-user-static googletest) ;;
+  *) echo "ito: install-deps.sh: unknown extra '$1' (known: aarch64)" >&2; exit 2 ;;
+esac
 
 missing=()
 for p in "${packages[@]}"; do

@@ -130,6 +130,24 @@ class UltCommand(gdb.Command):
         super().__init__("ito-ult", gdb.COMMAND_STACK, prefix=True)
 
 
+def _saved_registers(sp):
+    """The registers of a context suspended at sp (save_context in
+    src/arch/context_<arch>.S), as gdb names them."""
+    arch = gdb.selected_inferior().architecture().name()
+    if arch.startswith("aarch64"):
+        # FPCR and a pad word, d8-d15, x19-x28, fp, lr; the caller's sp above.
+        regs = {"x%d" % (19 + i): _u64(sp + 80 + 8 * i) for i in range(10)}
+        regs.update({"x29": _u64(sp + 160), "x30": _u64(sp + 168), "pc": _u64(sp + 168),
+                     "sp": sp + 176})
+        return regs
+    if "x86-64" in arch:
+        # Control words and split-stack limit, r15 ... rbp, the return address.
+        return {"r15": _u64(sp + 16), "r14": _u64(sp + 24), "r13": _u64(sp + 32),
+                "r12": _u64(sp + 40), "rbx": _u64(sp + 48), "rbp": _u64(sp + 56),
+                "pc": _u64(sp + 64), "sp": sp + 72}
+    raise gdb.GdbError("ito: no saved-context layout for architecture %s" % arch)
+
+
 class UltBacktrace(gdb.Command):
     """ito-ult bt ID: the backtrace of the suspended ULT with that id."""
 
@@ -145,11 +163,7 @@ class UltBacktrace(gdb.Command):
         u, state = t.find(ult_id)
         if state.startswith("running on worker"):
             raise gdb.GdbError("ito: ULT %d is running: use `thread` and `bt` on its worker" % ult_id)
-        sp = _u64(u + t.ult_sp)
-        # The saved context (see save_context in context_x86_64.S).
-        regs = {"r15": _u64(sp + 16), "r14": _u64(sp + 24), "r13": _u64(sp + 32),
-                "r12": _u64(sp + 40), "rbx": _u64(sp + 48), "rbp": _u64(sp + 56),
-                "pc": _u64(sp + 64), "sp": sp + 72}
+        regs = _saved_registers(_u64(u + t.ult_sp))
         print("ito: ULT %d, %s" % (ult_id, state))
         frame = gdb.selected_frame()
         gdb.execute("select-frame 0")

@@ -87,14 +87,15 @@ void join_of_unsignalled_wait() {
   });
 }
 
-bool tsan_thread() {
-  // TSan runs a background thread of its own: a thread outside ito, so the
-  // watch (rightly) never reports.
-  return ito::test::tsan;
+bool foreign_thread() {
+  // TSan runs a background thread of its own, and so does qemu-user (its RCU
+  // thread shows in /proc/self/task): a thread outside ito, so the watch
+  // (rightly) never reports.
+  return ito::test::tsan || ito::test::emulated;
 }
 
 TEST(Deadlock, TwoMutexesInOppositeOrderAreReported) {
-  if (tsan_thread()) GTEST_SKIP() << "TSan's own thread rules the report out";
+  if (foreign_thread()) GTEST_SKIP() << "TSan's or qemu's own thread rules the report out";
   for (const char* workers : {"1", "3"}) {
     EXPECT_EXIT(
         {
@@ -114,7 +115,7 @@ TEST(Deadlock, TwoMutexesInOppositeOrderAreReported) {
 }
 
 TEST(Deadlock, JoinOfUnsignalledConditionVariableIsReported) {
-  if (tsan_thread()) GTEST_SKIP() << "TSan's own thread rules the report out";
+  if (foreign_thread()) GTEST_SKIP() << "TSan's or qemu's own thread rules the report out";
   EXPECT_EXIT(
       {
         prepare_child("abort", "2");
@@ -127,7 +128,7 @@ TEST(Deadlock, JoinOfUnsignalledConditionVariableIsReported) {
 }
 
 TEST(Deadlock, MainBlockedOnMutexNamesIt) {
-  if (tsan_thread()) GTEST_SKIP() << "TSan's own thread rules the report out";
+  if (foreign_thread()) GTEST_SKIP() << "TSan's or qemu's own thread rules the report out";
   EXPECT_EXIT(
       {
         prepare_child(nullptr, "2");
@@ -148,7 +149,7 @@ TEST(Deadlock, MainBlockedOnMutexNamesIt) {
 // a join, a call_once whose function waits on a condition variable and a
 // second caller of it.
 TEST(Deadlock, EveryKindOfWaitIsNamed) {
-  if (tsan_thread()) GTEST_SKIP() << "TSan's own thread rules the report out";
+  if (foreign_thread()) GTEST_SKIP() << "TSan's or qemu's own thread rules the report out";
   EXPECT_EXIT(
       {
         prepare_child(nullptr, "2");
@@ -189,7 +190,7 @@ TEST(Deadlock, EveryKindOfWaitIsNamed) {
 }
 
 TEST(Deadlock, ReportModeReportsAndKeepsWaiting) {
-  if (tsan_thread()) GTEST_SKIP() << "TSan's own thread rules the report out";
+  if (foreign_thread()) GTEST_SKIP() << "TSan's or qemu's own thread rules the report out";
   EXPECT_EXIT(
       {
         prepare_child("report", "2");

@@ -15,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "arch/cpu_relax.hpp"
 #include "ito/flow.hpp"
 #include "ito/os_pool.hpp"
 #include "ito/thread.hpp"
@@ -49,7 +50,7 @@ TEST(flow_exclusive, never_overlaps_and_processes_every_queued_continuation_in_o
           const std::uint64_t p = v >> 32, seq = v & 0xFFFFFFFF;
           if (next_seq[p] != seq) out_of_order.fetch_add(1);
           next_seq[p] = seq + 1;
-          for (int i = 0; i < 50; ++i) ito::test::tsan ? void() : __builtin_ia32_pause();
+          for (int i = 0; i < 50; ++i) ito::test::tsan ? void() : ito::arch::cpu_relax();
           processed.fetch_add(1, std::memory_order_relaxed);
           inside.fetch_sub(1, std::memory_order_acq_rel);
         },

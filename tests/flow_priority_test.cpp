@@ -9,6 +9,7 @@
 #include <thread>
 #include <vector>
 
+#include "arch/cpu_relax.hpp"
 #include "ito/flow.hpp"
 #include "ito/thread.hpp"
 
@@ -85,7 +86,7 @@ TEST(flow_priority, a_high_node_from_another_thread_preempts_busy_workers_at_a_b
     std::function<void(flow::context&)> keep_busy = [&](flow::context& c) {
       if (injected.load()) started_after_injection.fetch_add(1);
       normal_runs.fetch_add(1);
-      for (int i = 0; i < 200; ++i) __builtin_ia32_pause();
+      for (int i = 0; i < 200; ++i) ito::arch::cpu_relax();
       if (!stop.load()) c.spawn(keep_busy);
     };
     auto& high = g.add("high", [&] {

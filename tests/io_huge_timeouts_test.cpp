@@ -24,6 +24,7 @@
 #include "ito/sync.h"
 #include "ito/sync.hpp"
 #include "ito/thread.hpp"
+#include "test_support.hpp"
 
 namespace {
 
@@ -33,7 +34,7 @@ using sys = std::chrono::system_clock;
 
 class huge_timeouts : public ::testing::Test {
  protected:
-  void SetUp() override { GTEST_FLAG_SET(death_test_style, "threadsafe"); }
+  void SetUp() override { GTEST_FLAG_SET(death_test_style, ito::test::threadsafe_death_style); }
 };
 
 // In a child: runs wait() in a ULT, and exits 0 if it is still waiting 50 ms

@@ -28,7 +28,7 @@ using ito::test::expect_env_exit;
 
 class misuse : public ::testing::Test {
  protected:
-  void SetUp() override { GTEST_FLAG_SET(death_test_style, "threadsafe"); }
+  void SetUp() override { GTEST_FLAG_SET(death_test_style, ito::test::threadsafe_death_style); }
 };
 
 const std::string workers_range = "expected an integer in \\[1, 1024\\]";

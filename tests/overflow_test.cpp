@@ -26,7 +26,7 @@ const char* const overflow_message = "ito: stack overflow in ULT [0-9]+ \\(stack
 class overflow : public ::testing::Test {
  protected:
   void SetUp() override {
-    GTEST_FLAG_SET(death_test_style, "threadsafe");
+    GTEST_FLAG_SET(death_test_style, ito::test::threadsafe_death_style);
   }
 };
 

@@ -14,6 +14,7 @@
 #include "ito/thread.hpp"
 #include "sched/scheduler.hpp"
 #include "stack/guard.hpp"
+#include "test_support.hpp"
 
 namespace {
 
@@ -87,7 +88,7 @@ void victim_next_to_a_neighbour(int (*overflow)()) {
 
 class stack_guard : public ::testing::Test {
  protected:
-  void SetUp() override { GTEST_FLAG_SET(death_test_style, "threadsafe"); }
+  void SetUp() override { GTEST_FLAG_SET(death_test_style, ito::test::threadsafe_death_style); }
 };
 
 TEST_F(stack_guard, is_larger_than_a_page) {

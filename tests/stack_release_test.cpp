@@ -55,6 +55,7 @@ long burst(std::size_t n) {
 }
 
 TEST(stack_release, resident_memory_falls_back_after_a_burst_of_ults) {
+  if (ito::test::emulated) GTEST_SKIP() << "qemu-user's own memory (translated code) is in the resident set";
   ito::options o;
   o.workers = 2;
   o.stack_size = 64 * kib;
@@ -126,6 +127,7 @@ TEST(stack_release, the_pool_drops_the_stacks_beyond_its_warm_limit_and_reuses_t
 }
 
 TEST(stack_release, dropping_frees_resident_memory) {
+  if (ito::test::emulated) GTEST_SKIP() << "qemu-user's own memory (translated code) is in the resident set";
   // TSan's shadow of the touched stacks (4x their size) stays resident.
   if (ito::test::tsan) GTEST_SKIP() << "TSan's shadow memory is not given back";
   stack_pool pool(64 * kib);
@@ -155,7 +157,7 @@ void write_below_a_revived_stack(ito::stack::guard_method m) {
 }
 
 void expect_segv(void (*fn)(ito::stack::guard_method), ito::stack::guard_method m) {
-  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  GTEST_FLAG_SET(death_test_style, ito::test::threadsafe_death_style);
   if (ito::test::asan) {
     EXPECT_EXIT(fn(m), ::testing::ExitedWithCode(1), "AddressSanitizer: SEGV");
   } else if (ito::test::tsan) {
@@ -166,6 +168,7 @@ void expect_segv(void (*fn)(ito::stack::guard_method), ito::stack::guard_method 
 }
 
 TEST(stack_release, a_revived_stack_keeps_its_guard) {
+  if (ito::test::emulated) GTEST_SKIP() << "qemu-user ignores MADV_GUARD_INSTALL, which this test forces";
   expect_segv(&write_below_a_revived_stack, ito::stack::guard_method::madvise);
   expect_segv(&write_below_a_revived_stack, ito::stack::guard_method::mprotect);
 }

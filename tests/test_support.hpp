@@ -23,9 +23,18 @@ inline constexpr bool asan = true;
 inline constexpr bool asan = false;
 #endif
 
-// n in plain builds, n/20 under ASan, n/100 under TSan (at least 1).
+// A cross build's tests run under qemu-user (tests/CMakeLists.txt defines
+// ITO_TEST_UNDER_EMULATOR), 10-50x slower than natively.
+#if ITO_TEST_UNDER_EMULATOR
+inline constexpr bool emulated = true;
+#else
+inline constexpr bool emulated = false;
+#endif
+
+// n in plain builds, n/20 under ASan, n/100 under TSan, n/10 under emulation
+// (at least 1).
 constexpr std::size_t scaled(std::size_t n) {
-  std::size_t s = tsan ? n / 100 : asan ? n / 20 : n;
+  std::size_t s = tsan ? n / 100 : asan ? n / 20 : emulated ? n / 10 : n;
   return s ? s : 1;
 }
 
@@ -46,6 +55,13 @@ int usage_error_code(F&& fn) {
   }
   return 0;
 }
+
+// The death-test style of tests whose parent process runs threads. The
+// "threadsafe" style re-executes the test binary, which under qemu-user fails
+// (the host kernel cannot execute the target binary): there the child is
+// forked as in the "fast" style, safe for statements that start their own
+// runtime.
+inline constexpr const char* threadsafe_death_style = emulated ? "fast" : "threadsafe";
 
 // Peak resident set of this process, in KiB.
 inline long peak_rss_kib() {

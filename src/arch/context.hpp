@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <cstring>
 
+#include "arch/cpu_relax.hpp"
+
 extern "C" {
 // What a context's main function returns when it ends: the context to resume
 // and the argument for ito_ult_exit_hook, which runs on that context's stack.
@@ -28,6 +30,7 @@ namespace ito::arch {
 using on_top_fn = void* (*)(void*);
 using main_fn = ito_exit_switch (*)(void* data);
 
+#if defined(__x86_64__)
 // Lays out a context below stack_hi that, when first switched to, calls
 // main(data) and, when main returns, resumes what it names. Returns its sp.
 // (It starts with the default MXCSR and x87 control word; a context started
@@ -50,12 +53,34 @@ inline void* make_context(void* stack_hi, main_fn entry, void* data) noexcept {
   return sp;
 }
 
+#elif defined(__aarch64__)
+inline constexpr std::size_t context_frame_bytes = 176;
+
+// Lays out a context below stack_hi that, when first switched to, calls
+// main(data) and, when main returns, resumes what it names. Returns its sp.
+// (It starts with the default FPCR, 0; a context started with
+// ito_context_start inherits its creator's instead.)
+inline void* make_context(void* stack_hi, main_fn entry, void* data) noexcept {
+  auto top = reinterpret_cast<std::uintptr_t>(stack_hi) & ~std::uintptr_t{15};
+  // The 176-byte frame save_context leaves (arch/context_aarch64.S): FPCR and
+  // a pad word, d8-d15, x19-x28, fp, lr. After the switch loads it, sp = top.
+  auto* sp = reinterpret_cast<std::uint64_t*>(top - context_frame_bytes);
+  std::memset(sp, 0, context_frame_bytes);                // FPCR 0, fp 0: the outermost frame
+  sp[10] = reinterpret_cast<std::uint64_t>(entry);        // x19
+  sp[11] = reinterpret_cast<std::uint64_t>(data);         // x20
+  sp[21] = reinterpret_cast<std::uint64_t>(&ito_context_trampoline);  // lr
+  return sp;
+}
+
+#else
+#error "ito: no context switch for this architecture (src/arch/context_<arch>.S)"
+#endif
+
 inline void* switch_context(void** save_sp, void* load_sp, void* value, on_top_fn on_top) noexcept {
   return ito_context_switch(save_sp, load_sp, value, on_top);
 }
 
-inline void cpu_relax() noexcept { __builtin_ia32_pause(); }
-
+#if defined(__x86_64__)
 // The split-stack limit word of the running context (glibc reserves %fs:0x70
 // for it). Zero means "no limit": split-stack prologues never call __morestack.
 inline void* split_limit() noexcept {
@@ -64,5 +89,13 @@ inline void* split_limit() noexcept {
   return v;
 }
 inline void set_split_limit(void* v) noexcept { asm volatile("movq %0, %%fs:0x70" : : "r"(v) : "memory"); }
+
+#else
+// Split stacks exist on x86-64 only (GCC has no -fsplit-stack for aarch64):
+// no context has a limit word.
+inline void* split_limit() noexcept { return nullptr; }
+inline void set_split_limit(void*) noexcept {}
+
+#endif
 
 }  // namespace ito::arch

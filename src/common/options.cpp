@@ -2,6 +2,7 @@
 // Resolves ito::options: each field the program leaves unset from its ITO_*
 // variable (setting_values.hpp), then its default; each checked.
 #include <sched.h>
+#include <unistd.h>
 
 #include <string>
 
@@ -51,11 +52,25 @@ options resolve_options(options o) {
   } else if (o.stack_size < stack_size.min || o.stack_size > stack_size.max) {
     throw config::invalid_option("options.stack_size", std::to_string(o.stack_size), stack_size);
   }
-  o.stack_size = (o.stack_size + 4095) & ~std::size_t{4095};
+  // Whole pages: the guard below each stack is mprotect'ed, and pages are 4 KiB
+  // on x86-64 but 16 or 64 KiB on many aarch64 kernels.
+  const std::size_t page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+  o.stack_size = (o.stack_size + page - 1) & ~(page - 1);
 
   // In the order of the choices declared for ITO_STACK.
   constexpr stack_policy policies[] = {stack_policy::fixed, stack_policy::lazy, stack_policy::fair_use};
   if (auto i = config::choice_setting(setting_id::stack)) o.stacks = policies[*i];
+#if !defined(__x86_64__)
+  // GCC has no -fsplit-stack for this architecture (aarch64: "not supported by
+  // this compiler configuration"), so no program here can grow its stack.
+  if (o.stacks != stack_policy::fixed)
+    throw config_error(
+        std::string("ito: ITO_STACK / options.stacks: the ") +
+            (o.stacks == stack_policy::lazy ? "lazy" : "fair_use") +
+            " stack policy needs split stacks (gcc -fsplit-stack), which exist on x86-64 only; "
+            "on this architecture use ITO_STACK=fixed",
+        config::text_setting(setting_id::stack) != nullptr);
+#endif
   if (o.stacks != stack_policy::fixed && !split_stack_runtime_linked())
     throw config_error(
         std::string("ito: ITO_STACK / options.stacks: the ") +
@@ -72,7 +87,7 @@ options resolve_options(options o) {
     throw config::invalid_option("options.stack_block_size", std::to_string(o.stack_block_size),
                                  block);
   }
-  o.stack_block_size = (o.stack_block_size + 4095) & ~std::size_t{4095};
+  o.stack_block_size = (o.stack_block_size + page - 1) & ~(page - 1);
 
   if (!o.stack_allocator) {
     constexpr stack_alloc allocators[] = {stack_alloc::mmap, stack_alloc::malloc};

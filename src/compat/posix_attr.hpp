@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // glibc's own layout of pthread_attr_t (nptl/internaltypes.h, stable ABI on
-// x86-64). ito keeps the same fields where glibc does, so the attribute
+// x86-64 and aarch64: the same struct, in 56 of the public type's 56 or 64
+// bytes). ito keeps the same fields where glibc does, so the attribute
 // calls ito does not rename (setscope, setguardsize, getstack, ...) still
 // work on it; pthread_create reads it and pthread_getattr_np fills it.
 #pragma once
@@ -21,7 +22,7 @@ struct glibc_attr {
   void* extension;
   void* unused;
 };
-static_assert(sizeof(glibc_attr) == sizeof(pthread_attr_t));
+static_assert(sizeof(glibc_attr) <= sizeof(pthread_attr_t));
 inline constexpr int attr_flag_detached = 0x0001;
 inline constexpr int attr_flag_stackaddr = 0x0008;
 

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <new>
 
+#include "arch/cpu_relax.hpp"
 #include "compat/posix_internal.hpp"
 #include "ito/pthread.h"
 #include "sync/shared_mutex_access.hpp"
@@ -154,7 +155,7 @@ int ito_pthread_spin_lock(pthread_spinlock_t* lock) {
     // The holder is a ULT that may share this worker: spinning forever could
     // keep it from running, so after a while let other ULTs in.
     for (int i = 0; i < 64 && word.load(std::memory_order_relaxed) != 0; ++i)
-      __builtin_ia32_pause();
+      ito::arch::cpu_relax();
     if (round >= 16) {
       errno_guard keep_errno;
       backoff(round - 16);

@@ -19,7 +19,8 @@ namespace {
 constexpr std::int64_t never = std::numeric_limits<std::int64_t>::max();
 static_assert(never == sched::timer_queue::never);
 
-// A process-shared mutex in glibc's pthread_mutex_t (40 bytes). The first
+// A process-shared mutex in glibc's pthread_mutex_t (40 bytes on x86-64, 48
+// on aarch64; __kind is at offset 16 in both). The first
 // 16 bytes are ito::mutex's state word and owner, kept at values that make
 // its inline fast paths fail (they are all the POSIX layer tries before it
 // looks at the kind byte).
@@ -36,7 +37,7 @@ struct mutex_words {
   std::uint32_t unused_28;
   std::atomic<std::uint64_t> owner;   // owner_key() of the holder, 0 when free
 };
-static_assert(sizeof(mutex_words) == sizeof(pthread_mutex_t));
+static_assert(sizeof(mutex_words) <= sizeof(pthread_mutex_t));
 static_assert(offsetof(mutex_words, kind) == 16 && offsetof(mutex_words, depth) == 20);
 static_assert(offsetof(mutex_words, word) == 24 && offsetof(mutex_words, owner) == 32);
 static_assert(detail::mutex_access::locked_bit == 1);

@@ -4,6 +4,8 @@
 
 #include <time.h>
 
+#include "arch/cpu_relax.hpp"
+
 namespace ito::os {
 
 // How long a thread about to sleep on a futex first spins for its condition.
@@ -40,7 +42,7 @@ class adaptive_spin {
     for (;;) {
       for (int i = 0; i < 32; ++i) {
         if (pred()) return true;
-        __builtin_ia32_pause();
+        arch::cpu_relax();
       }
       clock_gettime(CLOCK_MONOTONIC, &now);
       if ((now.tv_sec - start.tv_sec) * 1'000'000'000L + (now.tv_nsec - start.tv_nsec) > budget_ns)

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "arch/context.hpp"
 #include "sched/scheduler.hpp"
 
 extern "C" {
@@ -20,8 +21,10 @@ struct ito_debug_table {
   // ito::sched::ult
   std::uint32_t ult_sp, ult_id, ult_join_state, ult_blocked_in, ult_blocked_on, ult_registry_next;
   std::uint32_t ult_stack_lo, ult_stack_hi, ult_join_target;
-  // The saved context at ult.sp: 16 bytes of control words and limit, then
-  // r15, r14, r13, r12, rbx, rbp and the return address (arch/context_x86_64.S).
+  // Words in the saved context at ult.sp. x86-64: 16 bytes of control words
+  // and limit, then r15, r14, r13, r12, rbx, rbp and the return address
+  // (arch/context_x86_64.S). aarch64: FPCR and a pad word, d8-d15, x19-x28,
+  // fp and lr (arch/context_aarch64.S).
   std::uint32_t context_words;
 };
 
@@ -41,7 +44,11 @@ struct ito_debug_table {
     offsetof(ito::sched::ult, stack) + offsetof(ito::stack::stack_block, lo),
     offsetof(ito::sched::ult, stack) + offsetof(ito::stack::stack_block, hi),
     offsetof(ito::sched::ult, join_target),
+#if defined(__x86_64__)
     9,
+#else
+    ito::arch::context_frame_bytes / 8,
+#endif
 };
 #pragma GCC diagnostic pop
 

@@ -19,10 +19,25 @@ namespace ito::sched {
 extern constinit thread_local worker* tls_worker __attribute__((tls_model("initial-exec")));
 
 // The worker running this OS thread, or null.
+#if defined(__aarch64__)
+// On aarch64 the thread pointer is a register (tpidr_el0), not a memory
+// operand: GCC reads it once per function and keeps it across calls, switches
+// included, so a ULT that moved would read its old worker's variable (a
+// mutex's unlock then saw another owner). Read it afresh each time; the
+// variable's offset from it is the same in every thread.
+inline worker* current_worker() noexcept {
+  std::uintptr_t tp;
+  asm volatile("mrs %0, tpidr_el0" : "=r"(tp) : : "memory");
+  const std::uintptr_t offset = reinterpret_cast<std::uintptr_t>(&tls_worker) -
+                                reinterpret_cast<std::uintptr_t>(__builtin_thread_pointer());
+  return *reinterpret_cast<worker* const*>(tp + offset);
+}
+#else
 inline worker* current_worker() noexcept {
   asm volatile("" ::: "memory");  // never reuse a value read before a switch
   return tls_worker;
 }
+#endif
 // The running ULT, or null outside a ULT.
 inline ult* current_ult() noexcept {
   worker* w = current_worker();

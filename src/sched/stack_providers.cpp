@@ -2,8 +2,10 @@
 // The one place that names every stack provider: a new stack policy plugs in
 // here, not in scheduler.cpp. (The distributed mode needs none: it only says
 // where the fixed policy's pool maps its chunks, extension::stack_chunks.)
-#include "split/split_provider.hpp"
 #include "stack/provider.hpp"
+#if defined(__x86_64__)
+#include "split/split_provider.hpp"  // split stacks exist on x86-64 only
+#endif
 
 namespace ito::stack {
 
@@ -13,7 +15,11 @@ std::unique_ptr<stack_provider> make_stack_provider(const options& o) {
       return nullptr;  // the scheduler's own inlined path
     case stack_policy::lazy:
     case stack_policy::fair_use:
+#if defined(__x86_64__)
       return std::make_unique<sched::split::split_provider>(o);
+#else
+      break;  // resolve_options refused them at start
+#endif
   }
   return nullptr;
 }

@@ -168,9 +168,12 @@ namespace {
 // (a run of pushes onto one deque wakes only for the first). So wake-ups
 // chain for as long as work is found, as Go's scheduler does on leaving the
 // spinning state, and the runtime never waits out a park timeout for it.
+// The load of `parked` is seq_cst too: on ARM a relaxed load may be satisfied
+// before the fetch_sub's store is visible (x86 never reorders a locked RMW
+// with a later load; there both compile to the same instructions).
 void stop_spinning(runtime_state* rt) {
   if (rt->spinning.fetch_sub(1, std::memory_order_seq_cst) == 1 &&
-      rt->parked.load(std::memory_order_relaxed) != 0)
+      rt->parked.load(std::memory_order_seq_cst) != 0)
     wake_one(rt);
 }
 

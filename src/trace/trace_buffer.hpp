@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 // The trace's storage: one buffer per OS thread that recorded, and the clock
-// readings that turn TSC stamps into time.
+// readings that turn cycle-counter stamps into time.
 #pragma once
 
+#if defined(__x86_64__)
 #include <x86intrin.h>
+#endif
 
 #include <atomic>
 #include <cstddef>
@@ -34,7 +36,20 @@ struct thread_buffer {
   thread_buffer* next = nullptr;  // every buffer, newest first
 };
 
+// A cheap monotonic counter, calibrated against CLOCK_MONOTONIC at the trace's
+// start and end (clock_span): the TSC on x86-64, the generic timer's virtual
+// count on aarch64 (Linux lets user code read it; no system call either way).
+#if defined(__x86_64__)
 inline std::uint64_t read_tsc() noexcept { return __rdtsc(); }
+#elif defined(__aarch64__)
+inline std::uint64_t read_tsc() noexcept {
+  std::uint64_t v;
+  asm volatile("mrs %0, cntvct_el0" : "=r"(v));
+  return v;
+}
+#else
+#error "ito: no trace clock for this architecture"
+#endif
 
 struct clock_reading {
   std::uint64_t tsc = 0;

@@ -1,13 +1,16 @@
 # SPDX-License-Identifier: Apache-2.0
 # Runs program A and program B (B optionally with LD_PRELOAD=PRELOAD_B), both
-# with ARGS; fails unless both exit with 0 and print the same stdout.
+# with ARGS; fails unless both exit with 0 and print the same stdout. EMULATOR
+# (a cross build's qemu-user command line) runs both; qemu passes LD_PRELOAD on
+# to the emulated program's loader.
 separate_arguments(args UNIX_COMMAND "${ARGS}")
-execute_process(COMMAND ${A} ${args} RESULT_VARIABLE rc_a OUTPUT_VARIABLE out_a ERROR_VARIABLE err_a)
+separate_arguments(emulator UNIX_COMMAND "${EMULATOR}")
+execute_process(COMMAND ${emulator} ${A} ${args} RESULT_VARIABLE rc_a OUTPUT_VARIABLE out_a ERROR_VARIABLE err_a)
 if(PRELOAD_B)
-  execute_process(COMMAND ${CMAKE_COMMAND} -E env LD_PRELOAD=${PRELOAD_B} ${B} ${args}
+  execute_process(COMMAND ${CMAKE_COMMAND} -E env LD_PRELOAD=${PRELOAD_B} ${emulator} ${B} ${args}
                   RESULT_VARIABLE rc_b OUTPUT_VARIABLE out_b ERROR_VARIABLE err_b)
 else()
-  execute_process(COMMAND ${B} ${args} RESULT_VARIABLE rc_b OUTPUT_VARIABLE out_b ERROR_VARIABLE err_b)
+  execute_process(COMMAND ${emulator} ${B} ${args} RESULT_VARIABLE rc_b OUTPUT_VARIABLE out_b ERROR_VARIABLE err_b)
 endif()
 message("--- NPTL (${A}) exit ${rc_a}:\n${out_a}${err_a}")
 message("--- ito (${B} ${PRELOAD_B}) exit ${rc_b}:\n${out_b}${err_b}")
