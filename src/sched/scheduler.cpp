@@ -510,7 +510,9 @@ void release(ult* u, bool orphaned) {
   u->frame_error_offset = 0;
   u->frame_result_local = 0;
   u->exited = false;
-  u->has_future = false;
+  // Written only when set: a racing id-based join of a ULT no future owns
+  // (two joins of one id, one wins) reads the flag while the winner releases.
+  if (u->has_future) u->has_future = false;
   u->locals = nullptr;
   if (u->stack_from != stack_origin::pool) [[unlikely]] return release_elsewhere(u);
 #if ITO_ASAN
