@@ -5,7 +5,6 @@
 
 #include <atomic>
 #include <cstdio>
-#include <fstream>
 
 namespace ito::stack {
 namespace {
@@ -16,9 +15,13 @@ constexpr int madv_guard_install = 102;
 // Each mprotect guard costs two mappings, and the kernel caps a process at
 // vm.max_map_count of them. Keep half for the program.
 std::size_t mprotect_guard_budget() {
-  std::size_t max_maps = 65530;
-  std::ifstream in("/proc/sys/vm/max_map_count");
-  in >> max_maps;
+  // C stdio, not <fstream>: iostreams would bring libstdc++'s locale code
+  // into libito-preload.so, which links libstdc++ statically.
+  unsigned long max_maps = 65530;
+  if (std::FILE* f = std::fopen("/proc/sys/vm/max_map_count", "re")) {
+    if (std::fscanf(f, "%lu", &max_maps) != 1) max_maps = 65530;
+    std::fclose(f);
+  }
   return max_maps / 4;
 }
 
