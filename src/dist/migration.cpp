@@ -285,7 +285,7 @@ void acquire() {
 
 // A joiner sent to its child's process (go_to_child) moves in its join.
 bool migratable(const ult* u, bool in_its_join = false) {
-  return !u->bound && !u->handle && !u->locals && !u->eh.caught && !u->eh.uncaught &&
+  return !u->bound && !u->handle && !u->locals && u->eh.empty() &&
          !u->locks_held && !u->stays_here && !u->frame_result_local &&
          (!u->joining || in_its_join) &&
          (u->stack_from == sched::stack_origin::pool ||
