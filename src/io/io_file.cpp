@@ -49,9 +49,11 @@ int open(const char* path, int flags, mode_t mode) {
 
 int close(int fd) {
   fd_state* st = fd_find(fd);
+  // The descriptor is the vfork child's own; the table entry and the
+  // delegation pool are the parent's. (Asked only when either could be
+  // reached: getpid is a system call.)
+  if ((st || caller_is_ult()) && detail::in_vfork_child()) [[unlikely]] return ::close(fd);
   if (!st) return run_blocking(fd, [&] { return ::close(fd); });
-  // The descriptor is the vfork child's own; the table entry is the parent's.
-  if (detail::in_vfork_child()) [[unlikely]] return ::close(fd);
   const fd_kind kind = st->kind.load(std::memory_order_relaxed);
   st->reset(fd_kind::unknown);
   // Ends the registration before the number can be reused: calls begun on fd
