@@ -56,7 +56,7 @@ void enter_worker_thread(worker* w) {
   set_current_worker(w);
   w->tid.store(gettid(), std::memory_order_relaxed);
   w->eh = reinterpret_cast<eh_globals*>(abi::__cxa_get_globals());
-  if (eh_globals* other = program_eh_globals()) w->program_eh = other;
+  w->program_eh = program_eh_globals();
   // glibc leaves the split-stack limit word of a reused thread block as it was:
   // start with none (split-stack code on the scheduler stack never grows).
   arch::set_split_limit(nullptr);

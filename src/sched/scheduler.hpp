@@ -101,16 +101,21 @@ inline void renew(worker* w, ult* u) noexcept {
 }
 // Hands the OS thread's C++ exception globals from the context leaving
 // (saved into `out`) to the one arriving (`in`).
+// The program's copy only where there is one: a load from the worker's line
+// and a predicted branch otherwise (yield measured ~0.7 ns slower swapping a
+// scratch copy unconditionally).
 inline void switch_eh(worker* w, eh_state& out, const eh_state& in) noexcept {
   out.own = *w->eh;
-  out.program = *w->program_eh;
   *w->eh = in.own;
-  *w->program_eh = in.program;
+  if (eh_globals* program = w->program_eh) [[unlikely]] {
+    out.program = *program;
+    *program = in.program;
+  }
 }
 // Installs `in` for a context arriving after one that keeps nothing.
 inline void install_eh(worker* w, const eh_state& in) noexcept {
   *w->eh = in.own;
-  *w->program_eh = in.program;
+  if (eh_globals* program = w->program_eh) [[unlikely]] *program = in.program;
 }
 void set_current_worker(worker* w) noexcept;
 ult* pop_local_slow(worker* w) noexcept;
