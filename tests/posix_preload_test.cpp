@@ -259,6 +259,21 @@ TEST(PosixPreload, WorkersStartWithTheFirstThread) {
   EXPECT_EQ(r.out, "before: 1\nafter: 3\n");
 }
 
+// Until the program's first thread, the main thread's blocking calls are the
+// plain calls: nothing else could run meanwhile. bash opens /dev/tty, reads a
+// file, forks and waits for its child here; each call from the main ULT used
+// to start a delegation pool thread (+2 ms to start a shell), and the runtime
+// itself now starts only at the first call that needs one.
+TEST(PosixPreload, ProgramWithoutThreadsGetsNoThreadOfItos) {
+  if (preload_lib.empty()) GTEST_SKIP() << "no libito-preload.so in sanitizer builds";
+  if (run("command -v bash").status != 0) GTEST_SKIP() << "no bash";
+  const char* script =
+      "read line < /proc/self/status; /bin/true; sleep 0.01; t=(/proc/$$/task/*); echo ${#t[@]}";
+  result r = run("timeout 60 env LD_PRELOAD=" + preload_lib + " bash -c '" + script + "'");
+  EXPECT_EQ(r.status, 0) << r.out;
+  EXPECT_EQ(r.out, "1\n") << "threads in the shell's process";
+}
+
 // CPython's Lock is a POSIX semaphore; its Condition is built on Locks.
 const char* python_program = R"PY(
 import threading

@@ -11,7 +11,6 @@
 #include "common/setting_values.hpp"
 #include "compat/posix_internal.hpp"
 #include "ito/options.hpp"
-#include "sched/fork_child.hpp"
 #include "sched/idle.hpp"
 #include "sched/runtime_control.hpp"
 
@@ -20,6 +19,10 @@ namespace {
 
 std::atomic<sched::runtime_state*> g_posix_runtime{nullptr};
 std::atomic<pthread_t> g_main_os_thread{0};
+// Set by libito-preload.so's constructor: from then on the runtime starts at
+// first use, as from source (libc's and libstdc++'s initialisation, before
+// it, is too early).
+std::atomic<bool> g_preload_ready{false};
 
 // In a child forked while the runtime ran: that runtime is gone (see
 // sched/fork_child.hpp); the next entry point starts a new one.
@@ -61,6 +64,16 @@ void stop_at_exit() {
   sched::stop_runtime(rt);
 }
 
+// Once per process (a runtime may be restarted). Under the preload from its
+// constructor, before the program's own atexit handlers and static objects:
+// the runtime stops after them, whenever it started.
+void register_exit_hooks() noexcept {
+  static bool registered = false;
+  if (registered) return;
+  registered = std::atexit(&stop_at_exit) == 0;
+  pthread_atfork(nullptr, nullptr, &forget_runtime_in_child);
+}
+
 // 0, EPERM (an OS thread while a runtime runs), EAGAIN; *bad_config when an
 // ITO_* variable is at fault (its message is on stderr).
 int start_runtime_now(bool* bad_config = nullptr) noexcept {
@@ -76,11 +89,7 @@ int start_runtime_now(bool* bad_config = nullptr) noexcept {
                            std::memory_order_release);
     remember_main_signal_mask();
     g_posix_runtime.store(rt, std::memory_order_release);
-    static bool registered = false;  // one runtime per process, but it may be restarted
-    if (!registered) {
-      registered = std::atexit(&stop_at_exit) == 0;
-      pthread_atfork(nullptr, nullptr, &forget_runtime_in_child);
-    }
+    register_exit_hooks();
     return 0;
   } catch (const config_error& e) {
     std::fprintf(stderr, "%s\n", e.what());
@@ -99,10 +108,11 @@ bool main_os_thread_known() noexcept {
 }
 pthread_t main_os_thread() noexcept { return g_main_os_thread.load(std::memory_order_acquire); }
 
-// A forked child starts on first use even when preloaded: its libraries are
-// initialised long since.
+// Under the preload, on first use once its constructor has run (a forked
+// child inherits that state: its libraries are initialised long since).
 int start_runtime_slow() noexcept {
-  return preloaded() && !sched::forked_from_a_runtime() ? EPERM : start_runtime_now();
+  return preloaded() && !g_preload_ready.load(std::memory_order_acquire) ? EPERM
+                                                                         : start_runtime_now();
 }
 
 void wait_for_others_then_exit() {
@@ -211,9 +221,13 @@ extern "C" int ito_posix_preload_thread_mode(void) {
   }
 }
 
-extern "C" int ito_posix_start_runtime(void) {
-  bool bad_config = false;
-  const int e = ito::posix::start_runtime_now(&bad_config);
-  if (bad_config) std::exit(2);
-  return e;
+// libito-preload.so's constructor, when the program's threads are to be
+// ULTs: the runtime starts at the first call that needs one (a thread, a
+// lock, a key; pthread_create starts the other workers too), so a process
+// that never makes a thread or takes a lock starts none: no worker state, no
+// stacks mapped, nothing to stop at exit (issue 24, item 11).
+extern "C" void ito_posix_preload_ready(void) {
+  ito_posix_check_environment();
+  ito::posix::register_exit_hooks();
+  ito::posix::g_preload_ready.store(true, std::memory_order_release);
 }

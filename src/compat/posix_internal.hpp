@@ -45,9 +45,8 @@ struct errno_guard {
 // Starts the runtime if none runs and the caller is a plain OS thread; the
 // caller becomes the main ULT. 0, or EAGAIN (bad ITO_* variable, on stderr),
 // or EPERM for an OS thread that is not a ULT while a runtime runs. Under
-// libito-preload.so the runtime starts in its constructor only (EPERM here):
-// libc and libstdc++ lock mutexes while they initialise, too early to start;
-// except in a child forked while a runtime ran, which starts a new one here.
+// libito-preload.so, EPERM until its constructor has run: libc and the
+// program's libstdc++ lock mutexes while they initialise, too early to start.
 int start_runtime_slow() noexcept;
 inline int ensure_runtime() noexcept {
   return sched::current_ult() ? 0 : start_runtime_slow();

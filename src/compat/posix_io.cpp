@@ -22,12 +22,16 @@ namespace {
 
 using ito::detail::errno_now;
 
+// A ULT whose blocking calls must keep off its worker (sched::must_not_block_worker).
+bool in_ult() noexcept { return ito::sched::must_not_block_worker(); }
+
 // A call that may switch keeps the caller's errno on success (the ULT may
 // return on another worker, whose errno is another thread's), as the rest of
 // the POSIX layer does; on failure errno is the call's. The locale and
 // h_errno are the caller's either way (carried_state.hpp).
 template <class Call>
 auto keep_errno_on_success(Call&& call) -> decltype(call()) {
+  if (!in_ult()) return call();  // the plain call: it cannot switch
   ito::posix::carried_guard keep_locale;
   const int saved = errno_now();
   const auto r = call();
@@ -35,7 +39,6 @@ auto keep_errno_on_success(Call&& call) -> decltype(call()) {
   return r;
 }
 
-bool in_ult() noexcept { return ito::sched::current_ult() != nullptr; }
 
 }  // namespace
 

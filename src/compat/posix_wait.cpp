@@ -19,7 +19,8 @@
 
 namespace {
 
-bool in_ult() noexcept { return ito::sched::current_ult() != nullptr; }
+// A ULT whose blocking calls must keep off its worker (sched::must_not_block_worker).
+bool in_ult() noexcept { return ito::sched::must_not_block_worker(); }
 
 // As posix_io.cpp: a call that may switch keeps the caller's errno on success.
 template <class Call>

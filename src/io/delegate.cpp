@@ -99,7 +99,7 @@ void pool_after_fork_in_child() noexcept {
                             std::memory_order_relaxed);
 }
 
-bool delegation_applies() noexcept { return sched::current_ult() != nullptr; }
+bool delegation_applies() noexcept { return sched::must_not_block_worker(); }
 
 void delegate_and_wait(pool_job* job, completion& done, delegate_mode mode) {
   delegation_pool().post(job);

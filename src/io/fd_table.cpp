@@ -34,6 +34,14 @@ fd_state* fd_lookup(int fd) noexcept {
   return &chunk[n & ((1u << chunk_bits) - 1)];
 }
 
+fd_state* fd_find(int fd) noexcept {
+  if (fd < 0) return nullptr;
+  const auto n = static_cast<unsigned>(fd);
+  if ((n >> chunk_bits) >= top_size) return nullptr;
+  fd_state* chunk = g_chunks[n >> chunk_bits].load(std::memory_order_acquire);
+  return chunk ? &chunk[n & ((1u << chunk_bits) - 1)] : nullptr;
+}
+
 void fd_table_after_fork_in_child() noexcept {
   // Only this thread exists: plain writes, and a lock some other thread held
   // at the fork is simply made free.

@@ -70,5 +70,10 @@ struct alignas(64) fd_state {  // a line each: the poller and workers touch neig
 // The entry for fd, or null when fd is negative or beyond the table
 // (2^22 descriptors); such descriptors are always delegated.
 fd_state* fd_lookup(int fd) noexcept;
+// The entry for fd if its part of the table exists, else null: nothing was
+// ever recorded about fd, so there is nothing to reset (open, close,
+// connect). Allocates nothing: a process whose threads never wait on a
+// descriptor never builds the table.
+fd_state* fd_find(int fd) noexcept;
 
 }  // namespace ito::detail

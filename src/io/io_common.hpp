@@ -16,7 +16,8 @@
 
 namespace ito::detail {
 
-inline bool caller_is_ult() noexcept { return sched::current_ult() != nullptr; }
+// A ULT whose blocking calls must keep off its worker (sched::must_not_block_worker).
+inline bool caller_is_ult() noexcept { return sched::must_not_block_worker(); }
 
 inline bool would_block(int e) noexcept { return e == EAGAIN || e == EWOULDBLOCK; }
 

@@ -14,7 +14,7 @@ using detail::caller_is_ult;
 using detail::errno_now;
 using detail::delegated_syscall;
 using detail::fd_kind;
-using detail::fd_lookup;
+using detail::fd_find;
 using detail::fd_state;
 
 namespace {
@@ -43,16 +43,16 @@ int fsync(int fd) {
 int open(const char* path, int flags, mode_t mode) {
   const int fd = caller_is_ult() ? delegated_syscall([&] { return ::open(path, flags, mode); })
                                  : ::open(path, flags, mode);
-  if (fd >= 0) {
-    if (fd_state* st = fd_lookup(fd)) st->reset(fd_kind::unknown);
-  }
+  if (fd_state* st = fd_find(fd)) st->reset(fd_kind::unknown);
   return fd;
 }
 
 int close(int fd) {
-  // The descriptor is the vfork child's own; the table entry is the parent's.
-  if (detail::in_vfork_child()) [[unlikely]] return ::close(fd);
-  fd_state* st = fd_lookup(fd);
+  fd_state* st = fd_find(fd);
+  // The descriptor is the vfork child's own; the table entry and the
+  // delegation pool are the parent's. (Asked only when either could be
+  // reached: getpid is a system call.)
+  if ((st || caller_is_ult()) && detail::in_vfork_child()) [[unlikely]] return ::close(fd);
   if (!st) return run_blocking(fd, [&] { return ::close(fd); });
   const fd_kind kind = st->kind.load(std::memory_order_relaxed);
   st->reset(fd_kind::unknown);
@@ -73,7 +73,7 @@ int close(int fd) {
 }
 
 void forget(int fd) noexcept {
-  if (fd_state* st = fd_lookup(fd)) {
+  if (fd_state* st = fd_find(fd)) {
     st->reset(fd_kind::unknown);
     detail::wake_all_parked(*st);
   }

@@ -329,9 +329,12 @@ int accept4(int fd, sockaddr* addr, socklen_t* addrlen, int flags) {
 int accept(int fd, sockaddr* addr, socklen_t* addrlen) { return io::accept4(fd, addr, addrlen, 0); }
 
 int connect(int fd, const sockaddr* addr, socklen_t addrlen) {
+  if (!caller_is_ult()) {
+    if (fd_state* known = detail::fd_find(fd)) known->reset(fd_kind::unknown);
+    return ::connect(fd, addr, addrlen);
+  }
   fd_state* st = fd_lookup(fd);
   if (st) st->reset(fd_kind::unknown);  // a socket about to get a new life
-  if (!caller_is_ult()) return ::connect(fd, addr, addrlen);
   if (!st) {
     return fd < 0 ? ::connect(fd, addr, addrlen)
                   : delegated_syscall([&] { return ::connect(fd, addr, addrlen); });

@@ -23,11 +23,11 @@
 
 #include "ito/pthread.h"
 
-/* Tells the POSIX layer it is preloaded: the runtime starts in the
- * constructor below, not on first use (libc and libstdc++ lock mutexes while
- * they initialise, which is too early to start workers). */
+/* Tells the POSIX layer it is preloaded: the runtime starts on first use only
+ * once the constructor below has run (libc and the program's libstdc++ lock
+ * mutexes while they initialise, before it: too early to start one). */
 __attribute__((visibility("default"))) int ito_posix_preload_marker = 1;
-int ito_posix_start_runtime(void);
+void ito_posix_preload_ready(void);
 void ito_posix_check_environment(void);
 int ito_preload_threads_as_ults(void); /* thread_mode.c */
 
@@ -324,14 +324,17 @@ __attribute__((visibility("default"), noreturn)) void pthread_exit(void* value) 
   ito_pthread_exit(value);
 }
 
-/* After libc and libstdc++ (our dependencies) have initialised, before the
- * program's own constructors: the main thread becomes the main ULT, unless
- * the program's threads are to stay OS threads (thread_mode.c). A bad ITO_*
- * variable ends the program there, with the usual message and exit status 2
- * (ito_posix_start_runtime, ito_posix_check_environment). */
+/* After the other libraries have initialised (a preloaded object comes
+ * early in the search order, so it is initialised late), before the
+ * program's own constructors: from here the runtime starts at the first call
+ * that needs it, and the main thread becomes the main ULT then, unless the
+ * program's threads are to stay OS threads (thread_mode.c). A process that
+ * never makes a thread nor takes a lock starts none. A bad ITO_* variable
+ * ends the program here, with the usual message and exit status 2
+ * (ito_posix_check_environment). */
 __attribute__((constructor)) static void ito_preload_start(void) {
   if (ito_preload_threads_as_ults()) {
-    ito_posix_start_runtime();
+    ito_posix_preload_ready();
   } else {
     ito_posix_check_environment();
     g_step_aside = 1;

@@ -12,12 +12,9 @@
 namespace ito::sched {
 namespace {
 
-std::atomic<bool> g_forked_child{false};
-
 // Runs in the child, on the thread that forked, before fork returns there.
 void forget_runtime_in_child() noexcept {
   if (!g_runtime.load(std::memory_order_relaxed)) return;
-  g_forked_child.store(true, std::memory_order_relaxed);
   set_current_worker(nullptr);  // a plain OS thread from now on
   publish_debug_table(nullptr);
   g_runtime.store(nullptr, std::memory_order_release);
@@ -30,8 +27,6 @@ void install_fork_handler() noexcept {
   if (installed.exchange(true)) return;
   pthread_atfork(nullptr, nullptr, &forget_runtime_in_child);
 }
-
-bool forked_from_a_runtime() noexcept { return g_forked_child.load(std::memory_order_relaxed); }
 
 void end_forked_child_thread() noexcept { std::exit(0); }
 

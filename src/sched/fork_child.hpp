@@ -13,9 +13,6 @@ namespace ito::sched {
 // every runtime start).
 void install_fork_handler() noexcept;
 
-// True in a process forked from one whose runtime was running.
-bool forked_from_a_runtime() noexcept;
-
 // A ULT's body returned (or called pthread_exit) in such a child, where it was
 // the only thread: the process ends with status 0, as when the last thread ends.
 [[noreturn]] void end_forked_child_thread() noexcept;

@@ -30,46 +30,54 @@ struct slot {
 std::atomic<slot*> g_chunks[max_chunks];
 
 // Free slots: a list under a lock (taken once per batch of spawns, never on a
-// join) and a small stack per worker in front of it.
+// join) and a small stack per worker in front of it. Slots from g_fresh on
+// were never handed out: a chunk is zeroed memory from calloc, and a slot is
+// constructed as it is first handed out, so a process that asks for one
+// handle (pthread_self on the main thread) touches one page of the chunk's
+// 32, not all of them.
 std::mutex g_lock;
 std::uint32_t g_free = 0;  // head of the free list, 0 = empty
 unsigned g_chunk_count = 0;
+std::atomic<std::uint32_t> g_fresh{1};  // index 0 is never used
 
 slot& at(std::uint32_t index) noexcept {
   return g_chunks[index >> chunk_bits].load(std::memory_order_acquire)[index & (chunk_slots - 1)];
 }
 
-// The slot an index names, or null if no such slot was ever made.
+// The slot an index names, or null if no such slot was ever handed out.
 slot* find_slot(value h) noexcept {
   auto index = static_cast<std::uint32_t>(h & index_mask);
-  if (index == 0 || (index >> chunk_bits) >= max_chunks) return nullptr;
-  slot* chunk = g_chunks[index >> chunk_bits].load(std::memory_order_acquire);
-  return chunk ? &chunk[index & (chunk_slots - 1)] : nullptr;
+  if (index == 0 || index >= g_fresh.load(std::memory_order_acquire)) return nullptr;
+  return &at(index);
 }
 
-// A new chunk's slots go on the free list (index 0 is never used). Locked.
-bool grow() noexcept {
-  if (g_chunk_count == max_chunks) return false;
-  auto* chunk = new (std::nothrow) slot[chunk_slots];
-  if (!chunk) return false;
-  std::uint32_t base = g_chunk_count << chunk_bits;
-  for (std::uint32_t i = chunk_slots; i-- > 0;) {
-    if (base + i == 0) continue;
-    chunk[i].reuses = 1;
-    chunk[i].next = g_free;
-    g_free = base + i;
+// A free index: from the free list, else the next fresh slot (constructed
+// here), else from a new chunk; 0 when none can be had. Locked.
+std::uint32_t take_locked() noexcept {
+  if (g_free != 0) {
+    std::uint32_t index = g_free;
+    g_free = at(index).next;
+    return index;
   }
-  g_chunks[g_chunk_count++].store(chunk, std::memory_order_release);
-  return true;
+  const std::uint32_t index = g_fresh.load(std::memory_order_relaxed);
+  if ((index >> chunk_bits) >= max_chunks) return 0;
+  if ((index >> chunk_bits) == g_chunk_count) {
+    void* chunk = std::calloc(chunk_slots, sizeof(slot));
+    if (!chunk) return 0;
+    g_chunks[g_chunk_count++].store(static_cast<slot*>(chunk), std::memory_order_release);
+  }
+  slot* s = new (&at(index)) slot;
+  s->reuses = 1;
+  g_fresh.store(index + 1, std::memory_order_release);
+  return index;
 }
 
 // Moves up to `want` free slots into the worker's stack.
 void refill(worker* w, unsigned want) noexcept {
   std::lock_guard<std::mutex> hold(g_lock);
   while (w->handle_cache_count < want) {
-    if (g_free == 0 && !grow()) return;
-    std::uint32_t index = g_free;
-    g_free = at(index).next;
+    const std::uint32_t index = take_locked();
+    if (index == 0) return;
     w->handle_cache[w->handle_cache_count++] = index;
   }
 }
@@ -83,10 +91,7 @@ std::uint32_t take_index() noexcept {
   worker* w = current_worker();
   if (!w) {
     std::lock_guard<std::mutex> hold(g_lock);
-    if (g_free == 0 && !grow()) return 0;
-    std::uint32_t index = g_free;
-    g_free = at(index).next;
-    return index;
+    return take_locked();
   }
   if (w->handle_cache_count == 0) refill(w, worker::handle_cache_size / 2);
   return w->handle_cache_count ? w->handle_cache[--w->handle_cache_count] : 0;
@@ -163,17 +168,14 @@ void drop(ult* u) noexcept {
 void drop_all() noexcept {
   std::lock_guard<std::mutex> hold(g_lock);
   g_free = 0;
-  for (unsigned c = g_chunk_count; c-- > 0;) {
-    slot* chunk = g_chunks[c].load(std::memory_order_relaxed);
-    for (std::uint32_t i = chunk_slots; i-- > 0;) {
-      slot& s = chunk[i];
-      if (s.live.load(std::memory_order_relaxed) != 0) {
-        s.live.store(0, std::memory_order_relaxed);
-        s.owner.store(nullptr, std::memory_order_relaxed);
-        ++s.reuses;
-      }
-      if ((c << chunk_bits) + i != 0) give_back_locked((c << chunk_bits) + i);
+  for (std::uint32_t index = g_fresh.load(std::memory_order_relaxed); index-- > 1;) {
+    slot& s = at(index);
+    if (s.live.load(std::memory_order_relaxed) != 0) {
+      s.live.store(0, std::memory_order_relaxed);
+      s.owner.store(nullptr, std::memory_order_relaxed);
+      ++s.reuses;
     }
+    give_back_locked(index);
   }
 }
 

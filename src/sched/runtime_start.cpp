@@ -24,6 +24,7 @@
 #include "sched/idle.hpp"
 #include "sched/overflow.hpp"
 #include "sched/extension.hpp"
+#include "sched/program_eh.hpp"
 #include "sched/scheduler.hpp"
 #include "sched/ult_report.hpp"
 #include "sched/worker_signals.hpp"
@@ -53,7 +54,8 @@ void pin_to_allowed_cpu(unsigned index) {
 void enter_worker_thread(worker* w) {
   set_current_worker(w);
   w->tid.store(gettid(), std::memory_order_relaxed);
-  w->eh = reinterpret_cast<eh_state*>(abi::__cxa_get_globals());
+  w->eh = reinterpret_cast<eh_globals*>(abi::__cxa_get_globals());
+  w->program_eh = program_eh_globals();
   // glibc leaves the split-stack limit word of a reused thread block as it was:
   // start with none (split-stack code on the scheduler stack never grows).
   arch::set_split_limit(nullptr);
@@ -183,7 +185,9 @@ runtime_state* start_runtime(const options& resolved, bool defer_others) {
   arch::sanitizer_init_fiber(w0->scheduler_fiber, w0->scheduler_stack.lo,
                              w0->scheduler_stack.size());
 
-  if (!defer_others || n == 1) start_other_workers_slow(rt);
+  // Deferred even at one worker: `others` then says whether anything has
+  // been spawned yet (must_not_block_worker).
+  if (!defer_others) start_other_workers_slow(rt);
   publish_debug_table(rt);
   return rt;
 }

@@ -215,7 +215,7 @@ ito_exit_switch finish(ult* self) noexcept {
     }
   }
   // self has no exception state left (its handlers are over): nothing to save.
-  *w->eh = next ? next->eh : w->scheduler_eh;
+  install_eh(w, next ? next->eh : w->scheduler_eh);
   w->current = next;
   if (next) ++next->resumes;
   trace_switch(next);

@@ -16,12 +16,21 @@ namespace ito::sched {
 struct worker;
 struct ult_registry;
 
-// The C++ exception globals of libstdc++ (__cxa_eh_globals: the caught-
-// exception stack and the uncaught count), kept per ULT and swapped into the
-// worker's OS thread at every switch.
-struct eh_state {
+// The C++ exception globals of one libstdc++ (__cxa_eh_globals: the caught-
+// exception stack and the uncaught count).
+struct eh_globals {
   void* caught = nullptr;
   std::uint64_t uncaught = 0;  // an unsigned int, and the struct's padding
+};
+// A ULT's, kept while it is switched out and swapped into the worker's OS
+// thread at every switch: ito's own libstdc++'s, and the program's when that
+// is another copy (libito-preload.so links its own: sched/program_eh.hpp).
+struct eh_state {
+  eh_globals own;
+  eh_globals program;
+  bool empty() const noexcept {
+    return !own.caught && !own.uncaught && !program.caught && !program.uncaught;
+  }
 };
 
 // Where a ULT's stack came from, hence where it goes back at release.

@@ -62,7 +62,10 @@ struct alignas(64) worker {
   ult* current = nullptr;  // the running ULT; null while in the scheduler loop
   // This OS thread's C++ exception globals (__cxa_get_globals()), which hold
   // the running context's state; the scheduler context's while it is out.
-  eh_state* eh = nullptr;
+  // program_eh: the program's libstdc++'s when it is another copy (under
+  // libito-preload.so), else null.
+  eh_globals* eh = nullptr;
+  eh_globals* program_eh = nullptr;
   eh_state scheduler_eh;
   bool alone = false;      // the only worker: nobody steals from its deques
   void* scheduler_sp = nullptr;

@@ -74,7 +74,7 @@ void start() {
 bool may_leave(const ult* u, bool in_its_join) {
   const sched::extension* p = sched::processes_extension();
   const auto a = addr(u);
-  return !u->bound && !u->handle && !u->locals && !u->eh.caught && !u->eh.uncaught &&
+  return !u->bound && !u->handle && !u->locals && u->eh.empty() &&
          u->must_stay <= (in_its_join ? 1u : 0u) && !u->frame_result_local &&
          (u->stack_from == sched::stack_origin::pool ||
           u->stack_from == sched::stack_origin::foreign) &&
