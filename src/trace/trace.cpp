@@ -2,11 +2,9 @@
 // Per-thread event buffers and the trace's lifetime (see trace.hpp).
 #include "trace/trace.hpp"
 
-#include <fcntl.h>
 #include <pthread.h>
 #include <unistd.h>
 
-#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -76,15 +74,6 @@ void record_slow(kind what, std::uint64_t arg) noexcept {
   }
   b->events[n] = {read_tsc(), arg, what};
   b->count.store(n + 1, std::memory_order_release);
-}
-
-void check_path(const char* path) {
-  const int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
-  if (fd < 0)
-    throw config_error(std::string("ito: ITO_TRACE=") + path + " cannot be written: " +
-                           std::strerror(errno) + " (expected a file path, e.g. trace.json)",
-                       true);
-  close(fd);
 }
 
 namespace {

@@ -35,9 +35,6 @@ inline void record(kind what, std::uint64_t arg = 0) noexcept {
   if (g_on.load(std::memory_order_relaxed)) [[unlikely]] record_slow(what, arg);
 }
 
-// ITO_TRACE's path, checked when options are resolved: config_error when the
-// file cannot be written.
-void check_path(const char* path);
 // At a runtime's start and end (from start_runtime / stop_runtime).
 void start() noexcept;
 void finish() noexcept;
