@@ -218,6 +218,38 @@ TEST(DistEdges, AUltWhoseArgumentsHaveDestructorsIsJoinedOnAnyRank) {
   }
 }
 
+// wait() then get(), and wait() then a dropped future, on a ULT whose end
+// another process knows: the first wait brings the end here, and what
+// follows must use it, not ask the home again (the second request once
+// found the ULT released there and ended the job).
+long waited_tree(int lo, int hi) {
+  if (hi - lo == 1) {
+    spin_us(100);
+    ito::yield();
+    return lo;
+  }
+  const int mid = (lo + hi) / 2;
+  auto left = ito::create_thread(waited_tree, lo, mid);
+  auto extra = ito::create_thread(waited_tree, lo, lo + 1);
+  const long right = waited_tree(mid, hi);
+  left.wait();
+  extra.wait();  // then dropped: detached after its end is known here
+  left.wait();   // twice is allowed
+  return left.get() + right;
+}
+
+TEST(DistEdges, AFutureWaitedThenTakenOrDroppedAfterItsUltMoved) {
+  constexpr int n = 64;
+  std::uint64_t joins_elsewhere = 0;
+  for (int run = 0; run < runs_to_see_a_migration && (run == 0 || joins_elsewhere == 0); ++run) {
+    EXPECT_EQ(ito::dist::start_main_thread(waited_tree, 0, n), n * (n - 1) / 2);
+    joins_elsewhere += sum_over_ranks(ito::dist::last_scheduler_stats().remote_joins);
+  }
+  if (ito::dist::size() > 1) {
+    EXPECT_GT(joins_elsewhere, 0u);
+  }
+}
+
 // A result that is not trivially copyable stays with its process: the ULT
 // is never taken by another rank, so its joiner there, or nobody (its future
 // dropped), gets it whole.
