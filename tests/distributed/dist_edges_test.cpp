@@ -22,6 +22,7 @@
 #include "ito/error.hpp"
 #include "ito/sync.hpp"
 #include "ito/thread.hpp"
+#include "test_support.hpp"
 
 namespace {
 
@@ -316,21 +317,9 @@ TEST(DistEdges, FencesFromAUltRunOnAStackLargeEnough) {
 TEST(DistEdges, ACollectiveCallInsideTheMainFunctionIsAUsageError) {
   int barrier_error = 0, alloc_error = 0, nested_error = 0;
   ito::dist::start_main_thread([&] {
-    try {
-      ito::dist::barrier();
-    } catch (const ito::usage_error& e) {
-      barrier_error = e.code();
-    }
-    try {
-      (void)ito::dist::alloc_collective(64);
-    } catch (const ito::usage_error& e) {
-      alloc_error = e.code();
-    }
-    try {
-      ito::dist::start_main_thread([] {});
-    } catch (const ito::usage_error& e) {
-      nested_error = e.code();
-    }
+    barrier_error = ito::test::usage_error_code([] { ito::dist::barrier(); });
+    alloc_error = ito::test::usage_error_code([] { (void)ito::dist::alloc_collective(64); });
+    nested_error = ito::test::usage_error_code([] { ito::dist::start_main_thread([] {}); });
   });
   if (ito::dist::rank() == 0) {
     EXPECT_EQ(barrier_error, EPERM);

@@ -21,6 +21,7 @@
 #include "ito/dist.hpp"
 #include "ito/error.hpp"
 #include "ito/thread.hpp"
+#include "test_support.hpp"
 
 ITO_DSM_GLOBAL long g_slots[1024] = {5, 0, 0, 0, 0};  // one page; [0]: initialised
 ITO_DSM_GLOBAL char g_second_page[4096];
@@ -29,16 +30,7 @@ ITO_DSM_GLOBAL alignas(4096) long g_pinned_page[512];
 
 namespace {
 
-// The error code of the usage_error f throws, or 0.
-template <class F>
-int code(F&& f) {
-  try {
-    f();
-  } catch (const ito::usage_error& e) {
-    return e.code();
-  }
-  return 0;
-}
+using ito::test::usage_error_code;
 
 int me() { return ito::dist::rank(); }
 int ranks() { return ito::dist::size(); }
@@ -313,18 +305,18 @@ TEST(dsm, misuse_is_named_never_a_crash) {
   ito::dist::barrier();
   void* theirs = slots[(me() + 1) % ranks()];
   int local = 0;
-  EXPECT_EQ(code([&] { ito::dist::free(&local); }), EINVAL);  // not in the region
-  EXPECT_EQ(code([&] { ito::dist::free(shared); }), EINVAL);  // collective
+  EXPECT_EQ(usage_error_code([&] { ito::dist::free(&local); }), EINVAL);  // not in the region
+  EXPECT_EQ(usage_error_code([&] { ito::dist::free(shared); }), EINVAL);  // collective
   // Another rank's block goes back to it (dist_edges_test checks it arrives);
   // its owner then must not free it too.
-  EXPECT_EQ(code([&] { ito::dist::free(theirs); }), 0);
+  EXPECT_EQ(usage_error_code([&] { ito::dist::free(theirs); }), 0);
   void* again = ito::dist::alloc(100);
   ito::dist::free(again);
-  EXPECT_EQ(code([&] { ito::dist::free(again); }), EINVAL);  // twice
+  EXPECT_EQ(usage_error_code([&] { ito::dist::free(again); }), EINVAL);  // twice
   (void)mine;
-  EXPECT_EQ(code([&] { ito::dist::pin(&local, 8); }), EINVAL);
+  EXPECT_EQ(usage_error_code([&] { ito::dist::pin(&local, 8); }), EINVAL);
   // Different sizes in one collective call: every rank is told.
-  EXPECT_EQ(code([&] { ito::dist::alloc_collective(64 + static_cast<std::size_t>(me())); }),
+  EXPECT_EQ(usage_error_code([&] { ito::dist::alloc_collective(64 + static_cast<std::size_t>(me())); }),
             ranks() > 1 ? EINVAL : 0);
   ito::dist::barrier();
 }
@@ -447,7 +439,7 @@ TEST(dsm, overlapping_pins_of_one_page_keep_it_pinned_until_the_last_unpin) {
   if (me() == 0) page[0] = 1;  // rank 0 is home: the others hold copies
   ito::dist::barrier();
   if (me() != 0) {
-    EXPECT_EQ(code([&] { ito::dist::unpin(page, 8); }), EINVAL) << "never pinned";
+    EXPECT_EQ(usage_error_code([&] { ito::dist::unpin(page, 8); }), EINVAL) << "never pinned";
     ito::dist::pin(page + 1, 8);  // a
     ito::dist::pin(page + 3, 8);  // b, on the same page
     ito::dist::unpin(page + 1, 8);
@@ -456,7 +448,7 @@ TEST(dsm, overlapping_pins_of_one_page_keep_it_pinned_until_the_last_unpin) {
   if (me() != 0) {
     EXPECT_TRUE(writable_without_a_fault(page + 3, 8)) << "unpinned while b still holds it";
     ito::dist::unpin(page + 3, 8);
-    EXPECT_EQ(code([&] { ito::dist::unpin(page + 3, 8); }), EINVAL) << "unpinned twice";
+    EXPECT_EQ(usage_error_code([&] { ito::dist::unpin(page + 3, 8); }), EINVAL) << "unpinned twice";
   }
   ito::dist::barrier();
   if (me() != 0) {

@@ -14,6 +14,7 @@
 
 #include "distributed/dsm/dsm.hpp"
 #include "distributed/dsm/dsm_alloc.hpp"
+#include "distributed/mpi_receive.hpp"
 #include "distributed/peer_watch.hpp"
 #include "distributed/progress.hpp"
 #include "ito/error.hpp"
@@ -64,19 +65,10 @@ void send_posted() {
 }
 
 void receive_returned() {
-  for (;;) {
-    int flag = 0;
-    MPI_Status status;
-    MPI_Iprobe(MPI_ANY_SOURCE, free_tag, g->comm, &flag, &status);
-    if (!flag) return;
-    int count = 0;
-    MPI_Get_count(&status, MPI_UINT64_T, &count);
-    g->inbox.resize(static_cast<std::size_t>(count));
-    MPI_Recv(g->inbox.data(), count, MPI_UINT64_T, status.MPI_SOURCE, free_tag, g->comm,
-             MPI_STATUS_IGNORE);
+  int from = 0;
+  while (receive_if_arrived(g->comm, free_tag, MPI_UINT64_T, g->inbox, from)) {
     ++g->received;
-    for (std::uint64_t a : g->inbox)
-      free_returned_block(reinterpret_cast<void*>(a), status.MPI_SOURCE);
+    for (std::uint64_t a : g->inbox) free_returned_block(reinterpret_cast<void*>(a), from);
   }
 }
 

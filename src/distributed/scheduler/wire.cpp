@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "distributed/dsm/dsm.hpp"
+#include "distributed/mpi_receive.hpp"
 #include "distributed/peer_watch.hpp"
 #include "distributed/progress.hpp"
 #include "distributed/scheduler/counts.hpp"
@@ -90,20 +91,13 @@ void queue(std::unique_ptr<outgoing> o) {
 std::mutex& poll_lock() noexcept { return g->poll_lock; }
 
 void receive_all() {
+  int from = 0;
   for (int i = 0; i < receive_batch; ++i) {
-    int flag = 0;
-    MPI_Status status;
-    MPI_Iprobe(MPI_ANY_SOURCE, message_tag, g->comm, &flag, &status);
-    if (!flag) return;
-    int bytes = 0;
-    MPI_Get_count(&status, MPI_BYTE, &bytes);
-    g->inbox.resize(static_cast<std::size_t>(bytes));
-    MPI_Recv(g->inbox.data(), bytes, MPI_BYTE, status.MPI_SOURCE, message_tag, g->comm,
-             MPI_STATUS_IGNORE);
+    if (!receive_if_arrived(g->comm, message_tag, MPI_BYTE, g->inbox, from)) return;
     ++g->received;
     header h;
     std::memcpy(&h, g->inbox.data(), sizeof h);
-    g_handlers[static_cast<std::size_t>(h.type)](h, g->inbox.data() + sizeof h, status.MPI_SOURCE);
+    g_handlers[static_cast<std::size_t>(h.type)](h, g->inbox.data() + sizeof h, from);
   }
 }
 
