@@ -28,34 +28,39 @@ std::string listed_choices(const setting& s) {
 
 }  // namespace
 
-bool parse_integer(const char* text, unsigned long long& out) noexcept {
-  if (!text || *text < '0' || *text > '9') return false;  // strtoull would take a sign or space
-  errno = 0;
-  char* end = nullptr;
-  const unsigned long long v = std::strtoull(text, &end, 10);
-  if (errno != 0 || *end != '\0') return false;
-  out = v;
-  return true;
-}
+namespace {
 
-bool parse_size(const char* text, unsigned long long& out) noexcept {
+// Decimal digits (no sign, no space: strtoull would take both), then, where
+// `suffixes`, one of K, M, G, T (powers of 1024, either case).
+bool parse_number(const char* text, unsigned long long& out, bool suffixes) noexcept {
   if (!text || *text < '0' || *text > '9') return false;
   errno = 0;
   char* end = nullptr;
   const unsigned long long v = std::strtoull(text, &end, 10);
   if (errno != 0) return false;
   unsigned shift = 0;
-  switch (*end) {
-    case '\0': break;
-    case 'k': case 'K': shift = 10; ++end; break;
-    case 'm': case 'M': shift = 20; ++end; break;
-    case 'g': case 'G': shift = 30; ++end; break;
-    case 't': case 'T': shift = 40; ++end; break;
-    default: return false;
+  if (suffixes) {
+    switch (*end) {
+      case 'k': case 'K': shift = 10; ++end; break;
+      case 'm': case 'M': shift = 20; ++end; break;
+      case 'g': case 'G': shift = 30; ++end; break;
+      case 't': case 'T': shift = 40; ++end; break;
+      default: break;
+    }
   }
   if (*end != '\0' || v > (~0ull >> shift)) return false;
   out = v << shift;
   return true;
+}
+
+}  // namespace
+
+bool parse_integer(const char* text, unsigned long long& out) noexcept {
+  return parse_number(text, out, false);
+}
+
+bool parse_size(const char* text, unsigned long long& out) noexcept {
+  return parse_number(text, out, true);
 }
 
 std::optional<bool> parse_boolean(const char* text) noexcept {
@@ -104,17 +109,22 @@ std::string default_text(const setting& s) {
   return s.kind == setting_kind::size ? size_text(s.fallback) : std::to_string(s.fallback);
 }
 
+namespace {
+
+std::string invalid_text(const std::string& what, const std::string& value, const setting& s,
+                         unsigned long long max) {
+  return "ito: " + what + "=" + value + " is invalid: expected " + accepted_text(s, max);
+}
+
+}  // namespace
+
 config_error invalid_variable(const setting& s, const char* value, unsigned long long max) {
-  return config_error(std::string("ito: ") + s.name + "=" + value + " is invalid: expected " +
-                          accepted_text(s, max),
-                      true);
+  return config_error(invalid_text(s.name, value, s, max), true);
 }
 
 config_error invalid_option(const char* field, const std::string& value, const setting& s,
                             unsigned long long max) {
-  return config_error(std::string("ito: ") + field + "=" + value + " is invalid: expected " +
-                          accepted_text(s, max),
-                      false);
+  return config_error(invalid_text(field, value, s, max), false);
 }
 
 std::optional<unsigned long long> number_setting(setting_id id, unsigned long long max) {

@@ -168,9 +168,6 @@ void run_ult(worker* w, ult* u) noexcept;  // from the scheduler loop
 void* make_scheduler_context(worker* w);    // for a worker whose OS stack is taken
 void scheduler_loop(worker* w);
 
-// Set by the ULT-local keys module: runs key destructors of a ULT that set any
-// (u->locals != null), on its own stack, just before it finishes.
-
 // Says how many exceptions escaped detached ULTs, if more than were shown
 // one by one (at runtime stop); resets the count.
 void report_orphaned_exception_count() noexcept;
