@@ -16,6 +16,8 @@ int ito_dist_init(int* argc, char*** argv, size_t region_bytes);
 int ito_dist_finalize(void);
 int ito_dist_rank(int* rank);
 int ito_dist_size(int* size);
+/* This rank's node and the number of nodes (ranks mapping one copy of memory). */
+int ito_dist_node(int* node, int* nodes);
 int ito_dist_barrier(void);
 int ito_dist_region(void** base, size_t* bytes);
 

@@ -54,6 +54,12 @@ class runtime {
 // distributed runtime.
 int rank();
 int size();
+// Ranks that map one copy of memory form a node (docs/DISTRIBUTED.md, "Nodes"):
+// this rank's node, 0 .. nodes() - 1, and the number of nodes. Within a node
+// the DSM region is plain shared memory; between nodes, the page protocol.
+// ITO_DIST_NODE=rank makes every rank a node of its own.
+int node();
+int nodes();
 // Waits until every rank has called it, with a release fence before and an
 // acquire fence after (sd_fence, si_fence): what any rank wrote before the
 // barrier is seen by every rank after it.

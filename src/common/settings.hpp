@@ -29,7 +29,7 @@ enum class setting_id : unsigned {
   workers, stack_size, bind, stats, stack, stack_block_size, stack_alloc,
   pool_min, pool_max, pool_bias, dump_signal, deadlock, trace, preload_threads,
   delegate_mode, dsm_size, dsm_check, dist_progress_us, dist_heartbeat_ms, dist_watch,
-  dist_reexec,
+  dist_reexec, dist_node,
   count
 };
 
@@ -113,7 +113,8 @@ inline constexpr setting settings[] = {
     {.id = setting_id::dsm_check, .name = "ITO_DSM_CHECK", .kind = setting_kind::boolean,
      .default_text = "yes in builds without `NDEBUG`, no in release",
      .doc = "the DSM checks each page's home copy before sending a diff and reports a byte another "
-            "rank also wrote between the same fences (a data race) on stderr "
+            "rank also wrote between the same fences (a data race) on stderr; set to yes, it makes "
+            "every rank a node of its own, as the check is part of the page protocol "
             "([DISTRIBUTED.md](DISTRIBUTED.md))"},
     {.id = setting_id::dist_progress_us, .name = "ITO_DIST_PROGRESS_US", .kind = setting_kind::integer,
      .min = 0, .max = 1'000'000, .fallback = 100, .accepts_note = "0: no progress thread",
@@ -133,6 +134,12 @@ inline constexpr setting settings[] = {
      .default_text = "unset", .accepts_note = "set by ito",
      .doc = "marks the image a rank re-executed with ASLR off; set it yourself only to keep ASLR on "
             "(code addresses then differ between ranks)"},
+    {.id = setting_id::dist_node, .name = "ITO_DIST_NODE", .kind = setting_kind::choice,
+     .choices = {"host", "rank"}, .default_text = "`host`",
+     .doc = "`host`: ranks that can map one copy of memory (found by MPI, then tried) form a node "
+            "and share the DSM region with plain loads and stores; `rank`: one node per rank, every "
+            "page through the DSM protocol (tests and measures the cross-node path on one machine; "
+            "[DISTRIBUTED.md](DISTRIBUTED.md))"},
 };
 // clang-format on
 

@@ -55,6 +55,14 @@ int ito_dist_size(int* size) {
   return guarded([&] { *size = ito::dist::size(); });
 }
 
+int ito_dist_node(int* node, int* nodes) {
+  if (!node || !nodes) return EINVAL;
+  return guarded([&] {
+    *node = ito::dist::node();
+    *nodes = ito::dist::nodes();
+  });
+}
+
 int ito_dist_barrier(void) {
   return guarded([] { ito::dist::barrier(); });
 }

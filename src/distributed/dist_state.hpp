@@ -4,6 +4,8 @@
 
 #include <cstddef>
 
+#include "distributed/dsm/node_memory.hpp"
+
 namespace ito::dist::detail {
 
 // The iso-address region: one memfd mapped twice. `view` is the application's
@@ -27,6 +29,7 @@ struct dist_state {
   bool check_races = false;  // ITO_DSM_CHECK (race_check.hpp)
   int rank = -1;
   int size = 0;
+  node_info node;
   iso_region region;
 };
 

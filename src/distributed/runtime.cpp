@@ -80,11 +80,16 @@ runtime::runtime(int* argc, char*** argv, const options& o) {
     throw usage_error(EBUSY, "ito: dist: a distributed runtime already runs in this process");
   std::size_t bytes = 0;
   bool check_races = false;
+  bool node_per_rank = false;
   long progress_us = 0;
   detail::peer_watch_options watch_options;
   try {
     bytes = detail::resolve_region_bytes(o.region_bytes);
     check_races = detail::resolve_race_check();
+    // The race check compares diffs: asked for, it needs every page to go
+    // through the protocol (a node of several ranks shares pages with none).
+    node_per_rank = config::choice_setting(config::setting_id::dist_node).value_or(0) == 1 ||
+                    config::boolean_setting(config::setting_id::dsm_check).value_or(false);
     progress_us = detail::resolve_progress_interval_us();
     watch_options = detail::resolve_peer_watch_options();
     // The same variable, parsed the same way, as the scheduler's statistics.
@@ -101,7 +106,7 @@ runtime::runtime(int* argc, char*** argv, const options& o) {
   auto* st = new detail::dist_state;
   st->check_races = check_races;
   detail::start_mpi(argc, argv, *st);
-  detail::reserve_region(bytes, st->region);
+  detail::reserve_region(bytes, node_per_rank, st->region, st->node);
   detail::start_dsm(*st);
   detail::start_allocator(*st);
   detail::start_progress(progress_us);
@@ -130,6 +135,8 @@ runtime::~runtime() {
 
 int rank() { return detail::require("ito::dist::rank").rank; }
 int size() { return detail::require("ito::dist::size").size; }
+int node() { return detail::require("ito::dist::node").node.node; }
+int nodes() { return detail::require("ito::dist::nodes").node.nodes; }
 
 void barrier() {
   detail::require("ito::dist::barrier");

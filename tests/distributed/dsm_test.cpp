@@ -10,6 +10,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <numeric>
 #include <set>
@@ -34,6 +35,51 @@ using ito::test::usage_error_code;
 
 int me() { return ito::dist::rank(); }
 int ranks() { return ito::dist::size(); }
+// Every rank maps one copy of the region (one node): no page protocol runs,
+// so the tests that watch it (copies, notices, faults) have nothing to see.
+bool one_copy() { return ito::dist::nodes() == 1; }
+#define SKIP_WITHOUT_THE_PAGE_PROTOCOL() \
+  if (one_copy()) GTEST_SKIP() << "one node: the region is shared memory, no page protocol runs"
+
+// ITO_DIST_NODE=rank: one node per rank; otherwise the ranks of this host
+// (all of them, here) prove they map one copy and form one node. The C call
+// says the same.
+TEST(dsm, nodes_are_what_ito_dist_node_asks_for) {
+  const char* mode = std::getenv("ITO_DIST_NODE");
+  const bool per_rank = mode && std::strcmp(mode, "rank") == 0;
+  EXPECT_EQ(ito::dist::nodes(), per_rank ? ranks() : 1);
+  EXPECT_EQ(ito::dist::node(), per_rank ? me() : 0);
+  int node = -1, nodes = -1;
+  EXPECT_EQ(ito_dist_node(&node, &nodes), 0);
+  EXPECT_EQ(node, ito::dist::node());
+  EXPECT_EQ(nodes, ito::dist::nodes());
+  EXPECT_EQ(ito_dist_node(nullptr, &nodes), EINVAL);
+  ito::dist::barrier();
+}
+
+// Within a node the region is plain shared memory: a store is seen by the
+// other ranks with no DSM fence at all (an atomic release and acquire pair
+// orders it, as between threads).
+TEST(dsm, ranks_of_one_node_see_each_others_stores_without_a_dsm_fence) {
+  if (!one_copy()) GTEST_SKIP() << "one node per rank: a store needs sd_fence and si_fence";
+  auto* flags = static_cast<std::atomic<long>*>(ito::dist::alloc_collective(64 * sizeof(long)));
+  if (me() == 0) flags[0].store(0);
+  ito::dist::barrier();
+  const int writer = ranks() - 1;
+  if (me() == writer) {
+    flags[1].store(4242, std::memory_order_relaxed);
+    flags[0].store(1, std::memory_order_release);
+  }
+  if (me() == 0) {
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (flags[0].load(std::memory_order_acquire) != 1 &&
+           std::chrono::steady_clock::now() < give_up)
+      std::this_thread::yield();
+    EXPECT_EQ(flags[0].load(std::memory_order_acquire), 1) << "the store never arrived";
+    EXPECT_EQ(flags[1].load(std::memory_order_relaxed), 4242);
+  }
+  ito::dist::barrier();
+}
 
 TEST(dsm, a_write_before_sd_is_seen_after_si_on_another_rank) {
   auto* box = static_cast<std::uint64_t*>(ito::dist::alloc_collective(sizeof(std::uint64_t) * 4));
@@ -47,6 +93,7 @@ TEST(dsm, a_write_before_sd_is_seen_after_si_on_another_rank) {
 }
 
 TEST(dsm, a_copy_read_before_a_write_stays_until_the_readers_si) {
+  SKIP_WITHOUT_THE_PAGE_PROTOCOL();
   auto* v = static_cast<std::uint64_t*>(ito::dist::alloc_collective(4096));
   if (me() == 0) v[0] = 1;  // rank 0 is home (first touch)
   ito::dist::barrier();
@@ -86,6 +133,7 @@ TEST(dsm, writers_of_different_bytes_of_one_page_merge) {
 // fetched once more at most (the home's first notice after a new reader,
 // whose writes since its last release it cannot know), not at every barrier.
 TEST(dsm, a_page_nobody_writes_any_more_is_not_fetched_again_at_every_barrier) {
+  SKIP_WITHOUT_THE_PAGE_PROTOCOL();
   constexpr int pages = 16, rounds = 10, per_page = 4096 / sizeof(long);
   auto* v = static_cast<long*>(ito::dist::alloc_collective(4096 * pages));
   if (me() == 0)
@@ -113,6 +161,7 @@ TEST(dsm, a_page_nobody_writes_any_more_is_not_fetched_again_at_every_barrier) {
 // the page faults (the page is hot from then on, compared with a twin at
 // each release); its later writes do not.
 TEST(dsm, a_copy_is_dropped_after_any_rank_writes_its_page_home_included) {
+  SKIP_WITHOUT_THE_PAGE_PROTOCOL();
   auto* v = static_cast<long*>(ito::dist::alloc_collective(4096));
   if (me() == 0) std::memset(v, 0, 4096);
   ito::dist::barrier();
@@ -451,7 +500,7 @@ TEST(dsm, overlapping_pins_of_one_page_keep_it_pinned_until_the_last_unpin) {
     EXPECT_EQ(usage_error_code([&] { ito::dist::unpin(page + 3, 8); }), EINVAL) << "unpinned twice";
   }
   ito::dist::barrier();
-  if (me() != 0) {
+  if (me() != 0 && !one_copy()) {
     EXPECT_FALSE(writable_without_a_fault(page + 3, 8)) << "still pinned after the last unpin";
   }
   ito::dist::barrier();

@@ -48,6 +48,10 @@ enum page_state : std::uint8_t {
 // Process-local bookkeeping, in MAP_NORESERVE arrays indexed by page (only the
 // entries of touched pages take memory). Written only with `lock` held.
 struct dsm {
+  // The whole job is one node (node_memory.hpp): every rank maps the one
+  // copy read-write, so there is no protocol: no fault, twin or message, and
+  // a fence is a memory fence. Only pins are counted (unpin's errors).
+  bool one_copy = false;
   char* view = nullptr;
   char* alias = nullptr;
   std::size_t pages = 0;         // the region's, then the globals' (pages are numbered so)
@@ -136,6 +140,12 @@ void protect(dsm& d, std::size_t page, int prot) {
   }
   std::fprintf(stderr, "ito: dsm: mprotect failed: %s\n", std::strerror(errno));
   std::abort();
+}
+
+// The region and the globals, whole.
+void protect_all(dsm& d, int prot) {
+  mprotect(d.view, d.region_pages * page_bytes, prot);
+  if (d.globals) mprotect(d.globals, (d.pages - d.region_pages) * page_bytes, prot);
 }
 
 // The page's home: the cached answer, else the directory's (the first rank to
@@ -576,6 +586,12 @@ void start_dsm(dist_state& st) {
   d->stale = page_board(d->sharing_words, d->pages, d->pages);
   d->read_elsewhere = page_board(d->sharing_words, d->pages + board_words, d->pages);
   d->posts.reserve(64);  // register_reader posts from the fault handler: no allocation there
+  d->one_copy = st.node.nodes == 1;
+  if (d->one_copy) {
+    protect_all(*d, PROT_READ | PROT_WRITE);
+    g_dsm.store(d, std::memory_order_release);
+    return;
+  }
   if (MPI_Win_create(d->alias, static_cast<MPI_Aint>(st.region.bytes + st.region.globals_bytes), 1,
                      MPI_INFO_NULL,
                      MPI_COMM_WORLD, &d->data) != MPI_SUCCESS ||
@@ -600,7 +616,7 @@ void start_dsm(dist_state& st) {
   sigaction(SIGSEGV, &sa, &d->previous);
 }
 
-void stop_dsm(dist_state& st) noexcept {
+void stop_dsm(dist_state&) noexcept {
   dsm* d = g_dsm.load(std::memory_order_acquire);
   if (!d) return;
   if (stats_requested()) {
@@ -616,14 +632,16 @@ void stop_dsm(dist_state& st) noexcept {
                  static_cast<unsigned long long>(c.home_write_faults));
   }
   MPI_Barrier(MPI_COMM_WORLD);
-  sigaction(SIGSEGV, &d->previous, nullptr);
+  if (!d->one_copy) {
+    sigaction(SIGSEGV, &d->previous, nullptr);
+    MPI_Win_unlock_all(d->data);
+    MPI_Win_unlock_all(d->directory);
+    MPI_Win_unlock_all(d->sharing);
+    MPI_Win_free(&d->data);
+    MPI_Win_free(&d->directory);
+    MPI_Win_free(&d->sharing);
+  }
   g_dsm.store(nullptr, std::memory_order_release);
-  MPI_Win_unlock_all(d->data);
-  MPI_Win_unlock_all(d->directory);
-  MPI_Win_unlock_all(d->sharing);
-  MPI_Win_free(&d->data);
-  MPI_Win_free(&d->directory);
-  MPI_Win_free(&d->sharing);
   release_array(d->entries, d->entry_count);
   release_array(d->state, d->pages);
   release_array(d->home_plus1, d->pages);
@@ -638,24 +656,27 @@ void stop_dsm(dist_state& st) noexcept {
   d->stale.release();
   d->read_elsewhere.release();
   release_array(d->sharing_words, d->sharing_count);
-  mprotect(st.region.view, st.region.bytes, PROT_NONE);
+  protect_all(*d, PROT_NONE);
   delete d;
 }
 
 void sd_fence() {
   dsm& d = require_dsm("sd_fence");
+  if (d.one_copy) return std::atomic_thread_fence(std::memory_order_seq_cst);
   std::lock_guard hold(d.lock);
   release(d);
 }
 
 void si_fence() {
   dsm& d = require_dsm("si_fence");
+  if (d.one_copy) return std::atomic_thread_fence(std::memory_order_seq_cst);
   std::lock_guard hold(d.lock);
   take_write_notices(d);
 }
 
 void release_and_invalidate() {
   dsm& d = require_dsm("release_and_invalidate");
+  if (d.one_copy) return std::atomic_thread_fence(std::memory_order_seq_cst);
   std::lock_guard hold(d.lock);
   // The notices first: a modified page that another rank wrote too is left
   // invalid by the release, so that a store from another thread of this
@@ -687,6 +708,7 @@ void pin(void* p, std::size_t bytes) {
       throw usage_error(EINVAL, "ito: dsm: pin: a page pinned 2^32 - 1 times without unpin");
   for (std::size_t page = first; page <= last; ++page) {
     ++d.pins[page];
+    if (d.one_copy) continue;  // read-write for good already
     serve_fault(d, page, false);  // fetched (or ours, if we are its home)
     switch (d.state[page]) {
       case shared: make_modified(d, page, pinned); break;

@@ -13,6 +13,7 @@
 
 #include "distributed/dist_state.hpp"
 #include "distributed/dsm/dsm_globals.hpp"
+#include "distributed/dsm/node_memory.hpp"
 
 namespace ito::dist::detail {
 namespace {
@@ -41,21 +42,20 @@ char* map_view_at(std::uintptr_t at, std::size_t bytes, int memfd) {
 
 }  // namespace
 
-void reserve_region(std::size_t bytes, iso_region& r) {
+void reserve_region(std::size_t bytes, bool per_rank, iso_region& r, node_info& node) {
   const globals_section g = find_globals_section();
-  r.memfd = memfd_create("ito-dsm", MFD_CLOEXEC);
-  if (r.memfd < 0) stop("cannot create the region's memory (memfd_create)", errno);
-  if (ftruncate(r.memfd, static_cast<off_t>(bytes + g.bytes)) != 0)
-    stop("cannot size the region (ftruncate; try a smaller ITO_DSM_SIZE)", errno);
+  r.memfd = open_node_memory(bytes + g.bytes, per_rank, node);
   void* alias = mmap(nullptr, bytes + g.bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE,
                      r.memfd, 0);
   if (alias == MAP_FAILED) stop("cannot map the region's alias (try a smaller ITO_DSM_SIZE)", errno);
   r.alias = static_cast<char*>(alias);
   r.bytes = bytes;
   if (g.bytes != 0) {
-    // The globals' values as the program initialised them, then the section
-    // becomes DSM pages (no access until the DSM grants it) over that copy.
-    std::memcpy(r.alias + bytes, g.begin, g.bytes);
+    // The globals' values as the program initialised them (on a node of
+    // several ranks, as its first rank did: every rank ran the same code),
+    // then the section becomes DSM pages (no access until the DSM grants it)
+    // over that copy.
+    if (node.first_in_node) std::memcpy(r.alias + bytes, g.begin, g.bytes);
     if (mmap(g.begin, g.bytes, PROT_NONE, MAP_SHARED | MAP_FIXED, r.memfd,
              static_cast<off_t>(bytes)) == MAP_FAILED)
       stop("cannot map the ITO_DSM_GLOBAL variables into the DSM", errno);

@@ -3,7 +3,7 @@
 // the same address (tried at a few candidates far from where Linux puts
 // heaps, libraries and stacks; all ranks agree on the first that fits on
 // every one), plus an alias of the same memory anywhere. Nothing is committed:
-// pages exist once touched.
+// pages exist once touched. The memory is the node's (node_memory.hpp).
 #pragma once
 
 #include <cstddef>
@@ -11,10 +11,12 @@
 namespace ito::dist::detail {
 
 struct iso_region;
+struct node_info;
 
 // Collective. Exits with an `ito: dsm:` message when no candidate address
-// fits on every rank, or the memory cannot be had.
-void reserve_region(std::size_t bytes, iso_region& r);
+// fits on every rank, or the memory cannot be had. `per_rank`: one node per
+// rank (ITO_DIST_NODE=rank); `node` says what came out.
+void reserve_region(std::size_t bytes, bool per_rank, iso_region& r, node_info& node);
 void release_region(iso_region& r) noexcept;
 
 }  // namespace ito::dist::detail
