@@ -35,6 +35,11 @@ int ito_dist_region(void** base, size_t* bytes);
 int ito_dist_alloc(size_t bytes, void** out);
 int ito_dist_free(void* p);
 int ito_dist_alloc_collective(size_t bytes, void** out);
+/* alloc_collective with a distribution of the pages' homes (ito/dist.hpp):
+ * ITO_DIST_BLOCK (what ito_dist_alloc_collective does), ITO_DIST_CYCLIC with
+ * block_bytes > 0, or ITO_DIST_FIRST_TOUCH; EINVAL for another value. */
+enum { ITO_DIST_BLOCK = 0, ITO_DIST_CYCLIC = 1, ITO_DIST_FIRST_TOUCH = 2 };
+int ito_dist_alloc_distributed(size_t bytes, int distribution, size_t block_bytes, void** out);
 int ito_dist_sd_fence(void);
 int ito_dist_si_fence(void);
 int ito_dist_sd_fence_async(void (*done)(void* arg), void* arg);

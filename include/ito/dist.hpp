@@ -166,9 +166,31 @@ auto start_main_thread(F&& fn, A&&... args) {
 // bad_alloc when this rank's part is full.
 void* alloc(std::size_t bytes);
 void free(void* p);
-// Collective: every rank calls it with the same size, in the same order, and
-// gets the same pointer. Lives as long as the runtime.
-void* alloc_collective(std::size_t bytes);
+// Where a collective array's pages have their homes (the node whose copy is
+// the master: a rank reads and writes pages homed on its node with plain
+// loads and stores, others through the page protocol). `block` (the default):
+// the array cut in one contiguous part per rank, in rank order, so that a
+// loop split the same way finds its part at home whoever initialised it;
+// `cyclic`: blocks of `block_bytes` (rounded up to whole pages) dealt to the
+// ranks in turn; `first_touch`: each page's home is the first rank to touch
+// it. Arrays smaller than a page are first touch whatever is asked.
+struct distribution {
+  enum class kind { block, cyclic, first_touch };
+  kind how = kind::block;
+  std::size_t block_bytes = 0;  // cyclic only
+
+  static constexpr distribution block() noexcept { return {}; }
+  static constexpr distribution cyclic(std::size_t block_bytes) noexcept {
+    return {kind::cyclic, block_bytes};
+  }
+  static constexpr distribution first_touch() noexcept { return {kind::first_touch, 0}; }
+};
+
+// Collective: every rank calls it with the same size and distribution, in the
+// same order, and gets the same pointer (page-aligned from a page up). Lives
+// as long as the runtime. usage_error(EINVAL) for sizes or distributions that
+// differ between ranks, or cyclic with block_bytes 0.
+void* alloc_collective(std::size_t bytes, distribution where = distribution::block());
 
 // A global or static variable in the DSM: one copy shared by every rank under
 // the same fences as alloc'ed memory, initialised as the program initialises

@@ -90,6 +90,19 @@ int ito_dist_alloc_collective(size_t bytes, void** out) {
   return guarded([&] { *out = ito::dist::alloc_collective(bytes); });
 }
 
+int ito_dist_alloc_distributed(size_t bytes, int distribution, size_t block_bytes, void** out) {
+  using where = ito::dist::distribution;
+  if (!out) return EINVAL;
+  where d;
+  switch (distribution) {
+    case ITO_DIST_BLOCK: d = where::block(); break;
+    case ITO_DIST_CYCLIC: d = where::cyclic(block_bytes); break;
+    case ITO_DIST_FIRST_TOUCH: d = where::first_touch(); break;
+    default: return EINVAL;
+  }
+  return guarded([&] { *out = ito::dist::alloc_collective(bytes, d); });
+}
+
 int ito_dist_sd_fence(void) {
   return guarded([] { ito::dist::sd_fence(); });
 }

@@ -150,10 +150,10 @@ void barrier() {
 
 void* alloc(std::size_t bytes) { return detail::allocate(bytes); }
 void free(void* p) { detail::deallocate(p); }
-void* alloc_collective(std::size_t bytes) {
+void* alloc_collective(std::size_t bytes, distribution where) {
   detail::refuse_inside_the_scheduler("ito::dist::alloc_collective");
   void* p = nullptr;
-  detail::on_a_large_stack([&] { p = detail::allocate_collective(bytes); });
+  detail::on_a_large_stack([&] { p = detail::allocate_collective(bytes, where); });
   return p;
 }
 void sd_fence() {

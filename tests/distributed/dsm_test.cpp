@@ -81,6 +81,82 @@ TEST(dsm, ranks_of_one_node_see_each_others_stores_without_a_dsm_fence) {
   ito::dist::barrier();
 }
 
+// Whether this rank may write [p, p+n) without faulting: the kernel writes
+// it (read() from a pipe), which fails with EFAULT, and raises no signal,
+// where the page is not writable now.
+bool writable_without_a_fault(void* p, std::size_t n) {
+  int fds[2];
+  if (pipe(fds) != 0) return false;
+  std::vector<char> bytes(n, 0);
+  const bool wrote = write(fds[1], bytes.data(), n) == static_cast<ssize_t>(n);
+  const ssize_t got = read(fds[0], p, n);
+  close(fds[0]);
+  close(fds[1]);
+  return wrote && got == static_cast<ssize_t>(n);
+}
+
+// The pages an array's distribution homes on this rank: writing them fetches
+// nothing and faults nothing (read-write from the start); another rank's
+// part is fetched once read. Block parts are contiguous in rank order;
+// cyclic deals blocks of whole pages in turn.
+void expect_homes(ito::dist::distribution where, std::size_t pages, int (*home_of)(std::size_t, std::size_t)) {
+  auto* v = static_cast<long*>(ito::dist::alloc_collective(pages * 4096, where));
+  ASSERT_EQ(reinterpret_cast<std::uintptr_t>(v) % 4096, 0u);
+  const ito::dist::dsm_stats before = ito::dist::current_dsm_stats();
+  for (std::size_t p = 0; p < pages; ++p)
+    if (home_of(p, pages) == me()) {
+      EXPECT_TRUE(writable_without_a_fault(v + p * 512, 4096)) << "page " << p;
+      v[p * 512] = static_cast<long>(p) + 1;
+    }
+  const ito::dist::dsm_stats after_own = ito::dist::current_dsm_stats();
+  EXPECT_EQ(after_own.fetches, before.fetches) << "a page of this rank's part was fetched";
+  ito::dist::barrier();
+  long wrong = 0;
+  for (std::size_t p = 0; p < pages; ++p) wrong += v[p * 512] != static_cast<long>(p) + 1;
+  EXPECT_EQ(wrong, 0);
+  ito::dist::barrier();
+}
+
+TEST(dsm, a_block_array_has_each_ranks_part_at_home_whoever_touches_it_first) {
+  SKIP_WITHOUT_THE_PAGE_PROTOCOL();
+  expect_homes(ito::dist::distribution::block(), 10, [](std::size_t p, std::size_t pages) {
+    const std::size_t per = (pages + static_cast<std::size_t>(ranks()) - 1) / static_cast<std::size_t>(ranks());
+    return static_cast<int>(p / per);
+  });
+}
+
+TEST(dsm, a_cyclic_array_deals_its_blocks_of_pages_to_the_ranks_in_turn) {
+  SKIP_WITHOUT_THE_PAGE_PROTOCOL();
+  expect_homes(ito::dist::distribution::cyclic(2 * 4096 - 100), 13, [](std::size_t p, std::size_t) {
+    return static_cast<int>(p / 2 % static_cast<std::size_t>(ranks()));
+  });
+}
+
+// Distributions that differ between ranks are refused on every rank (a
+// collective call must agree), as is a cyclic one without a block size; the
+// C call takes the same distributions and refuses an unknown one.
+TEST(dsm, alloc_collective_refuses_distributions_that_differ_or_make_no_sense) {
+  using where = ito::dist::distribution;
+  EXPECT_EQ(usage_error_code([&] {
+              (void)ito::dist::alloc_collective(8192, me() == 0 ? where::block() : where::first_touch());
+            }),
+            ranks() > 1 ? EINVAL : 0);
+  EXPECT_EQ(usage_error_code([&] {
+              (void)ito::dist::alloc_collective(8192, where::cyclic(me() == 0 ? 4096 : 8192));
+            }),
+            ranks() > 1 ? EINVAL : 0);
+  EXPECT_EQ(usage_error_code([&] { (void)ito::dist::alloc_collective(8192, where::cyclic(0)); }), EINVAL);
+  void* p = nullptr;
+  EXPECT_EQ(ito_dist_alloc_distributed(8192, 7, 0, &p), EINVAL);
+  EXPECT_EQ(ito_dist_alloc_distributed(8192, ITO_DIST_CYCLIC, 0, &p), EINVAL);
+  ASSERT_EQ(ito_dist_alloc_distributed(3 * 4096, ITO_DIST_CYCLIC, 4096, &p), 0);
+  auto* words = static_cast<long*>(p);
+  words[512 * (me() % 3) + me()] = me() + 1;  // a word of its own, on page rank % 3
+  ito::dist::barrier();
+  for (int r = 0; r < ranks(); ++r) EXPECT_EQ(words[512 * (r % 3) + r], r + 1) << "rank " << r;
+  ito::dist::barrier();
+}
+
 TEST(dsm, a_write_before_sd_is_seen_after_si_on_another_rank) {
   auto* box = static_cast<std::uint64_t*>(ito::dist::alloc_collective(sizeof(std::uint64_t) * 4));
   const int writer = ranks() - 1;  // not rank 0, which is the page's likely home
@@ -135,7 +211,8 @@ TEST(dsm, writers_of_different_bytes_of_one_page_merge) {
 TEST(dsm, a_page_nobody_writes_any_more_is_not_fetched_again_at_every_barrier) {
   SKIP_WITHOUT_THE_PAGE_PROTOCOL();
   constexpr int pages = 16, rounds = 10, per_page = 4096 / sizeof(long);
-  auto* v = static_cast<long*>(ito::dist::alloc_collective(4096 * pages));
+  auto* v = static_cast<long*>(
+      ito::dist::alloc_collective(4096 * pages, ito::dist::distribution::first_touch()));
   if (me() == 0)
     for (int i = 0; i < pages * per_page; ++i) v[i] = 3L * i;  // home of every page
   ito::dist::barrier();
@@ -205,7 +282,8 @@ TEST(dsm, a_copy_is_dropped_after_any_rank_writes_its_page_home_included) {
 // watched yet, and must still be seen after the next barrier.
 TEST(dsm, a_home_writing_while_another_rank_first_reads_the_page_is_seen_after_the_barrier) {
   constexpr int pages = 8, writes = 2000;
-  auto* v = static_cast<std::atomic<long>*>(ito::dist::alloc_collective(4096 * pages));
+  auto* v = static_cast<std::atomic<long>*>(
+      ito::dist::alloc_collective(4096 * pages, ito::dist::distribution::first_touch()));
   if (me() == 0)
     for (int p = 0; p < pages; ++p) v[p * 512] = 0;  // home of every page
   ito::dist::barrier();
@@ -233,9 +311,9 @@ TEST(dsm, a_home_writing_while_another_rank_first_reads_the_page_is_seen_after_t
 // hot, copies kept when nobody wrote, and two writers of one page merging.
 TEST(dsm, random_writers_of_pages_homed_everywhere_are_seen_after_each_barrier) {
   constexpr int pages = 24, rounds = 16, words = 512;
-  auto* v = static_cast<std::uint64_t*>(ito::dist::alloc_collective(4096 * pages));
-  for (int p = 0; p < pages; ++p)
-    if (p % ranks() == me()) v[p * words] = 0;  // first touch: page p homed on rank p % P
+  // Page p homed on rank p % P.
+  auto* v = static_cast<std::uint64_t*>(
+      ito::dist::alloc_collective(4096 * pages, ito::dist::distribution::cyclic(4096)));
   ito::dist::barrier();
   std::vector<std::uint64_t> model(static_cast<std::size_t>(pages) * words, 0);
   std::uint64_t seed = 12345;
@@ -386,19 +464,6 @@ TEST(dsm, pinned_pages_keep_their_writes_pending_and_never_fault_until_unpinned)
   ito::dist::barrier();
 }
 
-// Whether this rank may write [p, p+n) without faulting: the kernel writes
-// it (read() from a pipe), which fails with EFAULT, and raises no signal,
-// where the page is not writable now.
-bool writable_without_a_fault(void* p, std::size_t n) {
-  int fds[2];
-  if (pipe(fds) != 0) return false;
-  std::vector<char> bytes(n, 0);
-  const bool wrote = write(fds[1], bytes.data(), n) == static_cast<ssize_t>(n);
-  const ssize_t got = read(fds[0], p, n);
-  close(fds[0]);
-  close(fds[1]);
-  return wrote && got == static_cast<ssize_t>(n);
-}
 
 // Rank 0 pins one word of a page of globals homed on the last rank; every
 // other rank writes its own word of that page between barriers. An acquire

@@ -6,6 +6,7 @@
 #include <sys/mman.h>
 #include <ucontext.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstdint>
@@ -120,10 +121,11 @@ bool page_at(const dsm& d, const char* at, std::size_t* page) noexcept {
   std::abort();
 }
 
+// Pages [page, page + pages), all in the region or all in the globals.
 // Every run of pages with one protection is a mapping of its own to Linux,
 // which allows vm.max_map_count of them per process (65530 by default).
-void protect(dsm& d, std::size_t page, int prot) {
-  if (mprotect(view_of(d, page), page_bytes, prot) == 0) return;
+void protect(dsm& d, std::size_t page, int prot, std::size_t pages = 1) {
+  if (mprotect(view_of(d, page), pages * page_bytes, prot) == 0) return;
   if (errno == ENOMEM) {
     unsigned long limit = 0;
     if (std::FILE* f = std::fopen("/proc/sys/vm/max_map_count", "r")) {
@@ -694,6 +696,38 @@ void release_and_invalidate() {
   release(d);
   for (std::size_t k = 0; k < noticed; ++k) d.noticed[d.noticed_list[k]] = 0;
   take_write_notices(d);  // those that landed during the release
+}
+
+void place_pages(void* p, std::size_t bytes, const distribution& where) {
+  dsm& d = require_dsm("alloc_collective");
+  if (d.one_copy) return;
+  std::size_t first = 0, last = 0;
+  page_range(d, p, bytes, "alloc_collective", &first, &last);
+  const std::size_t pages = last - first + 1, ranks = static_cast<std::size_t>(d.ranks);
+  // block: part r is pages [r * per_part, (r + 1) * per_part); cyclic: runs of
+  // per_part pages dealt in turn.
+  const bool cyclic = where.how == distribution::kind::cyclic;
+  const std::size_t per_part =
+      cyclic ? std::max<std::size_t>(1, (where.block_bytes + page_bytes - 1) / page_bytes)
+             : (pages + ranks - 1) / ranks;
+  std::lock_guard hold(d.lock);
+  std::size_t own_run = 0;  // pages of this rank's run so far, ending at `page`
+  for (std::size_t k = 0; k < pages; ++k) {
+    const std::size_t part = k / per_part;
+    const int home = static_cast<int>(cyclic ? part % ranks : part);
+    const std::size_t page = first + k;
+    d.home_plus1[page] = home + 1;
+    if (home == d.rank) {
+      d.read_elsewhere.watch(page);
+      d.state[page] = page_state::home;
+      ++own_run;
+    }
+    if (own_run && (home != d.rank || k + 1 == pages)) {  // a run of this rank's pages ended
+      const std::size_t end = home == d.rank ? page + 1 : page;
+      protect(d, end - own_run, PROT_READ | PROT_WRITE, own_run);
+      own_run = 0;
+    }
+  }
 }
 
 // Pins are counted per page: a page stays pinned until each pin of it is

@@ -52,6 +52,10 @@ void si_fence();
 // fences apart, a page written again between them stays Modified and stale
 // in the bytes other ranks released). Pinned pages are released and kept.
 void release_and_invalidate();
+// On every rank, for a fresh collective array (whole pages from p): sets the
+// homes of its pages as `where` says, with no message (every rank computes
+// the same); this rank's own pages become read-write at once.
+void place_pages(void* p, std::size_t bytes, const distribution& where);
 void pin(void* p, std::size_t bytes);
 void unpin(void* p, std::size_t bytes);
 // This process's counters (zero without a runtime).

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "distributed/dist_state.hpp"
+#include "distributed/dsm/dsm.hpp"
 #include "distributed/dsm/remote_free.hpp"
 #include "ito/error.hpp"
 
@@ -147,18 +148,34 @@ void free_returned_block(void* p, int from) noexcept {
   std::_Exit(2);
 }
 
-void* allocate_collective(std::size_t bytes) {
+void* allocate_collective(std::size_t bytes, const distribution& where) {
   heap& h = require_heap("alloc_collective");
-  std::uint64_t mine[2] = {bytes, ~std::uint64_t{bytes}}, all[2] = {0, 0};
-  MPI_Allreduce(mine, all, 2, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD);
-  if (all[0] != bytes || ~all[1] != bytes)  // the largest and the smallest request differ
-    throw usage_error(EINVAL, "ito: dsm: alloc_collective: the ranks asked for different sizes "
-                              "(every rank must make the same collective calls, in one order)");
-  std::lock_guard hold(h.lock);
-  const std::size_t align = bytes >= page_bytes ? page_bytes : 64;
-  char* p = reinterpret_cast<char*>(round_up(reinterpret_cast<std::uintptr_t>(h.collective_next), align));
-  if (p + bytes > h.base + h.part_bytes) throw std::bad_alloc();
-  h.collective_next = p + bytes;
+  using kind = distribution::kind;
+  if (where.how == kind::cyclic && where.block_bytes == 0)
+    throw usage_error(EINVAL, "ito: dsm: alloc_collective: a cyclic distribution needs "
+                              "block_bytes > 0");
+  // What every rank asked for, compared as the largest and the smallest value.
+  std::uint64_t mine[6] = {bytes, static_cast<std::uint64_t>(where.how), where.block_bytes};
+  for (int i = 0; i < 3; ++i) mine[3 + i] = ~mine[i];
+  std::uint64_t all[6] = {};
+  MPI_Allreduce(mine, all, 6, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD);
+  for (int i = 0; i < 3; ++i)
+    if (all[i] != mine[i] || ~all[3 + i] != mine[i])
+      throw usage_error(EINVAL, "ito: dsm: alloc_collective: the ranks asked for different sizes "
+                                "or distributions (every rank must make the same collective "
+                                "calls, in one order)");
+  char* p = nullptr;
+  {
+    std::lock_guard hold(h.lock);
+    const std::size_t align = bytes >= page_bytes ? page_bytes : 64;
+    // A distributed array has its pages to itself: the next one starts on a
+    // page of its own, homed as it says.
+    const std::size_t taken = bytes >= page_bytes ? round_up(bytes, page_bytes) : bytes;
+    p = reinterpret_cast<char*>(round_up(reinterpret_cast<std::uintptr_t>(h.collective_next), align));
+    if (p + taken > h.base + h.part_bytes) throw std::bad_alloc();
+    h.collective_next = p + taken;
+  }
+  if (bytes >= page_bytes && where.how != kind::first_touch) place_pages(p, bytes, where);
   return p;
 }
 

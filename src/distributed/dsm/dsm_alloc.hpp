@@ -8,6 +8,8 @@
 
 #include <cstddef>
 
+#include "ito/dist.hpp"
+
 namespace ito::dist::detail {
 
 struct dist_state;
@@ -23,6 +25,7 @@ void deallocate(void* p);
 // freed. A block that is not live ends the job with a message: the free had
 // no caller left to report to.
 void free_returned_block(void* p, int from) noexcept;
-void* allocate_collective(std::size_t bytes);
+// Collective; the pages' homes placed as `where` says (dsm.hpp place_pages).
+void* allocate_collective(std::size_t bytes, const distribution& where);
 
 }  // namespace ito::dist::detail
