@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "harness.hpp"
+#include "mpi_launch.hpp"
 
 namespace bench {
 
@@ -16,17 +17,28 @@ struct fib_params {
 };
 void run_fib(const fib_params& p, reporter& out);
 
-// bench/dist_fib_launch.cpp: fib (or, with `sort`, cilksort on n ints) on
-// the distributed scheduler, launched through mpiexec at each rank count,
-// against one process.
-struct dist_fib_params {
-  bool sort = false;
-  long n = 30;
+// bench/dist_launch.cpp: a kernel on the distributed scheduler, launched
+// through mpiexec at each rank count and memory mode (mpi_launch.hpp),
+// against the same kernel in one process (dist_one_process.cpp).
+enum class dist_kernel { fib, sort, stencil };
+struct dist_params {
+  dist_kernel kernel = dist_kernel::fib;
+  long n = 30;       // fib(n); ints to sort; the stencil's grid is n x n
+  long sweeps = 30;  // the stencil's
   std::vector<unsigned> workers{1, 2};
   std::vector<unsigned> ranks{1, 2, 4};
+  std::vector<node_mode> modes;  // --node; default both
   int runs = 5;
 };
-void run_dist_fib(const dist_fib_params& p, reporter& out);
+void run_dist(const dist_params& p, reporter& out);
+// `ito-bench dsm` (bench/dsm_launch.cpp): ito-bench-dsm once per mode.
+struct dsm_params {
+  unsigned ranks = 2;
+  long pages = 256;
+  std::vector<node_mode> modes;
+  int runs = 7;
+};
+void run_dsm(const dsm_params& p, reporter& out);
 
 struct create_join_params {
   long long ito_iters = 1'000'000;

@@ -1,89 +1,79 @@
 // SPDX-License-Identifier: Apache-2.0
 // `ito-bench dsm`: the DSM benchmark needs several MPI processes, so this
-// subcommand launches them itself: it replaces this process with
-//   mpiexec -n RANKS <this directory>/ito-bench-dsm [--pages N] [--runs N]
-// (the mpiexec found when ito was configured). Built without the distributed
-// mode, it says so.
-#include <unistd.h>
-
-#include <cerrno>
-#include <climits>
-#include <cstdio>
+// subcommand launches them itself, once per memory mode (mpi_launch.hpp):
+//   ITO_DIST_NODE=host|rank mpiexec -n RANKS <this directory>/ito-bench-dsm --rows ...
+// and reports the rows it prints (run_report.hpp) as table or JSON lines:
+// each mode's rows beside the other's, every ito row with its ratio to the
+// raw MPI row of the same case and run. The numbers differ between the
+// modes only where two ranks share a node (the one-page round trip).
 #include <cstring>
+#include <map>
+#include <stdexcept>
 #include <string>
 #include <vector>
+
+#include "benchmarks.hpp"
 
 namespace bench {
 
 namespace {
 
-#if defined(ITO_BENCH_MPIEXEC)
-// The directory this executable lives in (ito-bench-dsm is built beside it).
-std::string own_directory() {
-  char path[PATH_MAX];
-  const ssize_t n = readlink("/proc/self/exe", path, sizeof path - 1);
-  if (n <= 0) return ".";
-  path[n] = '\0';
-  std::string dir(path);
-  const auto slash = dir.rfind('/');
-  return slash == std::string::npos ? "." : dir.substr(0, slash);
-}
-
-bool is_count(const char* s, long max) {
-  char* end = nullptr;
-  errno = 0;
-  const long v = std::strtol(s, &end, 10);
-  return errno == 0 && end != s && *end == '\0' && v > 0 && v <= max;
-}
-#endif
-
-int dsm_usage(const char* error) {
-  std::fprintf(stderr,
-               "ito-bench dsm: %s\n"
-               "usage: ito-bench dsm [--ranks N (2)] [--pages N (256)] [--runs N (7)]\n",
-               error);
-  return 2;
+// "row\t<case>\t<impl>\t<ops>\t<median>\t<min>\t<max>" (ns per op) into r.
+bool parse_row(const char* line, result& r) {
+  if (std::strncmp(line, "row\t", 4) != 0) return false;
+  std::vector<std::string> cells;
+  std::string cell;
+  for (const char* c = line + 4; *c && *c != '\n'; ++c) {
+    if (*c == '\t') {
+      cells.push_back(cell);
+      cell.clear();
+    } else {
+      cell += *c;
+    }
+  }
+  cells.push_back(cell);
+  if (cells.size() != 6) return false;
+  r.group = cells[0];
+  r.impl = cells[1];
+  r.ops = std::stod(cells[2]);
+  r.ns_per_op = std::stod(cells[3]);
+  r.median_ms = r.ns_per_op * r.ops / 1e6;
+  r.min_ms = std::stod(cells[4]) * r.ops / 1e6;
+  r.max_ms = std::stod(cells[5]) * r.ops / 1e6;
+  return true;
 }
 
 }  // namespace
 
-int run_dsm(int argc, char** argv) {
-#if defined(ITO_BENCH_MPIEXEC)
-  std::string ranks = "2";
-  std::vector<std::string> passed;  // flags for ito-bench-dsm
-  for (int i = 2; i < argc; i += 2) {
-    const std::string flag = argv[i];
-    if (flag == "-h" || flag == "--help") return dsm_usage("the DSM against raw MPI, at N ranks");
-    if (i + 1 >= argc) return dsm_usage((flag + " needs a value").c_str());
-    const char* value = argv[i + 1];
-    if (flag == "--ranks") {
-      if (!is_count(value, 1024) || std::strcmp(value, "1") == 0)
-        return dsm_usage("--ranks must be 2 to 1024");
-      ranks = value;
-    } else if (flag == "--pages" || flag == "--runs") {
-      if (!is_count(value, 1L << 20)) return dsm_usage((flag + " must be 1 to 1048576").c_str());
-      passed.push_back(flag);
-      passed.push_back(value);
-    } else {
-      return dsm_usage(("unknown flag " + flag).c_str());
+void run_dsm(const dsm_params& p, reporter& out) {
+  const std::string flags = "--rows --pages " + std::to_string(p.pages) + " --runs " +
+                            std::to_string(p.runs);
+  for (const node_mode& mode : p.modes) {
+    progress("dsm, %u ranks, ITO_DIST_NODE=%s...", p.ranks, mode.env.c_str());
+    std::vector<result> rows;
+    run_lines(mpiexec_command(mode, "", p.ranks, "ito-bench-dsm", flags), [&](const char* line) {
+      result r;
+      if (!parse_row(line, r)) return false;
+      r.bench = "dsm";
+      r.workers = 1;
+      r.peak_rss_kb = -1;  // the ranks' memory is not this process's
+      r.params = {{"ranks", std::to_string(p.ranks)},
+                  {"pages", std::to_string(p.pages)},
+                  {"node", json_string(mode.env)}};
+      rows.push_back(std::move(r));
+      return true;
+    });
+    if (rows.empty()) throw std::runtime_error("ito-bench-dsm printed no rows");
+    std::map<std::string, double> raw_mpi;  // per case, ns per op
+    for (const result& r : rows)
+      if (r.impl == "raw MPI") raw_mpi[r.group] = r.ns_per_op;
+    for (result& r : rows) {
+      if (r.impl == "ito dsm" && raw_mpi.count(r.group) && raw_mpi[r.group] > 0)
+        r.extra.emplace_back("x_raw_mpi", r.ns_per_op / raw_mpi[r.group]);
+      r.impl += ", " + mode.label;
+      out.add(std::move(r));
     }
   }
-  const std::string target = own_directory() + "/ito-bench-dsm";
-  if (access(target.c_str(), X_OK) != 0) return dsm_usage((target + " is missing").c_str());
-  std::vector<std::string> words = {ITO_BENCH_MPIEXEC, "-n", ranks, target};
-  words.insert(words.end(), passed.begin(), passed.end());
-  std::vector<char*> exec_argv;
-  for (std::string& w : words) exec_argv.push_back(w.data());
-  exec_argv.push_back(nullptr);
-  std::fflush(stdout);
-  execv(exec_argv[0], exec_argv.data());
-  std::fprintf(stderr, "ito-bench dsm: cannot run %s: %s\n", exec_argv[0], std::strerror(errno));
-  return 2;
-#else
-  (void)argc;
-  (void)argv;
-  return dsm_usage("this ito was built without the distributed mode (no MPI found; ITO_DIST=OFF)");
-#endif
 }
 
 }  // namespace bench

@@ -173,6 +173,11 @@ long long args::take_int(const std::string& name, long long fallback, long long 
   return parse_int(name, v, lo, hi);
 }
 
+std::string args::take_string(const std::string& name, std::string fallback) {
+  std::string v;
+  return find(name, &v, true) ? v : fallback;
+}
+
 std::vector<unsigned> args::take_list(const std::string& name, std::vector<unsigned> fallback) {
   std::string v;
   if (!find(name, &v, true)) return fallback;
@@ -268,7 +273,7 @@ std::string to_json(const result& r) {
   if (r.available) {
     o << ",\"median_ms\":" << json_number(r.median_ms) << ",\"min_ms\":" << json_number(r.min_ms)
       << ",\"max_ms\":" << json_number(r.max_ms) << ",\"ns_per_op\":" << json_number(r.ns_per_op)
-      << ",\"peak_rss_kb\":" << r.peak_rss_kb;
+      << ",\"peak_rss_kb\":" << (r.peak_rss_kb < 0 ? "null" : std::to_string(r.peak_rss_kb));
   } else {
     o << ",\"median_ms\":null,\"min_ms\":null,\"max_ms\":null,\"ns_per_op\":null,"
          "\"peak_rss_kb\":null";
@@ -352,7 +357,7 @@ void reporter::print_table(const std::string& title) const {
       row[5] = format_ms(r.min_ms);
       row[6] = format_ms(r.max_ms);
       row[7] = r.ops > 0 ? format_ns(r.ns_per_op) : "-";
-      row[8] = fmt("%.1f", static_cast<double>(r.peak_rss_kb) / 1024.0);
+      row[8] = r.peak_rss_kb < 0 ? "-" : fmt("%.1f", static_cast<double>(r.peak_rss_kb) / 1024.0);
       auto it = refs.find(key(r));
       // Only other systems get a ratio; ito's own variants are compared by eye.
       if (r.impl.rfind("ito", 0) == 0 || r.impl.rfind("calibration", 0) == 0 ||

@@ -68,6 +68,7 @@ class args {
   common_flags take_common(int default_runs = 5);
   bool take_switch(const std::string& name);
   long long take_int(const std::string& name, long long fallback, long long lo, long long hi);
+  std::string take_string(const std::string& name, std::string fallback);
   // "1,2,4" after `name`, or the fallback.
   std::vector<unsigned> take_list(const std::string& name, std::vector<unsigned> fallback);
   // Rejects anything not taken yet.
@@ -96,7 +97,7 @@ struct result {
   double median_ms = 0, min_ms = 0, max_ms = 0;
   double ops = 0;         // operations per run (spawns, yields, lock pairs...)
   double ns_per_op = 0;   // median_ns / ops
-  long peak_rss_kb = 0;   // process peak over the runs of this row
+  long peak_rss_kb = 0;   // process peak over the runs of this row; < 0: not measured here
   std::vector<std::pair<std::string, double>> extra;  // other numbers worth keeping
 };
 

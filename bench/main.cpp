@@ -12,7 +12,6 @@
 
 namespace bench {
 int run_posix(int argc, char** argv);  // bench/posix.cpp: seed 001's table 3
-int run_dsm(int argc, char** argv);    // bench/dsm_launch.cpp: mpiexec ito-bench-dsm
 // bench/wake.cpp and bench/flow_dag.cpp: parse their flags, run, print.
 void wake_subcommand(args& a, const common_flags& c, reporter& out);
 void flow_subcommand(args& a, const common_flags& c, reporter& out);
@@ -61,15 +60,24 @@ const char* const usage_text =
     "                                      W children of U us (1000) forked from the main thread\n"
     "                                      after G ms idle (20), N phases (20): ito, std::thread,\n"
     "                                      oneTBB, OpenMP (W: 2,4)\n"
-    "  dsm          [--ranks N] [--pages N] [--runs N]\n"
+    "  dsm          [--ranks N] [--pages N] [--node M]\n"
     "                                      the DSM's fetch, release, barrier against raw MPI and\n"
     "                                      seed 003 listing 3's sweep; launches N (2) ranks itself\n"
-    "  dist-fib     [--n N] [--ranks R[,R...]]\n"
+    "                                      (default runs: 7)\n"
+    "  dist-fib     [--n N] [--ranks R[,R...]] [--node M]\n"
     "                                      fib(n) (30) on the distributed scheduler at 1,2,4\n"
-    "                                      ranks (launched through mpiexec) vs one process\n"
-    "  dist-sort    [--n N] [--ranks R[,R...]]\n"
+    "                                      ranks (launched through mpiexec) vs one process;\n"
+    "                                      x_1rank, x_one_process: time over those rows'\n"
+    "  dist-sort    [--n N] [--ranks R[,R...]] [--node M]\n"
     "                                      cilksort of N ints (1e7) in the DSM, the same way\n"
-    "  demo                                all of the above but dsm and dist-fib, small, runs=3\n"
+    "  dist-stencil [--n N] [--sweeps S] [--ranks R[,R...]] [--node M]\n"
+    "                                      S (30) Jacobi sweeps over an N x N (2048) grid of\n"
+    "                                      doubles in the DSM, the same way, and plain loops\n"
+    "                                      --node host|rank|both (both): ITO_DIST_NODE of the\n"
+    "                                      distributed runs (host: ranks of one host share memory;\n"
+    "                                      rank: one node per rank, all through the DSM protocol)\n"
+    "  demo                                fib, create-join, yield, mutex, blocked, wake, flow,\n"
+    "                                      pool, delegate: small, runs=3\n"
     "\n"
     "common flags:\n"
     "  --workers N[,N...]  worker counts (repeatable); default: the subcommand's standard set\n"
@@ -98,27 +106,46 @@ int run(int argc, char** argv) {
     return 0;
   }
   if (cmd == "posix") return bench::run_posix(argc, argv);
-  if (cmd == "dsm") return bench::run_dsm(argc, argv);
   bench::args a(argc, argv, 2);
   if (a.take_switch("-h") || a.take_switch("--help")) {
     std::fputs(usage_text, stdout);
     return 0;
   }
   const bool is_demo = cmd == "demo";
-  const bench::common_flags c = a.take_common(is_demo ? 3 : 5);
+  const bench::common_flags c = a.take_common(is_demo ? 3 : cmd == "dsm" ? 7 : 5);
   bench::reporter out(c.json);
 
-  if (cmd == "dist-fib" || cmd == "dist-sort") {
-    bench::dist_fib_params p;
-    p.sort = cmd == "dist-sort";
-    p.n = p.sort ? a.take_int("--n", 10'000'000, 1, 1'000'000'000) : a.take_int("--n", 30, 2, 45);
+  if (cmd == "dist-fib" || cmd == "dist-sort" || cmd == "dist-stencil") {
+    bench::dist_params p;
+    if (cmd == "dist-fib") {
+      p.n = a.take_int("--n", 30, 2, 45);
+    } else if (cmd == "dist-sort") {
+      p.kernel = bench::dist_kernel::sort;
+      p.n = a.take_int("--n", 10'000'000, 1, 1'000'000'000);
+    } else {
+      p.kernel = bench::dist_kernel::stencil;
+      p.n = a.take_int("--n", 2048, 3, 65'536);
+      p.sweeps = a.take_int("--sweeps", p.sweeps, 1, 1'000'000);
+    }
     p.ranks = a.take_list("--ranks", p.ranks);
     for (unsigned r : p.ranks)
       if (r == 0 || r > 1024) throw bench::usage_error("--ranks: each must be 1 to 1024");
+    p.modes = bench::parse_node_modes(a.take_string("--node", "both"));
     a.finish();
     apply_common(p, c);
-    bench::run_dist_fib(p, out);
+    bench::run_dist(p, out);
     out.print_table(cmd + "(" + std::to_string(p.n) + ")");
+  } else if (cmd == "dsm") {
+    bench::dsm_params p;
+    p.ranks = static_cast<unsigned>(a.take_int("--ranks", p.ranks, 2, 1024));
+    p.pages = a.take_int("--pages", p.pages, 1, 1 << 20);
+    p.modes = bench::parse_node_modes(a.take_string("--node", "both"));
+    a.finish();
+    if (!c.workers.empty()) throw bench::usage_error("dsm: --workers does not apply");
+    p.runs = c.runs;
+    bench::run_dsm(p, out);
+    out.print_table("dsm at " + std::to_string(p.ranks) + " ranks, " + std::to_string(p.pages) +
+                    " pages (ns/op: per page; barrier, listing 3, round trip: per call)");
   } else if (cmd == "fib") {
     bench::fib_params p;
     p.n = static_cast<int>(a.take_int("--n", 30, 2, 45));

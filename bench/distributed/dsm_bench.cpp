@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // What the DSM adds to MPI's own one-sided transfers, per page, at 2+ ranks:
-//   mpiexec -n 2 ito-bench-dsm [--pages 256] [--runs 7]   (or: ito-bench dsm)
+//   mpiexec -n 2 ito-bench-dsm [--pages 256] [--runs 7] [--rows]
+// (`ito-bench dsm` launches it with --rows, once per memory mode: rank 1
+// then prints one line per row, run_report.hpp, instead of the tables).
 // Rank 0 is every page's home; rank 1 measures. Each row is the median over
 // runs of ns per page, beside the MPI call sequence that moves the same bytes
 // by hand (a window over plain memory), and the ratio.
@@ -30,6 +32,7 @@
 #include <vector>
 
 #include "ito/dist.hpp"
+#include "run_report.hpp"
 
 namespace {
 
@@ -51,12 +54,13 @@ std::vector<double> g_first_writes;  // of the release row: the write faults alo
 // What this machine charges for the DSM's mechanism without the DSM: a store
 // to a protected page, a SIGSEGV handler that unprotects it, the store again;
 // and mprotect alone. (VMs differ by 5x here, so runs on two machines compare
-// only through these.) Returns {fault + mprotect, mprotect} in ns per page.
+// only through these.) Returns {fault + mprotect, mprotect} in ns per page,
+// one value per run.
 void unprotect_on_fault(int, siginfo_t* info, void*) {
   auto at = reinterpret_cast<std::uintptr_t>(info->si_addr) & ~std::uintptr_t{4095};
   mprotect(reinterpret_cast<void*>(at), 4096, PROT_READ | PROT_WRITE);
 }
-std::pair<double, double> protection_costs(std::size_t pages) {
+std::pair<std::vector<double>, std::vector<double>> protection_costs(std::size_t pages) {
   struct sigaction mine {}, dsm {};
   mine.sa_sigaction = &unprotect_on_fault;
   mine.sa_flags = SA_SIGINFO;
@@ -77,7 +81,7 @@ std::pair<double, double> protection_costs(std::size_t pages) {
   }
   munmap(const_cast<char*>(p), pages * 4096);
   sigaction(SIGSEGV, &dsm, nullptr);
-  return {median(fault), median(plain)};
+  return {fault, plain};
 }
 
 struct row {
@@ -203,16 +207,19 @@ int main(int argc, char** argv) {
   ito::dist::runtime dist(&argc, &argv);
   std::size_t pages = 256;
   int runs = 7;
-  bool flags_ok = argc % 2 == 1;  // pairs of flag and value
-  for (int i = 1; flags_ok && i + 1 < argc; i += 2) {
+  bool rows = false;
+  bool flags_ok = true;
+  for (int i = 1; flags_ok && i < argc; ++i) {
     const std::string flag = argv[i];
-    if (flag == "--pages") pages = std::strtoul(argv[i + 1], nullptr, 10);
-    else if (flag == "--runs") runs = std::atoi(argv[i + 1]);
+    if (flag == "--rows") rows = true;
+    else if (i + 1 >= argc) flags_ok = false;
+    else if (flag == "--pages") pages = std::strtoul(argv[++i], nullptr, 10);
+    else if (flag == "--runs") runs = std::atoi(argv[++i]);
     else flags_ok = false;
   }
   if (!flags_ok || ito::dist::size() < 2 || pages == 0 || runs <= 0) {
     if (ito::dist::rank() == 0)
-      std::fprintf(stderr, "usage: mpiexec -n 2 ito-bench-dsm [--pages N>0] [--runs N>0]\n");
+      std::fprintf(stderr, "usage: mpiexec -n 2 ito-bench-dsm [--pages N>0] [--runs N>0] [--rows]\n");
     return 2;
   }
   std::vector<char> local(pages * page, 0);
@@ -232,7 +239,19 @@ int main(int argc, char** argv) {
   }
   MPI_Win_unlock_all(win);
   MPI_Win_free(&win);
-  if (ito::dist::rank() == 1) {
+  const auto pages_d = static_cast<double>(pages);
+  if (ito::dist::rank() == 1 && rows) {
+    run_report::print_row("fetch", "ito dsm", pages_d, fetch.dsm);
+    run_report::print_row("fetch", "raw MPI", pages_d, fetch.mpi);
+    run_report::print_row("release", "ito dsm", pages_d, release.dsm);
+    run_report::print_row("release", "raw MPI", pages_d, release.mpi);
+    run_report::print_row("release", "ito dsm first writes", pages_d, g_first_writes);
+    run_report::print_row("barrier", "ito dsm", 1, barrier.dsm);
+    run_report::print_row("barrier", "raw MPI", 1, barrier.mpi);
+    const auto [fault_ns, mprotect_ns] = protection_costs(pages);
+    run_report::print_row("protection fault", "calibration: fault + mprotect", pages_d, fault_ns);
+    run_report::print_row("protection fault", "calibration: mprotect", pages_d, mprotect_ns);
+  } else if (ito::dist::rank() == 1) {
     std::printf("dsm at %d ranks, %zu pages, median of %d runs (ns per page; barrier: ns each)\n",
                 ito::dist::size(), pages, runs);
     std::printf("%-8s %12s %12s %8s\n", "row", "ito dsm", "raw MPI", "ratio");
@@ -246,7 +265,7 @@ int main(int argc, char** argv) {
     print("barrier", barrier);
     const auto [fault_ns, mprotect_ns] = protection_costs(pages);
     std::printf("this machine: a protection fault handled by mprotect %.0f ns a page, mprotect "
-                "alone %.0f ns\n", fault_ns, mprotect_ns);
+                "alone %.0f ns\n", median(fault_ns), median(mprotect_ns));
     std::fflush(stdout);
   }
   ito::dist::barrier();
@@ -255,7 +274,20 @@ int main(int argc, char** argv) {
   std::vector<sweep_row> sweep(std::size(sizes));
   for (int r = 0; r < runs; ++r)
     for (std::size_t k = 0; k < std::size(sizes); ++k) sweep_run(sizes[k], sweep[k]);
-  if (ito::dist::rank() == 1) {
+  if (ito::dist::rank() == 1 && rows) {
+    const std::pair<const char*, std::vector<double> sweep_row::*> columns[] = {
+        {"ito dsm read", &sweep_row::read},         {"ito dsm write", &sweep_row::write},
+        {"ito dsm sd_fence", &sweep_row::sd},       {"ito dsm si_fence", &sweep_row::si},
+        {"ito dsm reread", &sweep_row::reread}};
+    for (std::size_t k = 0; k < std::size(sizes); ++k) {
+      const std::string group = "listing 3, " + std::to_string(sizes[k]) + " B";
+      for (const auto& [impl, column] : columns) {
+        std::vector<double> ns = sweep[k].*column;
+        for (double& v : ns) v *= 1000;  // measured in us
+        run_report::print_row(group.c_str(), impl, 1, ns);
+      }
+    }
+  } else if (ito::dist::rank() == 1) {
     std::printf("\nseed 003 listing 3 at %d ranks, median of %d runs, microseconds (rank 1; home rank 0)\n",
                 ito::dist::size(), runs);
     std::printf("%-9s %10s %10s %10s %10s %10s\n", "bytes", "read", "write", "sd_fence", "si_fence",
@@ -268,9 +300,13 @@ int main(int argc, char** argv) {
   }
   std::vector<double> trips;
   for (int r = 0; r < runs; ++r) trips.push_back(page_round_trip());
-  double trip = median(trips);  // rank 0 measured it; rank 1 prints every table, in order
-  MPI_Bcast(&trip, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
-  if (ito::dist::rank() == 1)
+  // Rank 0 measured them; rank 1 prints every table, in order.
+  MPI_Bcast(trips.data(), runs, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+  const double trip = median(trips);
+  if (ito::dist::rank() == 1 && rows) {
+    for (double& v : trips) v *= 1000;
+    run_report::print_row("one-page round trip", "ito dsm", 1, trips);
+  } else if (ito::dist::rank() == 1)
     std::printf("\none page: rank 1 writes + sd_fence, rank 0 si_fence + reads it: %.1f us (median "
                 "of %d)\n", trip, runs);
   ito::dist::barrier();

@@ -1,16 +1,22 @@
 // SPDX-License-Identifier: Apache-2.0
-// What the programs `ito-bench dist-fib` and `dist-sort` launch share: their
-// flags, and the line rank 0 prints per run, which the launcher parses:
+// What the programs `ito-bench dist-fib`, `dist-sort` and `dist-stencil`
+// launch share: their flags, and the line rank 0 prints per run, which the
+// launcher parses:
 //   run <ms> <check> <ULTs moved> <steal requests> <remote joins> <stack bytes moved> <fences>
-// (the counts summed over the ranks; fences: releases + acquires).
+// (the counts summed over the ranks; fences: releases + acquires). And the
+// line ito-bench-dsm prints per row with --rows, for `ito-bench dsm`
+// (tab-separated, as the names have spaces):
+//   row <case> <impl> <ops per run> <median ns per op> <min> <max>
 #pragma once
 
 #include <mpi.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <vector>
 
 #include "ito/dist.hpp"
 
@@ -35,6 +41,14 @@ inline void print_run(double ms, long check) {
                 static_cast<unsigned long long>(all[2]), static_cast<unsigned long long>(all[3]),
                 static_cast<unsigned long long>(all[4]));
   std::fflush(stdout);
+}
+
+// One row of per-run values, ns per op.
+inline void print_row(const char* group, const char* impl, double ops, std::vector<double> ns) {
+  std::sort(ns.begin(), ns.end());
+  if (ns.empty()) return;
+  std::printf("row\t%s\t%s\t%.0f\t%.1f\t%.1f\t%.1f\n", group, impl, ops, ns[ns.size() / 2],
+              ns.front(), ns.back());
 }
 
 }  // namespace run_report
