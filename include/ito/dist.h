@@ -40,6 +40,14 @@ int ito_dist_alloc_collective(size_t bytes, void** out);
  * block_bytes > 0, or ITO_DIST_FIRST_TOUCH; EINVAL for another value. */
 enum { ITO_DIST_BLOCK = 0, ITO_DIST_CYCLIC = 1, ITO_DIST_FIRST_TOUCH = 2 };
 int ito_dist_alloc_distributed(size_t bytes, int distribution, size_t block_bytes, void** out);
+/* ito::dist::checkout as two calls: the range's pages brought in (one
+ * transfer per run homed on one node) and kept accessible until the matching
+ * checkin. ITO_DIST_WRITE promises every byte is written before the checkin.
+ * 0 bytes: nothing. EINVAL for a range outside the region, an unknown access
+ * or a checkin of what is not checked out; EPERM without a runtime. */
+enum { ITO_DIST_READ = 0, ITO_DIST_WRITE = 1, ITO_DIST_READ_WRITE = 2 };
+int ito_dist_checkout(void* p, size_t bytes, int access);
+int ito_dist_checkin(void* p, size_t bytes);
 int ito_dist_sd_fence(void);
 int ito_dist_si_fence(void);
 int ito_dist_sd_fence_async(void (*done)(void* arg), void* arg);

@@ -72,6 +72,8 @@ struct dsm_stats {
   std::uint64_t notices_sent = 0;   // write notices to other readers of pages written here
   std::uint64_t invalidations = 0;  // copies dropped (or merged) at acquires after a notice
   std::uint64_t home_write_faults = 0;  // writes faulted on this rank's pages others read
+  std::uint64_t fetch_transfers = 0;  // transfers that fetched a checkout's pages (one per run
+                                      // of pages homed on one rank)
 };
 dsm_stats current_dsm_stats() noexcept;
 
@@ -223,6 +225,61 @@ void si_fence_async(std::function<void()> done);
 // of each page it covers, and is usage_error(EINVAL) if one is not pinned.
 void pin(void* p, std::size_t bytes);
 void unpin(void* p, std::size_t bytes);
+
+// Explicit access to a range of the DSM, in the spirit of Itoyori's
+// checkout/checkin: a loop over DSM data without a fault per page.
+//
+//   ito::dist::checkout in(a + lo, n, ito::dist::access::read);
+//   ito::dist::checkout out(b + lo, n, ito::dist::access::write);
+//   for (std::size_t i = 0; i < n; ++i) out[i] = f(in[i]);
+//
+// The constructor brings the range in with one transfer per run of pages
+// homed on one node (not one per page) and pins it: until the object is
+// destroyed (the checkin) the range is accessible with plain loads and
+// stores, never faulting, and fences keep it fresh as they do a pin's
+// pages (what this rank writes goes out at each release; what others
+// released is merged in at each acquire). `write` promises that every byte
+// of the range is written before the checkin: its whole pages are then not
+// fetched, and go out whole at the next release. Within a node (the region
+// shared) a checkout costs no message. A ULT holding a checkout does not
+// migrate. Checkouts nest and overlap (pins are counted per page). Errors:
+// usage_error(EINVAL) for a range outside the region, usage_error(EPERM)
+// without a runtime; a checkout still alive when the runtime ends stops the
+// program with a message at its checkin.
+enum class access { read, write, read_write };
+
+namespace detail {
+void check_out(void* p, std::size_t bytes, access how);
+void check_in(void* p, std::size_t bytes) noexcept;
+}  // namespace detail
+
+template <class T>
+class checkout {
+ public:
+  // An empty range checks nothing out.
+  checkout(T* p, std::size_t count, access how) : p_(p), count_(count), held_(count != 0) {
+    if (held_) detail::check_out(const_cast<std::remove_const_t<T>*>(p), count * sizeof(T), how);
+  }
+  ~checkout() {
+    if (held_) detail::check_in(const_cast<std::remove_const_t<T>*>(p_), count_ * sizeof(T));
+  }
+  checkout(checkout&& o) noexcept
+      : p_(o.p_), count_(o.count_), held_(std::exchange(o.held_, false)) {}
+  checkout& operator=(checkout&&) = delete;
+  checkout(const checkout&) = delete;
+  checkout& operator=(const checkout&) = delete;
+
+  T* data() const noexcept { return p_; }
+  std::size_t size() const noexcept { return count_; }
+  T& operator[](std::size_t i) const noexcept { return p_[i]; }
+  T* begin() const noexcept { return p_; }
+  T* end() const noexcept { return p_ + count_; }
+
+ private:
+  T* p_;
+  std::size_t count_;
+  bool held_;
+};
 
 // The iso-address region: the same base and size on every rank.
 struct region_info {

@@ -7,6 +7,7 @@
 #include <new>
 
 #include "compat/c_errors.hpp"
+#include "distributed/checkout.hpp"
 #include "ito/dist.hpp"
 #include "ito/error.hpp"
 #include "ito/options.hpp"
@@ -61,6 +62,24 @@ int ito_dist_node(int* node, int* nodes) {
     *node = ito::dist::node();
     *nodes = ito::dist::nodes();
   });
+}
+
+int ito_dist_checkout(void* p, size_t bytes, int how) {
+  using ito::dist::access;
+  access a;
+  switch (how) {
+    case ITO_DIST_READ: a = access::read; break;
+    case ITO_DIST_WRITE: a = access::write; break;
+    case ITO_DIST_READ_WRITE: a = access::read_write; break;
+    default: return EINVAL;
+  }
+  if (bytes == 0) return 0;
+  return guarded([&] { ito::dist::detail::check_out(p, bytes, a); });
+}
+
+int ito_dist_checkin(void* p, size_t bytes) {
+  if (bytes == 0) return 0;
+  return guarded([&] { ito::dist::detail::check_in_or_throw(p, bytes); });
 }
 
 int ito_dist_barrier(void) {

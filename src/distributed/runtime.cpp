@@ -16,6 +16,7 @@
 #include "distributed/dsm/dsm.hpp"
 #include "distributed/dsm/dsm_alloc.hpp"
 #include "distributed/dsm/iso_region.hpp"
+#include "distributed/large_stack.hpp"
 #include "distributed/scheduler/migration.hpp"
 #include "distributed/mpi_session.hpp"
 #include "distributed/peer_watch.hpp"
@@ -48,17 +49,6 @@ dist_state& require(const char* what) {
                                  " needs a running ito::dist::runtime (create one first, on "
                                  "every rank)");
   return *st;
-}
-
-// MPI calls need more stack than a ULT's 64 KiB (UCX overflowed one, past its
-// guard, in a fence called from a ULT): from a ULT with a stack of its own,
-// the call runs on a thread of the delegation pool while only this ULT
-// waits; from an OS thread's stack (the main ULT included) it runs here.
-template <class F>
-void on_a_large_stack(F&& fn) {
-  const sched::ult* u = sched::current_ult();
-  if (u && u->stack) ito::delegate(std::forward<F>(fn));
-  else fn();
 }
 
 // Only rank 0 runs the function given to start_main_thread, so a collective

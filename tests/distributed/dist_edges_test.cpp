@@ -367,4 +367,46 @@ TEST(DistEdges, AUltHoldingALockDoesNotMigrate) {
   }
 }
 
+// ---- A ULT holding a checkout stays where its pins are --------------------
+
+long* g_slices = nullptr;  // 64 slices of 1,024 longs, in the DSM
+constexpr int slice_longs = 1024;
+
+int write_slice_across_yields(int i) {
+  int moved_while_held = 0;
+  for (int round = 0; round < 3; ++round) {
+    ito::dist::checkout slice(g_slices + i * slice_longs, slice_longs, ito::dist::access::read_write);
+    const int rank_out = ito::dist::rank();
+    for (int k = 0; k < slice_longs; ++k) slice[k] += i;
+    spin_us(30);
+    ito::yield();  // a thief may not take it here: its pins are this rank's
+    if (ito::dist::rank() != rank_out) ++moved_while_held;
+  }  // checked in on the rank it was checked out on
+  return moved_while_held;
+}
+
+int slice_tree(int lo, int hi) {
+  if (hi - lo == 1) return write_slice_across_yields(lo);
+  const int mid = (lo + hi) / 2;
+  auto left = ito::create_thread(slice_tree, lo, mid);
+  const int right = slice_tree(mid, hi);
+  return left.get() + right;
+}
+
+TEST(DistEdges, AUltHoldingACheckoutDoesNotMigrateAndItsWritesArrive) {
+  g_slices = static_cast<long*>(ito::dist::alloc_collective(64 * slice_longs * sizeof(long)));
+  if (ito::dist::rank() == 0) std::fill(g_slices, g_slices + 64 * slice_longs, 0L);
+  ito::dist::barrier();
+  const int moved = ito::dist::start_main_thread(slice_tree, 0, 64);
+  ito::dist::barrier();
+  if (ito::dist::rank() == 0) {
+    EXPECT_EQ(moved, 0);
+    long wrong = 0;
+    for (int i = 0; i < 64; ++i)
+      for (int k = 0; k < slice_longs; ++k) wrong += g_slices[i * slice_longs + k] != 3L * i;
+    EXPECT_EQ(wrong, 0);
+  }
+  ito::dist::barrier();
+}
+
 }  // namespace

@@ -7,12 +7,14 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <numeric>
+#include <optional>
 #include <set>
 #include <stdexcept>
 #include <thread>
@@ -707,6 +709,109 @@ TEST(dsm, globals_are_shared_like_allocated_memory) {
   ito::dist::unpin(g_second_page, sizeof g_second_page);
   ito::dist::barrier();
   EXPECT_EQ(g_second_page[10], 'x');
+  ito::dist::barrier();
+}
+
+// ---- checkout -------------------------------------------------------------
+
+// A block array written by every rank in its part; rank 0 checks all of it
+// out: one transfer per other rank (each part one run of pages homed
+// there), and no page faulted in afterwards.
+TEST(dsm, a_checkout_straddling_homes_takes_one_transfer_per_home) {
+  constexpr std::size_t pages = 8, longs = pages * 512;
+  auto* v = static_cast<long*>(ito::dist::alloc_collective(pages * 4096));
+  const std::size_t per = (pages + static_cast<std::size_t>(ranks()) - 1) / static_cast<std::size_t>(ranks());
+  for (std::size_t i = 0; i < longs; ++i)
+    if (static_cast<int>(i / 512 / per) == me()) v[i] = static_cast<long>(i) * 3;
+  ito::dist::barrier();
+  if (me() == 0) {
+    const ito::dist::dsm_stats before = ito::dist::current_dsm_stats();
+    long wrong = 0;
+    {
+      ito::dist::checkout in(v + 1, longs - 2, ito::dist::access::read);  // not page-aligned
+      EXPECT_EQ(in.size(), longs - 2);
+      for (std::size_t i = 0; i < in.size(); ++i) wrong += in[i] != static_cast<long>(i + 1) * 3;
+    }
+    EXPECT_EQ(wrong, 0);
+    const ito::dist::dsm_stats after = ito::dist::current_dsm_stats();
+    const std::uint64_t other_homes = static_cast<std::uint64_t>((pages + per - 1) / per - 1);
+    if (!one_copy()) {
+      EXPECT_EQ(after.fetch_transfers - before.fetch_transfers, other_homes);
+      EXPECT_EQ(after.fetches - before.fetches, pages - per) << "pages fetched one by one";
+    }
+  }
+  ito::dist::barrier();
+}
+
+// A checkout over a page this rank already faulted in, and a second one
+// overlapping it: the pages stay writable (never faulting) until the last
+// checkin, and what was written through them reaches every rank.
+TEST(dsm, checkouts_overlap_a_faulted_page_and_each_other) {
+  auto* v = static_cast<long*>(ito::dist::alloc_collective(6 * 4096, ito::dist::distribution::first_touch()));
+  if (me() == 0) std::fill(v, v + 6 * 512, 0L);  // rank 0 is home of every page
+  ito::dist::barrier();
+  const int writer = ranks() - 1;
+  if (me() == writer) {
+    EXPECT_EQ(v[2 * 512], 0);  // faulted in: a read-only copy
+    {
+      ito::dist::checkout a(v + 512, 3 * 512, ito::dist::access::read_write);  // pages 1-3
+      std::optional<ito::dist::checkout<long>> b;
+      b.emplace(v + 2 * 512 + 7, 2 * 512, ito::dist::access::read_write);  // pages 2-4
+      for (std::size_t i = 0; i < a.size(); ++i) a[i] = 11;
+      (*b)[b->size() - 1] = 22;  // page 4
+      ito::dist::checkout<long> moved(std::move(*b));
+      b.reset();  // a moved-from checkout checks nothing in
+      EXPECT_TRUE(writable_without_a_fault(v + 4 * 512, 8));
+    }  // both checked in: pending writes go at the next release
+  }
+  ito::dist::barrier();
+  long wrong = 0;
+  for (int i = 512; i < 4 * 512; ++i) wrong += v[i] != 11;
+  EXPECT_EQ(wrong, 0);
+  EXPECT_EQ(v[2 * 512 + 7 + 2 * 512 - 1], 22);
+  ito::dist::barrier();
+}
+
+// access::write promises every byte is written: its whole pages are not
+// fetched, and all of each goes out, bytes equal to this rank's stale copy
+// included (a diff against that copy would leave the home's newer bytes).
+TEST(dsm, a_write_checkout_sends_its_whole_pages_even_bytes_equal_to_a_stale_copy) {
+  auto* v = static_cast<long*>(ito::dist::alloc_collective(2 * 4096, ito::dist::distribution::first_touch()));
+  if (me() == 0) std::fill(v, v + 2 * 512, 0L);
+  ito::dist::barrier();
+  const int writer = ranks() - 1;
+  long seen = v[5];  // every rank holds a copy of zeros
+  EXPECT_EQ(seen, 0);
+  ito::dist::barrier();
+  if (me() == 0) std::fill(v, v + 2 * 512, 7L);  // the home's newer bytes
+  ito::dist::barrier();
+  if (me() == writer) {
+    const ito::dist::dsm_stats before = ito::dist::current_dsm_stats();
+    ito::dist::checkout out(v, 2 * 512, ito::dist::access::write);
+    for (std::size_t i = 0; i < out.size(); ++i) out[i] = 0;  // equal to the old copy
+    if (!one_copy() && writer != 0) {
+      EXPECT_EQ(ito::dist::current_dsm_stats().fetches, before.fetches) << "overwritten pages fetched";
+    }
+  }
+  ito::dist::barrier();
+  long wrong = 0;
+  for (int i = 0; i < 2 * 512; ++i) wrong += v[i] != 0;
+  EXPECT_EQ(wrong, 0) << "bytes of the write checkout lost on rank " << me();
+  ito::dist::barrier();
+}
+
+TEST(dsm, checkout_misuse_is_named) {
+  long outside[4] = {};
+  EXPECT_EQ(usage_error_code([&] { ito::dist::checkout c(outside, 4, ito::dist::access::read); }), EINVAL);
+  ito::dist::checkout<long> empty(outside, 0, ito::dist::access::read);  // nothing checked out
+  EXPECT_EQ(empty.size(), 0u);
+  void* p = nullptr;
+  ASSERT_EQ(ito_dist_alloc_collective(4096, &p), 0);
+  EXPECT_EQ(ito_dist_checkout(p, 64, 9), EINVAL);
+  EXPECT_EQ(ito_dist_checkin(p, 64), EINVAL) << "never checked out";
+  ASSERT_EQ(ito_dist_checkout(p, 64, ITO_DIST_READ_WRITE), 0);
+  static_cast<char*>(p)[me()] = 1;
+  EXPECT_EQ(ito_dist_checkin(p, 64), 0);
   ito::dist::barrier();
 }
 

@@ -77,6 +77,10 @@ struct dsm {
   std::int32_t* home_plus1 = nullptr;  // cache of the directory
   std::uint8_t* registered = nullptr;  // 1 once this rank is among the page's readers
   std::uint32_t* pins = nullptr;       // pins of the page not yet undone (pin/unpin)
+  // 1 for a page checked out to be overwritten whole (access::write): its
+  // twin is the complement of what it held, so all of it goes at the next
+  // release, and no merge touches it until then.
+  std::uint8_t* overwrite = nullptr;
   char* twins = nullptr;               // page i's twin at twins + i * page_bytes
   std::size_t* modified_list = nullptr;  // pages now modified, pinned or home_hot
   std::size_t modified_count = 0;
@@ -441,6 +445,7 @@ void release(dsm& d) {
         continue;
       case pinned:  // writable throughout: its twin becomes what was sent
         if (send_diff(d, page, true)) note_written(d, page);
+        d.overwrite[page] = 0;
         d.modified_list[kept++] = page;
         continue;
       default: {  // modified
@@ -450,6 +455,7 @@ void release(dsm& d) {
         const bool drop = d.noticed[page];
         protect(d, page, drop ? PROT_NONE : PROT_READ);
         if (send_diff(d, page, false)) note_written(d, page);
+        d.overwrite[page] = 0;
         d.state[page] = drop ? invalid : shared;
         madvise(d.twins + page * page_bytes, page_bytes, MADV_DONTNEED);
       }
@@ -515,10 +521,16 @@ void merge_pinned(dsm& d, std::size_t page) {
 // released (their write notices), and merges the master into the pages this
 // rank is writing, pinned ones in place.
 void act_on_notice(dsm& d, std::size_t page) {
+  if (d.overwrite[page]) return;  // all of it goes out at the next release: nothing to merge
   switch (d.state[page]) {
     case shared:
-      protect(d, page, PROT_NONE);
-      d.state[page] = invalid;
+      if (d.pins[page]) {  // checked out to read: refreshed in place, never faulting
+        fetch(d, page, home_of(d, page));
+        ++d.stats.fetches;
+      } else {
+        protect(d, page, PROT_NONE);
+        d.state[page] = invalid;
+      }
       ++d.stats.invalidations;
       break;
     case modified:
@@ -576,6 +588,7 @@ void start_dsm(dist_state& st) {
   d->home_plus1 = reserve_array<std::int32_t>(d->pages);
   d->registered = reserve_array<std::uint8_t>(d->pages);
   d->pins = reserve_array<std::uint32_t>(d->pages);
+  d->overwrite = reserve_array<std::uint8_t>(d->pages);
   d->twins = reserve_array<char>(d->pages * page_bytes);
   d->modified_list = reserve_array<std::size_t>(d->pages);
   d->written = reserve_array<std::size_t>(d->pages);
@@ -649,6 +662,7 @@ void stop_dsm(dist_state&) noexcept {
   release_array(d->home_plus1, d->pages);
   release_array(d->registered, d->pages);
   release_array(d->pins, d->pages);
+  release_array(d->overwrite, d->pages);
   release_array(d->twins, d->pages * page_bytes);
   release_array(d->modified_list, d->pages);
   release_array(d->written, d->pages);
@@ -732,31 +746,133 @@ void place_pages(void* p, std::size_t bytes, const distribution& where) {
 
 // Pins are counted per page: a page stays pinned until each pin of it is
 // undone, whichever ranges they came from.
+namespace {
+
+// One more pin of a page this rank holds (or is home of): it stays
+// accessible, never faulting, until its last pin goes.
+void pin_page(dsm& d, std::size_t page) {
+  switch (d.state[page]) {
+    case shared: make_modified(d, page, pinned); break;
+    case modified: d.state[page] = pinned; break;
+    case home_watched:
+    case home:  // hot: a reader that arrives later does not make it fault
+      take_twin(d, page);
+      if (d.state[page] == home_watched) protect(d, page, PROT_READ | PROT_WRITE);
+      else note_written(d, page);  // unwatched until now: its past writes are unknown
+      d.state[page] = home_hot;
+      d.modified_list[d.modified_count++] = page;
+      break;
+    default: break;
+  }
+}
+
+void count_pins(dsm& d, std::size_t first, std::size_t last, const char* what) {
+  for (std::size_t page = first; page <= last; ++page)
+    if (d.pins[page] == UINT32_MAX)
+      throw usage_error(EINVAL, std::string("ito: dsm: ") + what +
+                                    ": a page pinned 2^32 - 1 times without unpin");
+  for (std::size_t page = first; page <= last; ++page) ++d.pins[page];
+}
+
+// A checkout's pages that this rank neither holds nor is home of: it joins
+// their readers at their homes (one flush for all), then fetches them with
+// one transfer per run of consecutive pages homed on one rank, all completed
+// by one flush. Pages the checkout overwrites whole are not fetched: their
+// twins are the complement of what they hold, so that all of them goes out.
+void bring_in(dsm& d, const char* begin, const char* end, std::size_t first, std::size_t last,
+              bool overwrite) {
+  std::size_t runs_start = first;
+  bool any = false;
+  for (std::size_t page = first; page <= last; ++page) {
+    if (d.state[page] != invalid) continue;
+    const int h = home_of(d, page);
+    if (h == d.rank || d.registered[page]) continue;
+    d.registered[page] = 1;
+    d.stale.watch(page);
+    const std::uint64_t bit = reader_bit(d.rank);
+    if (MPI_Accumulate(&bit, 1, MPI_UINT64_T, h, static_cast<MPI_Aint>(page), 1, MPI_UINT64_T,
+                       MPI_BOR, d.sharing) != MPI_SUCCESS)
+      mpi_failed("registering a reader at the home");
+    d.posts.post(h, d.read_elsewhere, page);
+    any = true;
+  }
+  if (any) d.posts.send(d.sharing);
+  auto whole = [&](std::size_t page) {
+    const char* at = view_of(d, page);
+    return at >= begin && at + page_bytes <= end;
+  };
+  auto fetched = [&](std::size_t page) {
+    return d.state[page] == invalid && home_of(d, page) != d.rank && !(overwrite && whole(page));
+  };
+  for (std::size_t page = first; page <= last + 1; ++page) {
+    // A run ends at a page not fetched, or homed elsewhere than the run's first.
+    const bool continues = page <= last && fetched(page) && page > runs_start &&
+                           fetched(page - 1) && home_of(d, page) == home_of(d, runs_start);
+    if (continues) continue;
+    if (page > runs_start && fetched(runs_start)) {
+      const auto count = static_cast<int>((page - runs_start) * page_bytes);
+      const int h = home_of(d, runs_start);
+      if (MPI_Get(d.alias + runs_start * page_bytes, count, MPI_BYTE, h,
+                  static_cast<MPI_Aint>(runs_start * page_bytes), count, MPI_BYTE,
+                  d.data) != MPI_SUCCESS)
+        mpi_failed("fetching a checkout's pages from their home");
+      ++d.stats.fetch_transfers;
+    }
+    runs_start = page;
+  }
+  if (MPI_Win_flush_all(d.data) != MPI_SUCCESS) mpi_failed("fetching a checkout's pages");
+  for (std::size_t page = first; page <= last; ++page) {
+    if (d.state[page] != invalid || home_of(d, page) == d.rank) continue;
+    if (overwrite && whole(page)) {
+      char* now = d.alias + page * page_bytes;
+      char* twin = d.twins + page * page_bytes;
+      for (std::size_t k = 0; k < page_bytes; ++k) twin[k] = static_cast<char>(~now[k]);
+      protect(d, page, PROT_READ | PROT_WRITE);
+      d.state[page] = modified;
+      d.modified_list[d.modified_count++] = page;
+      d.overwrite[page] = 1;
+    } else {
+      protect(d, page, PROT_READ);
+      d.state[page] = shared;
+      ++d.stats.fetches;
+    }
+  }
+}
+
+}  // namespace
+
 void pin(void* p, std::size_t bytes) {
   dsm& d = require_dsm("pin");
   std::size_t first = 0, last = 0;
   page_range(d, p, bytes, "pin", &first, &last);
   std::lock_guard hold(d.lock);
-  for (std::size_t page = first; page <= last; ++page)
-    if (d.pins[page] == UINT32_MAX)
-      throw usage_error(EINVAL, "ito: dsm: pin: a page pinned 2^32 - 1 times without unpin");
+  count_pins(d, first, last, "pin");
+  if (d.one_copy) return;  // read-write for good already
   for (std::size_t page = first; page <= last; ++page) {
-    ++d.pins[page];
-    if (d.one_copy) continue;  // read-write for good already
     serve_fault(d, page, false);  // fetched (or ours, if we are its home)
-    switch (d.state[page]) {
-      case shared: make_modified(d, page, pinned); break;
-      case modified: d.state[page] = pinned; break;
-      case home_watched:
-      case home:  // hot: a reader that arrives later does not make it fault
-        take_twin(d, page);
-        if (d.state[page] == home_watched) protect(d, page, PROT_READ | PROT_WRITE);
-        else note_written(d, page);  // unwatched until now: its past writes are unknown
-        d.state[page] = home_hot;
-        d.modified_list[d.modified_count++] = page;
-        break;
-      default: break;
-    }
+    pin_page(d, page);
+  }
+}
+
+bool pages_shared() noexcept {
+  dsm* d = g_dsm.load(std::memory_order_acquire);
+  return d && d->one_copy;
+}
+
+void check_out_pages(void* p, std::size_t bytes, access how) {
+  dsm& d = require_dsm("checkout");
+  std::size_t first = 0, last = 0;
+  page_range(d, p, bytes, "checkout", &first, &last);
+  std::lock_guard hold(d.lock);
+  count_pins(d, first, last, "checkout");
+  if (d.one_copy) return;
+  const char* begin = static_cast<const char*>(p);
+  bring_in(d, begin, begin + bytes, first, last, how == access::write);
+  for (std::size_t page = first; page <= last; ++page) {
+    serve_fault(d, page, false);  // this home's own pages: read-write now
+    // To read, a copy stays read-only and is refreshed in place at acquires
+    // while pinned (act_on_notice); a home's page is the master already.
+    if (how != access::read) pin_page(d, page);
   }
 }
 

@@ -58,6 +58,12 @@ void release_and_invalidate();
 void place_pages(void* p, std::size_t bytes, const distribution& where);
 void pin(void* p, std::size_t bytes);
 void unpin(void* p, std::size_t bytes);
+// checkout (ito/dist.hpp): the range's pages brought in with one transfer
+// per run homed on one rank, then pinned; its checkin is unpin.
+void check_out_pages(void* p, std::size_t bytes, access how);
+// Whether this rank's DSM is one copy shared by every rank (no MPI in its
+// fences, pins and checkouts).
+bool pages_shared() noexcept;
 // This process's counters (zero without a runtime).
 dsm_stats stats() noexcept;
 

@@ -1,0 +1,46 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "distributed/checkout.hpp"
+
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+
+#include "distributed/dist_state.hpp"
+#include "distributed/dsm/dsm.hpp"
+#include "distributed/large_stack.hpp"
+#include "sched/ult.hpp"
+
+namespace ito::dist::detail {
+
+// A ULT holding a checkout stays on this process (its pins are this rank's):
+// counted like a held lock (sched::ult::must_stay). Within a node no MPI
+// runs, so no other stack is needed.
+void check_out(void* p, std::size_t bytes, access how) {
+  require("ito::dist::checkout");
+  sched::ult* self = sched::current_ult();
+  if (pages_shared()) check_out_pages(p, bytes, how);
+  else on_a_large_stack([=] { check_out_pages(p, bytes, how); });
+  if (self) ++self->must_stay;
+}
+
+void check_in_or_throw(void* p, std::size_t bytes) {
+  require("ito::dist::checkout's checkin");
+  if (pages_shared()) unpin(p, bytes);
+  else on_a_large_stack([=] { unpin(p, bytes); });
+  if (sched::ult* self = sched::current_ult(); self && self->must_stay) --self->must_stay;
+}
+
+void check_in(void* p, std::size_t bytes) noexcept {
+  try {
+    check_in_or_throw(p, bytes);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr,
+                 "ito: dist: the checkout of %zu bytes at %p ended after the distributed "
+                 "runtime it was taken in (destroy every ito::dist::checkout before the "
+                 "runtime): %s\n",
+                 bytes, p, e.what());
+    std::abort();
+  }
+}
+
+}  // namespace ito::dist::detail
