@@ -17,7 +17,9 @@
 // rank 1's time to read it (one load per 64 B), write it (one store per
 // 64 B), sd_fence and si_fence, and read it again after that acquire (what
 // nobody else wrote stays: write notices), in microseconds; and a one-page
-// round trip: rank 1 writes a page and releases, rank 0 acquires and reads it.
+// round trip: rank 1 writes a page and releases, rank 0 acquires and reads it;
+// and 1 MiB homed on rank 0 read by rank 1 through a checkout, against
+// MPI_Get of the same 1 MiB. Pages are homed by first touch throughout.
 #include <mpi.h>
 #include <signal.h>
 #include <sys/mman.h>
@@ -91,7 +93,8 @@ struct row {
 // One run of the DSM rows: fresh pages, homed on rank 0.
 void dsm_run(std::size_t pages, row& fetch, row& release, row& barrier) {
   const int me = ito::dist::rank();
-  auto* p = static_cast<volatile unsigned char*>(ito::dist::alloc_collective(pages * page));
+  auto* p = static_cast<volatile unsigned char*>(
+      ito::dist::alloc_collective(pages * page, ito::dist::distribution::first_touch()));
   if (me == 0)
     for (std::size_t i = 0; i < pages; ++i) p[i * page] = 1;  // first touch: rank 0 is home
   ito::dist::barrier();
@@ -149,7 +152,8 @@ struct sweep_row {
 // One run of the sweep at `bytes`: fresh memory homed on rank 0.
 void sweep_run(std::size_t bytes, sweep_row& row) {
   const int me = ito::dist::rank();
-  auto* p = static_cast<volatile unsigned char*>(ito::dist::alloc_collective(bytes));
+  auto* p = static_cast<volatile unsigned char*>(
+      ito::dist::alloc_collective(bytes, ito::dist::distribution::first_touch()));
   if (me == 0)
     for (std::size_t i = 0; i < bytes; i += page) p[i] = 1;
   ito::dist::barrier();
@@ -180,7 +184,8 @@ void sweep_run(std::size_t bytes, sweep_row& row) {
 // store to rank 0 holding the value, the broadcast that signals it included.
 double page_round_trip() {
   const int me = ito::dist::rank();
-  auto* p = static_cast<volatile unsigned char*>(ito::dist::alloc_collective(2 * page));
+  auto* p = static_cast<volatile unsigned char*>(
+      ito::dist::alloc_collective(2 * page, ito::dist::distribution::first_touch()));
   if (me == 2 % ito::dist::size()) p[0] = 1;  // the home: rank 2, or 0 at 2 ranks
   ito::dist::barrier();
   if (me == 0) (void)p[0];  // rank 0 holds a (soon stale) copy
@@ -199,6 +204,36 @@ double page_round_trip() {
   }
   ito::dist::barrier();
   return us;
+}
+
+// 1 MiB homed on rank 0, read by rank 1 (one load per 64 B) through a
+// checkout, against MPI_Get of 1 MiB + flush into plain memory and the same
+// loads. Microseconds, one value per run each.
+void checkout_run(MPI_Win win, char* local, std::vector<double>& dsm, std::vector<double>& mpi) {
+  constexpr std::size_t bytes = 1 << 20;
+  const int me = ito::dist::rank();
+  auto* p = static_cast<unsigned char*>(
+      ito::dist::alloc_collective(bytes, ito::dist::distribution::first_touch()));
+  if (me == 0)
+    for (std::size_t i = 0; i < bytes; i += page) p[i] = static_cast<unsigned char>(i / page);
+  ito::dist::barrier();
+  if (me == 1) {
+    unsigned sum = 0;
+    double t0 = now_ns();
+    {
+      ito::dist::checkout<const unsigned char> in(p, bytes, ito::dist::access::read);
+      for (std::size_t i = 0; i < bytes; i += 64) sum += in[i];
+    }
+    double t1 = now_ns();
+    MPI_Get(local, bytes, MPI_BYTE, 0, 0, bytes, MPI_BYTE, win);
+    MPI_Win_flush(0, win);
+    for (std::size_t i = 0; i < bytes; i += 64) sum += static_cast<unsigned char>(local[i]);
+    double t2 = now_ns();
+    dsm.push_back((t1 - t0) / 1000);
+    mpi.push_back((t2 - t1) / 1000);
+    if (sum == 1) std::puts("");  // keep the loads
+  }
+  ito::dist::barrier();
 }
 
 }  // namespace
@@ -297,6 +332,25 @@ int main(int argc, char** argv) {
                   median(sweep[k].write), median(sweep[k].sd), median(sweep[k].si),
                   median(sweep[k].reread));
     std::fflush(stdout);
+  }
+  {
+    std::vector<char> from(1 << 20, 1), into(1 << 20, 0);
+    MPI_Win big;
+    MPI_Win_create(from.data(), static_cast<MPI_Aint>(from.size()), 1, MPI_INFO_NULL, MPI_COMM_WORLD, &big);
+    MPI_Win_lock_all(MPI_MODE_NOCHECK, big);
+    std::vector<double> out_dsm, out_mpi;
+    for (int r = 0; r < runs; ++r) checkout_run(big, into.data(), out_dsm, out_mpi);
+    MPI_Win_unlock_all(big);
+    MPI_Win_free(&big);
+    if (ito::dist::rank() == 1 && rows) {
+      for (double& v : out_dsm) v *= 1000;
+      for (double& v : out_mpi) v *= 1000;
+      run_report::print_row("checkout: read 1 MiB homed elsewhere", "ito dsm", 1, out_dsm);
+      run_report::print_row("checkout: read 1 MiB homed elsewhere", "raw MPI", 1, out_mpi);
+    } else if (ito::dist::rank() == 1) {
+      std::printf("\n1 MiB homed on rank 0, read by rank 1: checkout %.1f us, MPI_Get + flush %.1f "
+                  "us (median of %d)\n", median(out_dsm), median(out_mpi), runs);
+    }
   }
   std::vector<double> trips;
   for (int r = 0; r < runs; ++r) trips.push_back(page_round_trip());

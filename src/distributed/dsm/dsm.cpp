@@ -744,8 +744,6 @@ void place_pages(void* p, std::size_t bytes, const distribution& where) {
   }
 }
 
-// Pins are counted per page: a page stays pinned until each pin of it is
-// undone, whichever ranges they came from.
 namespace {
 
 // One more pin of a page this rank holds (or is home of): it stays
@@ -841,6 +839,8 @@ void bring_in(dsm& d, const char* begin, const char* end, std::size_t first, std
 
 }  // namespace
 
+// Pins are counted per page: a page stays pinned until each pin of it is
+// undone, whichever ranges they came from.
 void pin(void* p, std::size_t bytes) {
   dsm& d = require_dsm("pin");
   std::size_t first = 0, last = 0;

@@ -23,6 +23,10 @@
 //   other copies stay.
 //   Data moves only at faults and at this rank's own fences.
 //
+// All of this runs between nodes of one rank. A job whose ranks all form one
+// node (node_memory.hpp) maps one copy read-write in every rank and runs
+// none of it: fences are memory fences, pins and checkouts are counted.
+//
 // MPI only ever reads and writes the region's alias (never a protected page).
 // A rank that services a fault calls MPI from its SIGSEGV handler: the fault
 // is synchronous, and no thread holds the DSM lock while touching the view.
