@@ -817,8 +817,11 @@ void bring_in(dsm& d, const char* begin, const char* end, std::size_t first, std
   };
   for (std::size_t page = first; page <= last + 1; ++page) {
     // A run ends at a page not fetched, or homed elsewhere than the run's first.
+    // (At most 1 GiB per transfer: MPI counts are ints.)
+    constexpr std::size_t most_pages = (std::size_t{1} << 30) / page_bytes;
     const bool continues = page <= last && fetched(page) && page > runs_start &&
-                           fetched(page - 1) && home_of(d, page) == home_of(d, runs_start);
+                           fetched(page - 1) && home_of(d, page) == home_of(d, runs_start) &&
+                           page - runs_start < most_pages;
     if (continues) continue;
     if (page > runs_start && fetched(runs_start)) {
       const auto count = static_cast<int>((page - runs_start) * page_bytes);
