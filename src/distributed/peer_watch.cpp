@@ -5,6 +5,7 @@
 #include <poll.h>
 #include <sys/eventfd.h>
 #include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -27,8 +28,15 @@ namespace {
 
 struct peer_identity {
   std::int32_t pid;
+  std::uint64_t pid_namespace;  // its inode: a pid means this process only within it
   char host[64];
 };
+
+// The inode of this process's pid namespace (0 if /proc cannot say).
+std::uint64_t own_pid_namespace() noexcept {
+  struct stat s {};
+  return stat("/proc/self/ns/pid", &s) == 0 ? static_cast<std::uint64_t>(s.st_ino) : 0;
+}
 
 struct watched_peer {
   int rank;
@@ -188,6 +196,7 @@ void start_peer_watch(int rank, int size, const peer_watch_options& options) {
   gethostname(w->host, sizeof w->host - 1);
   peer_identity mine{};
   mine.pid = static_cast<std::int32_t>(getpid());
+  mine.pid_namespace = own_pid_namespace();
   std::memcpy(mine.host, w->host, sizeof mine.host);
   std::vector<peer_identity> all(static_cast<std::size_t>(size));
   MPI_Allgather(&mine, sizeof mine, MPI_BYTE, all.data(), sizeof mine, MPI_BYTE, MPI_COMM_WORLD);
@@ -195,11 +204,12 @@ void start_peer_watch(int rank, int size, const peer_watch_options& options) {
   for (int r = 0; r < size; ++r) {
     const peer_identity& p = all[static_cast<std::size_t>(r)];
     if (r == rank) continue;
-    // Another host's processes (or a pid from another pid namespace, which
-    // pidfd_open refuses or that names no process) are heard instead.
-    const int fd = options.heartbeat_everyone || std::strncmp(p.host, w->host, sizeof p.host) != 0
-                       ? -1
-                       : open_pidfd(p.pid);
+    // Another host's processes, or another pid namespace's (where its pid
+    // names another process here, or none: the container's init for a rank
+    // that is pid 1 in its own), are heard instead.
+    const bool same_pids = std::strncmp(p.host, w->host, sizeof p.host) == 0 &&
+                           p.pid_namespace == mine.pid_namespace && mine.pid_namespace != 0;
+    const int fd = options.heartbeat_everyone || !same_pids ? -1 : open_pidfd(p.pid);
     if (fd >= 0) {
       w->peers.push_back({r, p.pid, fd});
     } else if (w->heartbeat_ms > 0) {
