@@ -15,6 +15,7 @@
 #include <cstring>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "distributed/dist_state.hpp"
 #include "distributed/dsm/page_board.hpp"
@@ -785,71 +786,86 @@ void count_pins(dsm& d, std::size_t first, std::size_t last, const char* what) {
   for (std::size_t page = first; page <= last; ++page) ++d.pins[page];
 }
 
+// Calls each(first, count) for every run of consecutive pages in [first,
+// last] for which in(page) holds and that one rank homes, at most
+// most_pages long.
+template <class In, class Each>
+void for_each_run(dsm& d, std::size_t first, std::size_t last, std::size_t most_pages, In&& in,
+                  Each&& each) {
+  std::size_t start = first, count = 0;
+  for (std::size_t page = first; page <= last + 1; ++page) {
+    const bool extends = page <= last && in(page) && count != 0 && count < most_pages &&
+                         home_of(d, page) == home_of(d, start);
+    if (extends) {
+      ++count;
+      continue;
+    }
+    if (count) each(start, count);
+    start = page;
+    count = page <= last && in(page) ? 1 : 0;
+  }
+}
+
 // A checkout's pages that this rank neither holds nor is home of: it joins
-// their readers at their homes (one flush for all), then fetches them with
-// one transfer per run of consecutive pages homed on one rank, all completed
-// by one flush. Pages the checkout overwrites whole are not fetched: their
-// twins are the complement of what they hold, so that all of them goes out.
+// their readers at their homes, one accumulate per run of pages (the readers
+// masks of consecutive pages are consecutive words) and the read-elsewhere
+// marks one per 64 pages, all completed by one flush; then they are fetched
+// with one transfer per run, completed by one flush, and mapped with one
+// mprotect per run. Pages the checkout overwrites whole are not fetched:
+// their twins are the complement of what they hold, so that all of each
+// goes out at the next release.
 void bring_in(dsm& d, const char* begin, const char* end, std::size_t first, std::size_t last,
               bool overwrite) {
-  std::size_t runs_start = first;
-  bool any = false;
-  for (std::size_t page = first; page <= last; ++page) {
-    if (d.state[page] != invalid) continue;
-    const int h = home_of(d, page);
-    if (h == d.rank || d.registered[page]) continue;
-    d.registered[page] = 1;
-    d.stale.watch(page);
-    const std::uint64_t bit = reader_bit(d.rank);
-    if (MPI_Accumulate(&bit, 1, MPI_UINT64_T, h, static_cast<MPI_Aint>(page), 1, MPI_UINT64_T,
-                       MPI_BOR, d.sharing) != MPI_SUCCESS)
+  constexpr std::size_t most_pages = (std::size_t{1} << 30) / page_bytes;  // MPI counts are ints
+  auto away = [&](std::size_t page) {
+    return d.state[page] == invalid && home_of(d, page) != d.rank;
+  };
+  auto unregistered = [&](std::size_t page) { return away(page) && !d.registered[page]; };
+  std::vector<std::uint64_t> bits;
+  for_each_run(d, first, last, most_pages, unregistered, [&](std::size_t start, std::size_t n) {
+    if (bits.size() < n) bits.assign(n, reader_bit(d.rank));
+    const int h = home_of(d, start);
+    if (MPI_Accumulate(bits.data(), static_cast<int>(n), MPI_UINT64_T, h,
+                       static_cast<MPI_Aint>(start), static_cast<int>(n), MPI_UINT64_T, MPI_BOR,
+                       d.sharing) != MPI_SUCCESS)
       mpi_failed("registering a reader at the home");
-    d.posts.post(h, d.read_elsewhere, page);
-    any = true;
-  }
-  if (any) d.posts.send(d.sharing);
+    for (std::size_t page = start; page < start + n; ++page) {
+      d.registered[page] = 1;
+      d.stale.watch(page);
+      d.posts.post(h, d.read_elsewhere, page);
+    }
+  });
+  d.posts.send(d.sharing);  // flushes the accumulates above with its own
   auto whole = [&](std::size_t page) {
     const char* at = view_of(d, page);
     return at >= begin && at + page_bytes <= end;
   };
-  auto fetched = [&](std::size_t page) {
-    return d.state[page] == invalid && home_of(d, page) != d.rank && !(overwrite && whole(page));
-  };
-  for (std::size_t page = first; page <= last + 1; ++page) {
-    // A run ends at a page not fetched, or homed elsewhere than the run's first.
-    // (At most 1 GiB per transfer: MPI counts are ints.)
-    constexpr std::size_t most_pages = (std::size_t{1} << 30) / page_bytes;
-    const bool continues = page <= last && fetched(page) && page > runs_start &&
-                           fetched(page - 1) && home_of(d, page) == home_of(d, runs_start) &&
-                           page - runs_start < most_pages;
-    if (continues) continue;
-    if (page > runs_start && fetched(runs_start)) {
-      const auto count = static_cast<int>((page - runs_start) * page_bytes);
-      const int h = home_of(d, runs_start);
-      if (MPI_Get(d.alias + runs_start * page_bytes, count, MPI_BYTE, h,
-                  static_cast<MPI_Aint>(runs_start * page_bytes), count, MPI_BYTE,
-                  d.data) != MPI_SUCCESS)
-        mpi_failed("fetching a checkout's pages from their home");
-      ++d.stats.fetch_transfers;
-    }
-    runs_start = page;
-  }
-  if (MPI_Win_flush_all(d.data) != MPI_SUCCESS) mpi_failed("fetching a checkout's pages");
+  auto fetched = [&](std::size_t page) { return away(page) && !(overwrite && whole(page)); };
+  bool any = false;
+  for_each_run(d, first, last, most_pages, fetched, [&](std::size_t start, std::size_t n) {
+    const auto bytes = static_cast<int>(n * page_bytes);
+    if (MPI_Get(d.alias + start * page_bytes, bytes, MPI_BYTE, home_of(d, start),
+                static_cast<MPI_Aint>(start * page_bytes), bytes, MPI_BYTE, d.data) != MPI_SUCCESS)
+      mpi_failed("fetching a checkout's pages from their home");
+    ++d.stats.fetch_transfers;
+    any = true;
+  });
+  if (any && MPI_Win_flush_all(d.data) != MPI_SUCCESS) mpi_failed("fetching a checkout's pages");
+  for_each_run(d, first, last, most_pages, fetched, [&](std::size_t start, std::size_t n) {
+    protect(d, start, PROT_READ, n);
+    for (std::size_t page = start; page < start + n; ++page) d.state[page] = shared;
+    d.stats.fetches += n;
+  });
+  if (!overwrite) return;
   for (std::size_t page = first; page <= last; ++page) {
-    if (d.state[page] != invalid || home_of(d, page) == d.rank) continue;
-    if (overwrite && whole(page)) {
-      char* now = d.alias + page * page_bytes;
-      char* twin = d.twins + page * page_bytes;
-      for (std::size_t k = 0; k < page_bytes; ++k) twin[k] = static_cast<char>(~now[k]);
-      protect(d, page, PROT_READ | PROT_WRITE);
-      d.state[page] = modified;
-      d.modified_list[d.modified_count++] = page;
-      d.overwrite[page] = 1;
-    } else {
-      protect(d, page, PROT_READ);
-      d.state[page] = shared;
-      ++d.stats.fetches;
-    }
+    if (!away(page) || !whole(page)) continue;
+    char* now = d.alias + page * page_bytes;
+    char* twin = d.twins + page * page_bytes;
+    for (std::size_t k = 0; k < page_bytes; ++k) twin[k] = static_cast<char>(~now[k]);
+    protect(d, page, PROT_READ | PROT_WRITE);
+    d.state[page] = modified;
+    d.modified_list[d.modified_count++] = page;
+    d.overwrite[page] = 1;
   }
 }
 
