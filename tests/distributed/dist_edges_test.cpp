@@ -350,17 +350,20 @@ int hold_across_yields(int i) {
   return moved_while_holding;
 }
 
-int lock_tree(int lo, int hi) {
-  if (hi - lo == 1) return hold_across_yields(lo);
+// leaf(lo) + ... + leaf(hi - 1), each leaf a ULT of a binary tree whose
+// continuations thieves take (child-first): the leaves run on every rank.
+template <int (*Leaf)(int)>
+int sum_over_ranks(int lo, int hi) {
+  if (hi - lo == 1) return Leaf(lo);
   const int mid = (lo + hi) / 2;
-  auto left = ito::create_thread(lock_tree, lo, mid);
-  const int right = lock_tree(mid, hi);
+  auto left = ito::create_thread(sum_over_ranks<Leaf>, lo, mid);
+  const int right = sum_over_ranks<Leaf>(mid, hi);
   return left.get() + right;
 }
 
 TEST(DistEdges, AUltHoldingALockDoesNotMigrate) {
   for (int run = 0; run < 2; ++run) {
-    const int moved = ito::dist::start_main_thread(lock_tree, 0, 64);
+    const int moved = ito::dist::start_main_thread(sum_over_ranks<hold_across_yields>, 0, 64);
     EXPECT_EQ(moved, 0) << "run " << run;
     EXPECT_TRUE(g_lock.try_lock()) << "a lock stayed taken on rank " << ito::dist::rank();
     g_lock.unlock();
@@ -385,19 +388,11 @@ int write_slice_across_yields(int i) {
   return moved_while_held;
 }
 
-int slice_tree(int lo, int hi) {
-  if (hi - lo == 1) return write_slice_across_yields(lo);
-  const int mid = (lo + hi) / 2;
-  auto left = ito::create_thread(slice_tree, lo, mid);
-  const int right = slice_tree(mid, hi);
-  return left.get() + right;
-}
-
 TEST(DistEdges, AUltHoldingACheckoutDoesNotMigrateAndItsWritesArrive) {
   g_slices = static_cast<long*>(ito::dist::alloc_collective(64 * slice_longs * sizeof(long)));
   if (ito::dist::rank() == 0) std::fill(g_slices, g_slices + 64 * slice_longs, 0L);
   ito::dist::barrier();
-  const int moved = ito::dist::start_main_thread(slice_tree, 0, 64);
+  const int moved = ito::dist::start_main_thread(sum_over_ranks<write_slice_across_yields>, 0, 64);
   ito::dist::barrier();
   if (ito::dist::rank() == 0) {
     EXPECT_EQ(moved, 0);

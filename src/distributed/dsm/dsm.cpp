@@ -185,6 +185,21 @@ void fetch(dsm& d, std::size_t page, int from) {
 // reaches all of them, which is safe: a notice only costs a refetch).
 std::uint64_t reader_bit(int rank) noexcept { return std::uint64_t{1} << (rank % 64); }
 
+// Joins this rank to the readers of `count` pages from `first`, all homed on
+// `h`: their readers masks are consecutive words there, so one accumulate
+// (`bits`: count copies of this rank's bit); the read-elsewhere marks are
+// posted, and go with the caller's posts.send, which flushes both.
+void join_readers(dsm& d, std::size_t first, std::size_t count, int h, const std::uint64_t* bits) {
+  if (MPI_Accumulate(bits, static_cast<int>(count), MPI_UINT64_T, h, static_cast<MPI_Aint>(first),
+                     static_cast<int>(count), MPI_UINT64_T, MPI_BOR, d.sharing) != MPI_SUCCESS)
+    mpi_failed("registering a reader at the home");
+  for (std::size_t page = first; page < first + count; ++page) {
+    d.registered[page] = 1;
+    d.stale.watch(page);
+    d.posts.post(h, d.read_elsewhere, page);
+  }
+}
+
 // Before this rank's first fetch of `page`: it becomes one of the page's
 // readers at the home, which is told so on its read_elsewhere board. Both
 // complete before the fetch: a writer that reads the readers after its diff
@@ -192,14 +207,9 @@ std::uint64_t reader_bit(int rank) noexcept { return std::uint64_t{1} << (rank %
 // rank's fetch, which then sees the diff (docs/DISTRIBUTED.md, write notices).
 void register_reader(dsm& d, std::size_t page, int h) {
   if (d.registered[page]) return;
-  d.registered[page] = 1;
-  d.stale.watch(page);
   const std::uint64_t bit = reader_bit(d.rank);
-  if (MPI_Accumulate(&bit, 1, MPI_UINT64_T, h, static_cast<MPI_Aint>(page), 1, MPI_UINT64_T,
-                     MPI_BOR, d.sharing) != MPI_SUCCESS)
-    mpi_failed("registering a reader at the home");
-  d.posts.post(h, d.read_elsewhere, page);
-  d.posts.send(d.sharing);  // flushes the accumulate above with its own
+  join_readers(d, page, 1, h, &bit);
+  d.posts.send(d.sharing);
 }
 
 void take_twin(dsm& d, std::size_t page) {
@@ -824,18 +834,9 @@ void bring_in(dsm& d, const char* begin, const char* end, std::size_t first, std
   std::vector<std::uint64_t> bits;
   for_each_run(d, first, last, most_pages, unregistered, [&](std::size_t start, std::size_t n) {
     if (bits.size() < n) bits.assign(n, reader_bit(d.rank));
-    const int h = home_of(d, start);
-    if (MPI_Accumulate(bits.data(), static_cast<int>(n), MPI_UINT64_T, h,
-                       static_cast<MPI_Aint>(start), static_cast<int>(n), MPI_UINT64_T, MPI_BOR,
-                       d.sharing) != MPI_SUCCESS)
-      mpi_failed("registering a reader at the home");
-    for (std::size_t page = start; page < start + n; ++page) {
-      d.registered[page] = 1;
-      d.stale.watch(page);
-      d.posts.post(h, d.read_elsewhere, page);
-    }
+    join_readers(d, start, n, home_of(d, start), bits.data());
   });
-  d.posts.send(d.sharing);  // flushes the accumulates above with its own
+  d.posts.send(d.sharing);
   auto whole = [&](std::size_t page) {
     const char* at = view_of(d, page);
     return at >= begin && at + page_bytes <= end;
