@@ -13,20 +13,21 @@
 namespace ito::dist::detail {
 
 // A ULT holding a checkout stays on this process (its pins are this rank's):
-// counted like a held lock (sched::ult::must_stay). Within a node no MPI
-// runs, so no other stack is needed.
+// counted like a held lock (sched::ult::must_stay). Only bringing pages in
+// runs MPI, which needs another stack (large_stack.hpp); a range held here
+// already (within a node: always) is checked out on the caller's stack.
 void check_out(void* p, std::size_t bytes, access how) {
   require("ito::dist::checkout");
   sched::ult* self = sched::current_ult();
-  if (pages_shared()) check_out_pages(p, bytes, how);
-  else on_a_large_stack([=] { check_out_pages(p, bytes, how); });
+  if (!check_out_held_pages(p, bytes, how))
+    on_a_large_stack([=] { check_out_pages(p, bytes, how); });
   if (self) ++self->must_stay;
 }
 
+// No MPI: a checkin only counts pins down.
 void check_in_or_throw(void* p, std::size_t bytes) {
   require("ito::dist::checkout's checkin");
-  if (pages_shared()) unpin(p, bytes);
-  else on_a_large_stack([=] { unpin(p, bytes); });
+  unpin(p, bytes);
   if (sched::ult* self = sched::current_ult(); self && self->must_stay) --self->must_stay;
 }
 

@@ -776,31 +776,38 @@ TEST(dsm, checkouts_overlap_a_faulted_page_and_each_other) {
 }
 
 // access::write promises every byte is written: its whole pages are not
-// fetched, and all of each goes out, bytes equal to this rank's stale copy
-// included (a diff against that copy would leave the home's newer bytes).
-TEST(dsm, a_write_checkout_sends_its_whole_pages_even_bytes_equal_to_a_stale_copy) {
-  auto* v = static_cast<long*>(ito::dist::alloc_collective(2 * 4096, ito::dist::distribution::first_touch()));
-  if (me() == 0) std::fill(v, v + 2 * 512, 0L);
-  ito::dist::barrier();
-  const int writer = ranks() - 1;
-  long seen = v[5];  // every rank holds a copy of zeros
-  EXPECT_EQ(seen, 0);
-  ito::dist::barrier();
-  if (me() == 0) std::fill(v, v + 2 * 512, 7L);  // the home's newer bytes
-  ito::dist::barrier();
-  if (me() == writer) {
-    const ito::dist::dsm_stats before = ito::dist::current_dsm_stats();
-    ito::dist::checkout out(v, 2 * 512, ito::dist::access::write);
-    for (std::size_t i = 0; i < out.size(); ++i) out[i] = 0;  // equal to the old copy
-    if (!one_copy() && writer != 0) {
-      EXPECT_EQ(ito::dist::current_dsm_stats().fetches, before.fetches) << "overwritten pages fetched";
+// fetched, and all of each goes out, whatever the bytes are: equal to this
+// rank's stale copy (a diff against that copy would leave the home's newer
+// bytes) or equal to its complement (a twin made of the complement, as the
+// first version had, took those for unchanged and lost them: dist-sort's
+// leaves with write checkouts came out wrong).
+TEST(dsm, a_write_checkout_sends_its_whole_pages_whatever_the_bytes) {
+  for (const long written : {0L, ~0L, 0x00FF00FF00FF00FFL}) {
+    SCOPED_TRACE(written);
+    auto* v = static_cast<long*>(
+        ito::dist::alloc_collective(2 * 4096, ito::dist::distribution::first_touch()));
+    if (me() == 0) std::fill(v, v + 2 * 512, 0L);
+    ito::dist::barrier();
+    const int writer = ranks() - 1;
+    long seen = v[5];  // every rank holds a copy of zeros
+    EXPECT_EQ(seen, 0);
+    ito::dist::barrier();
+    if (me() == 0) std::fill(v, v + 2 * 512, 7L);  // the home's newer bytes
+    ito::dist::barrier();
+    if (me() == writer) {
+      const ito::dist::dsm_stats before = ito::dist::current_dsm_stats();
+      ito::dist::checkout out(v, 2 * 512, ito::dist::access::write);
+      for (std::size_t i = 0; i < out.size(); ++i) out[i] = written;
+      if (!one_copy() && writer != 0) {
+        EXPECT_EQ(ito::dist::current_dsm_stats().fetches, before.fetches) << "overwritten pages fetched";
+      }
     }
+    ito::dist::barrier();
+    long wrong = 0;
+    for (int i = 0; i < 2 * 512; ++i) wrong += v[i] != written;
+    EXPECT_EQ(wrong, 0) << "bytes of the write checkout lost on rank " << me();
+    ito::dist::barrier();
   }
-  ito::dist::barrier();
-  long wrong = 0;
-  for (int i = 0; i < 2 * 512; ++i) wrong += v[i] != 0;
-  EXPECT_EQ(wrong, 0) << "bytes of the write checkout lost on rank " << me();
-  ito::dist::barrier();
 }
 
 TEST(dsm, checkout_misuse_is_named) {

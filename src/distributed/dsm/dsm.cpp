@@ -320,29 +320,9 @@ bool complete_diff(dsm& d, int home) {
   return true;
 }
 
-// Sends page's changes against its twin to its home: exactly the bytes that
-// differ (a word-wide run would carry stale neighbours over bytes another
-// rank wrote), skipping equal words a word at a time. False if nothing changed.
-//
-// A pinned page (`keep_twin`) stays writable meanwhile, so other threads may
-// store into it while it is compared. It is compared as one snapshot, which
-// becomes its twin and is what goes out (the put reads the twin, untouched
-// until the release completes): the home then holds exactly the twin's bytes
-// wherever this rank wrote, and a store that came after the snapshot differs
-// from the twin and goes at the next release. (A twin taken again after the
-// diff, as before, could hold a store the diff missed: never sent, and undone
-// by the next merge, which would take it for the master's old byte.)
-bool send_diff(dsm& d, std::size_t page, bool keep_twin) {
-  const char* now = d.alias + page * page_bytes;
-  char* twin = d.twins + page * page_bytes;
-  if (keep_twin) {
-    const auto* words = reinterpret_cast<const std::uint64_t*>(now);
-    for (std::size_t i = 0; i < page_bytes / 8; ++i) {
-      const std::uint64_t w = __atomic_load_n(&words[i], __ATOMIC_RELAXED);
-      std::memcpy(d.snapshot + i * 8, &w, 8);
-    }
-    now = d.snapshot;
-  }
+// The runs of bytes where `now` differs from `twin`, into d.run_at and
+// d.run_length; returns how many.
+int differing_runs(dsm& d, const char* now, const char* twin) {
   int runs = 0;
   std::size_t run = page_bytes;  // start of the open run of differing bytes, if any
   auto close_run = [&](std::size_t end) {
@@ -367,11 +347,48 @@ bool send_diff(dsm& d, std::size_t page, bool keep_twin) {
     }
   }
   if (run != page_bytes) close_run(page_bytes);
+  return runs;
+}
+
+int whole_page_run(dsm& d) {
+  d.run_at[0] = 0;
+  d.run_length[0] = static_cast<int>(page_bytes);
+  return 1;
+}
+
+// Sends page's changes against its twin to its home: exactly the bytes that
+// differ (a word-wide run would carry stale neighbours over bytes another
+// rank wrote), skipping equal words a word at a time. False if nothing changed.
+//
+// A pinned page (`keep_twin`) stays writable meanwhile, so other threads may
+// store into it while it is compared. It is compared as one snapshot, which
+// becomes its twin and is what goes out (the put reads the twin, untouched
+// until the release completes): the home then holds exactly the twin's bytes
+// wherever this rank wrote, and a store that came after the snapshot differs
+// from the twin and goes at the next release. (A twin taken again after the
+// diff, as before, could hold a store the diff missed: never sent, and undone
+// by the next merge, which would take it for the master's old byte.)
+//
+// A page a write checkout overwrites whole (d.overwrite) goes out whole: its
+// twin says nothing, since the new bytes may equal anything it could hold.
+bool send_diff(dsm& d, std::size_t page, bool keep_twin) {
+  const char* now = d.alias + page * page_bytes;
+  char* twin = d.twins + page * page_bytes;
+  if (keep_twin) {
+    const auto* words = reinterpret_cast<const std::uint64_t*>(now);
+    for (std::size_t i = 0; i < page_bytes / 8; ++i) {
+      const std::uint64_t w = __atomic_load_n(&words[i], __ATOMIC_RELAXED);
+      std::memcpy(d.snapshot + i * 8, &w, 8);
+    }
+    now = d.snapshot;
+  }
+  const bool whole = d.overwrite[page] != 0;
+  const int runs = whole ? whole_page_run(d) : differing_runs(d, now, twin);
   if (runs == 0) return false;
   ++d.stats.diffs_sent;
   const int h = home_of(d, page);
   const auto at = static_cast<MPI_Aint>(page * page_bytes);
-  if (d.check_races) {
+  if (d.check_races && !whole) {
     if (MPI_Get(d.master, page_bytes, MPI_BYTE, h, at, page_bytes, MPI_BYTE, d.data) != MPI_SUCCESS ||
         MPI_Win_flush(h, d.data) != MPI_SUCCESS)
       mpi_failed("reading a page back from its home");
@@ -821,9 +838,8 @@ void for_each_run(dsm& d, std::size_t first, std::size_t last, std::size_t most_
 // masks of consecutive pages are consecutive words) and the read-elsewhere
 // marks one per 64 pages, all completed by one flush; then they are fetched
 // with one transfer per run, completed by one flush, and mapped with one
-// mprotect per run. Pages the checkout overwrites whole are not fetched:
-// their twins are the complement of what they hold, so that all of each
-// goes out at the next release.
+// mprotect per run. Pages the checkout overwrites whole are not fetched and
+// take no twin: marked d.overwrite, all of each goes out at the next release.
 void bring_in(dsm& d, const char* begin, const char* end, std::size_t first, std::size_t last,
               bool overwrite) {
   constexpr std::size_t most_pages = (std::size_t{1} << 30) / page_bytes;  // MPI counts are ints
@@ -860,9 +876,6 @@ void bring_in(dsm& d, const char* begin, const char* end, std::size_t first, std
   if (!overwrite) return;
   for (std::size_t page = first; page <= last; ++page) {
     if (!away(page) || !whole(page)) continue;
-    char* now = d.alias + page * page_bytes;
-    char* twin = d.twins + page * page_bytes;
-    for (std::size_t k = 0; k < page_bytes; ++k) twin[k] = static_cast<char>(~now[k]);
     protect(d, page, PROT_READ | PROT_WRITE);
     d.state[page] = modified;
     d.modified_list[d.modified_count++] = page;
@@ -887,26 +900,43 @@ void pin(void* p, std::size_t bytes) {
   }
 }
 
-bool pages_shared() noexcept {
-  dsm* d = g_dsm.load(std::memory_order_acquire);
-  return d && d->one_copy;
-}
+namespace {
 
-void check_out_pages(void* p, std::size_t bytes, access how) {
-  dsm& d = require_dsm("checkout");
+// With d.lock held: pins the range's pages, bringing in those this rank
+// neither holds nor homes (unless `held_only`: then, where there is one,
+// nothing is done and the answer is false).
+bool check_out_locked(dsm& d, void* p, std::size_t bytes, access how, bool held_only) {
   std::size_t first = 0, last = 0;
   page_range(d, p, bytes, "checkout", &first, &last);
-  std::lock_guard hold(d.lock);
+  if (held_only && !d.one_copy) {
+    for (std::size_t page = first; page <= last; ++page)
+      if (d.state[page] == invalid && home_of(d, page) != d.rank) return false;
+  }
   count_pins(d, first, last, "checkout");
-  if (d.one_copy) return;
+  if (d.one_copy) return true;
   const char* begin = static_cast<const char*>(p);
-  bring_in(d, begin, begin + bytes, first, last, how == access::write);
+  if (!held_only) bring_in(d, begin, begin + bytes, first, last, how == access::write);
   for (std::size_t page = first; page <= last; ++page) {
     serve_fault(d, page, false);  // this home's own pages: read-write now
     // To read, a copy stays read-only and is refreshed in place at acquires
     // while pinned (act_on_notice); a home's page is the master already.
     if (how != access::read) pin_page(d, page);
   }
+  return true;
+}
+
+}  // namespace
+
+void check_out_pages(void* p, std::size_t bytes, access how) {
+  dsm& d = require_dsm("checkout");
+  std::lock_guard hold(d.lock);
+  check_out_locked(d, p, bytes, how, false);
+}
+
+bool check_out_held_pages(void* p, std::size_t bytes, access how) {
+  dsm& d = require_dsm("checkout");
+  std::lock_guard hold(d.lock);
+  return check_out_locked(d, p, bytes, how, true);
 }
 
 dsm_stats stats() noexcept {

@@ -65,9 +65,9 @@ void unpin(void* p, std::size_t bytes);
 // checkout (ito/dist.hpp): the range's pages brought in with one transfer
 // per run homed on one rank, then pinned; its checkin is unpin.
 void check_out_pages(void* p, std::size_t bytes, access how);
-// Whether this rank's DSM is one copy shared by every rank (no MPI in its
-// fences, pins and checkouts).
-bool pages_shared() noexcept;
+// The same when every page of the range is held here or homed here already
+// (no MPI: it may run on a ULT's stack); false, and nothing done, otherwise.
+bool check_out_held_pages(void* p, std::size_t bytes, access how);
 // This process's counters (zero without a runtime).
 dsm_stats stats() noexcept;
 
