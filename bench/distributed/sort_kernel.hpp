@@ -4,6 +4,13 @@
 // in the other by binary search, merge the two sides in parallel), then copy
 // back in parallel. The same code runs on DSM arrays (ito-bench-dist-sort)
 // and on plain memory in one process (`ito-bench dist-sort`'s reference).
+//
+// `Access` says how a leaf reaches its data: `plain_access` touches it (on
+// DSM arrays a page this rank does not hold faults in), while the DSM
+// benchmark's checkout access checks each leaf's ranges out first (one
+// transfer per home, as Itoyori's cilksort does). The fill and the check
+// run in parallel too, so each part of the array is written first where its
+// ULT runs, as a program that scales would.
 #pragma once
 
 #include <algorithm>
@@ -16,61 +23,123 @@ namespace sort_kernel {
 
 inline constexpr long cutoff = 4096;  // below this, sequential
 
-inline void merge(const int* a, long na, const int* b, long nb, int* out) {
+// No explicit access: the leaves load and store.
+struct plain_access {
+  struct scope {};
+  template <class T>
+  static scope read(const T*, long) {
+    return {};
+  }
+  template <class T>
+  static scope write(T*, long) {
+    return {};
+  }
+  template <class T>
+  static scope read_write(T*, long) {
+    return {};
+  }
+};
+
+template <class Access = plain_access>
+void merge(const int* a, long na, const int* b, long nb, int* out) {
   if (na < nb) {
     std::swap(a, b);
     std::swap(na, nb);
   }
   if (na + nb <= cutoff) {
+    [[maybe_unused]] const auto in_a = Access::read(a, na);
+    [[maybe_unused]] const auto in_b = Access::read(b, nb);
+    [[maybe_unused]] const auto to = Access::write(out, na + nb);
     std::merge(a, a + na, b, b + nb, out);
     return;
   }
   const long ma = na / 2;
   const long mb = std::lower_bound(b, b + nb, a[ma]) - b;
   out[ma + mb] = a[ma];
-  auto left = ito::create_thread(merge, a, ma, b, mb, out);
-  merge(a + ma + 1, na - ma - 1, b + mb, nb - mb, out + ma + mb + 1);
+  auto left = ito::create_thread(merge<Access>, a, ma, b, mb, out);
+  merge<Access>(a + ma + 1, na - ma - 1, b + mb, nb - mb, out + ma + mb + 1);
   left.get();
 }
 
-inline void copy(const int* from, int* to, long n) {
+template <class Access = plain_access>
+void copy(const int* from, int* to, long n) {
   if (n <= cutoff) {
+    [[maybe_unused]] const auto in = Access::read(from, n);
+    [[maybe_unused]] const auto out = Access::write(to, n);
     std::copy(from, from + n, to);
     return;
   }
-  auto left = ito::create_thread(copy, from, to, n / 2);
-  copy(from + n / 2, to + n / 2, n - n / 2);
+  auto left = ito::create_thread(copy<Access>, from, to, n / 2);
+  copy<Access>(from + n / 2, to + n / 2, n - n / 2);
   left.get();
 }
 
 // Sorts a[0, n), using tmp[0, n).
-inline void sort(int* a, int* tmp, long n) {
+template <class Access = plain_access>
+void sort(int* a, int* tmp, long n) {
   if (n <= cutoff) {
+    [[maybe_unused]] const auto here = Access::read_write(a, n);
     std::sort(a, a + n);
     return;
   }
   const long h = n / 2;
-  auto left = ito::create_thread(sort, a, tmp, h);
-  sort(a + h, tmp + h, n - h);
+  auto left = ito::create_thread(sort<Access>, a, tmp, h);
+  sort<Access>(a + h, tmp + h, n - h);
   left.get();
-  merge(a, h, a + h, n - h, tmp);
-  copy(tmp, a, n);
+  merge<Access>(a, h, a + h, n - h, tmp);
+  copy<Access>(tmp, a, n);
 }
 
-inline void fill(int* a, long n, unsigned seed) {
-  std::uint64_t x = 0x9E3779B97F4A7C15ull * seed;
-  for (long i = 0; i < n; ++i) {
-    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
-    a[i] = static_cast<int>(x % 1'000'000'007u);
+// Element i of the input of run `seed`: a hash of both, so that any part
+// can be filled independently.
+inline int value_at(long i, unsigned seed) {
+  std::uint64_t x = (static_cast<std::uint64_t>(seed) << 40) + static_cast<std::uint64_t>(i);
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  x ^= x >> 31;
+  return static_cast<int>(x % 1'000'000'007u);
+}
+
+template <class Access = plain_access>
+void fill(int* a, long n, unsigned seed, long first = 0) {
+  if (n <= cutoff) {
+    [[maybe_unused]] const auto out = Access::write(a, n);
+    for (long i = 0; i < n; ++i) a[i] = value_at(first + i, seed);
+    return;
   }
+  auto left = ito::create_thread(fill<Access>, a, n / 2, seed, first);
+  fill<Access>(a + n / 2, n - n / 2, seed, first + n / 2);
+  left.get();
 }
 
-inline std::uint64_t checksum(const int* a, long n) {
-  std::uint64_t s = 0;
-  for (long i = 0; i < n; ++i) s += static_cast<std::uint64_t>(a[i]) * 0x9E3779B1u;
-  return s;
-}
+// What a check of the array adds up: a sum that ignores the order (so the
+// input's and the sorted output's agree) and the places where a value is
+// below its left neighbour (0 when sorted).
+struct summary {
+  std::uint64_t sum = 0;
+  long descents = 0;
+};
 
-inline bool is_sorted(const int* a, long n) { return std::is_sorted(a, a + n); }
+template <class Access = plain_access>
+summary check(const int* a, long n, const int* before = nullptr) {
+  if (n <= cutoff) {
+    [[maybe_unused]] const auto in = Access::read(a, n);
+    summary s;
+    if (before && n > 0) {
+      const int left_neighbour = *before;  // one int of the previous block
+      s.descents += a[0] < left_neighbour;
+    }
+    for (long i = 0; i < n; ++i) {
+      s.sum += static_cast<std::uint64_t>(a[i]) * 0x9E3779B1u;
+      if (i > 0) s.descents += a[i] < a[i - 1];
+    }
+    return s;
+  }
+  const long h = n / 2;
+  auto left = ito::create_thread(check<Access>, a, h, before);
+  const summary right = check<Access>(a + h, n - h, a + h - 1);
+  const summary l = left.get();
+  return {l.sum + right.sum, l.descents + right.descents};
+}
 
 }  // namespace sort_kernel
