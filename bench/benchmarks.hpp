@@ -28,6 +28,8 @@ struct dist_params {
   std::vector<unsigned> workers{1, 2};
   std::vector<unsigned> ranks{1, 2, 4};
   std::vector<node_mode> modes;  // --node; default both
+  // dist-sort's --access: the leaves fault their pages in, or check them out
+  std::vector<bool> checkouts{false};
   int runs = 5;
 };
 void run_dist(const dist_params& p, reporter& out);

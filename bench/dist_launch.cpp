@@ -53,9 +53,10 @@ result row(const dist_params& p, std::string impl, unsigned w) {
 
 // One mpiexec of ito-bench-dist-<kernel>: its per-run lines into r.
 void run_distributed(const dist_params& p, const node_mode& mode, unsigned ranks, unsigned w,
-                     result& r) {
+                     bool checkout, result& r) {
   std::string flags = "--n " + std::to_string(p.n) + " --runs " + std::to_string(p.runs);
   if (p.kernel == dist_kernel::stencil) flags += " --sweeps " + std::to_string(p.sweeps);
+  if (checkout) flags += " --checkout 1";
   const std::string command =
       mpiexec_command(mode, "ITO_WORKERS=" + std::to_string(w) + " ", ranks,
                       std::string("ito-bench-dist-") + name_of(p.kernel), flags);
@@ -113,31 +114,38 @@ void run_dist(const dist_params& p, reporter& out) {
       measure(seq, p.runs, [&] { return local.sequential_run(); });
       out.add(std::move(seq));
     }
-    std::map<std::string, double> one_rank_ms;  // per mode
+    std::map<std::string, double> one_rank_ms;  // per mode and access
     for (unsigned ranks : p.ranks) {
       for (const node_mode& mode : p.modes) {
-        result r = row(p, "ito-dist " + mode.label + ", " + std::to_string(ranks) + " rank(s)", w);
-        r.params.emplace_back("ranks", std::to_string(ranks));
-        r.params.emplace_back("node", json_string(mode.env));
-        if (!selected(r.impl)) continue;
-        if (!built_with_mpi) {
-          out.add(not_available(r.bench, r.group, r.impl, w,
-                                "built without the distributed mode (no MPI found)"));
-          continue;
+        for (const bool checkout : p.checkouts) {
+          const std::string how = checkout ? ", checkout" : "";
+          result r =
+              row(p, "ito-dist " + mode.label + how + ", " + std::to_string(ranks) + " rank(s)", w);
+          r.params.emplace_back("ranks", std::to_string(ranks));
+          r.params.emplace_back("node", json_string(mode.env));
+          if (p.kernel == dist_kernel::sort)
+            r.params.emplace_back("access", json_string(checkout ? "checkout" : "fault"));
+          if (!selected(r.impl)) continue;
+          if (!built_with_mpi) {
+            out.add(not_available(r.bench, r.group, r.impl, w,
+                                  "built without the distributed mode (no MPI found)"));
+            continue;
+          }
+          progress("%s(%ld), %u worker(s), %u rank(s), ITO_DIST_NODE=%s%s...", bench_name.c_str(),
+                   p.n, w, ranks, mode.env.c_str(), how.c_str());
+          r.note = p.kernel == dist_kernel::fib ? "each run: ito::dist::start_main_thread"
+                                                : "data in the DSM";
+          run_distributed(p, mode, ranks, w, checkout, r);
+          const std::string shape = mode.env + how;
+          if (ranks == 1) one_rank_ms[shape] = r.median_ms;
+          // Times over: > 1 is slower. Listed first among the notes.
+          std::vector<std::pair<std::string, double>> ratios;
+          if (one_rank_ms.count(shape))
+            ratios.emplace_back("x_1rank", r.median_ms / one_rank_ms[shape]);
+          if (one_process_ms > 0) ratios.emplace_back("x_one_process", r.median_ms / one_process_ms);
+          r.extra.insert(r.extra.begin(), ratios.begin(), ratios.end());
+          out.add(std::move(r));
         }
-        progress("%s(%ld), %u worker(s), %u rank(s), ITO_DIST_NODE=%s...", bench_name.c_str(),
-                 p.n, w, ranks, mode.env.c_str());
-        r.note = p.kernel == dist_kernel::fib ? "each run: ito::dist::start_main_thread"
-                                              : "data in the DSM";
-        run_distributed(p, mode, ranks, w, r);
-        if (ranks == 1) one_rank_ms[mode.env] = r.median_ms;
-        // Times over: > 1 is slower. Listed first among the notes.
-        std::vector<std::pair<std::string, double>> ratios;
-        if (one_rank_ms.count(mode.env))
-          ratios.emplace_back("x_1rank", r.median_ms / one_rank_ms[mode.env]);
-        if (one_process_ms > 0) ratios.emplace_back("x_one_process", r.median_ms / one_process_ms);
-        r.extra.insert(r.extra.begin(), ratios.begin(), ratios.end());
-        out.add(std::move(r));
       }
     }
   }

@@ -68,8 +68,10 @@ const char* const usage_text =
     "                                      fib(n) (30) on the distributed scheduler at 1,2,4\n"
     "                                      ranks (launched through mpiexec) vs one process;\n"
     "                                      x_1rank, x_one_process: time over those rows'\n"
-    "  dist-sort    [--n N] [--ranks R[,R...]] [--node M]\n"
-    "                                      cilksort of N ints (1e7) in the DSM, the same way\n"
+    "  dist-sort    [--n N] [--ranks R[,R...]] [--node M] [--access A]\n"
+    "                                      cilksort of N ints (1e7) in the DSM, the same way;\n"
+    "                                      --access fault|checkout|both (both): leaves load and\n"
+    "                                      store, or check their ranges out first\n"
     "  dist-stencil [--n N] [--sweeps S] [--ranks R[,R...]] [--node M]\n"
     "                                      S (30) Jacobi sweeps over an N x N (2048) grid of\n"
     "                                      doubles in the DSM, the same way, and plain loops\n"
@@ -122,6 +124,11 @@ int run(int argc, char** argv) {
     } else if (cmd == "dist-sort") {
       p.kernel = bench::dist_kernel::sort;
       p.n = a.take_int("--n", 10'000'000, 1, 1'000'000'000);
+      const std::string access = a.take_string("--access", "both");
+      if (access == "fault") p.checkouts = {false};
+      else if (access == "checkout") p.checkouts = {true};
+      else if (access == "both") p.checkouts = {false, true};
+      else throw bench::usage_error("--access must be fault, checkout or both, not '" + access + "'");
     } else {
       p.kernel = bench::dist_kernel::stencil;
       p.n = a.take_int("--n", 2048, 3, 65'536);
