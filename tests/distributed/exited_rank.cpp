@@ -3,7 +3,7 @@
 // (a stray exit() in library code), run under a launcher that does not clean
 // up: ito's peer watch must name the rank and stop the job, or it hangs.
 // With the argument "hang" the rank stops itself (SIGSTOP) instead: alive
-// for its pidfd, silent for heartbeats.
+// for its pidfd, silent for heartbeats; with "kill" it is killed (SIGKILL).
 #include <signal.h>
 #include <unistd.h>
 
@@ -19,6 +19,7 @@ int main(int argc, char** argv) {
   if (ito::dist::rank() == leaver) {
     usleep(100'000);  // the others are in the barrier below by now
     if (argc > 1 && std::strcmp(argv[1], "hang") == 0) raise(SIGSTOP);
+    if (argc > 1 && std::strcmp(argv[1], "kill") == 0) raise(SIGKILL);
     _exit(0);
   }
   ito::dist::barrier();
