@@ -78,9 +78,9 @@ struct dsm {
   std::int32_t* home_plus1 = nullptr;  // cache of the directory
   std::uint8_t* registered = nullptr;  // 1 once this rank is among the page's readers
   std::uint32_t* pins = nullptr;       // pins of the page not yet undone (pin/unpin)
-  // 1 for a page checked out to be overwritten whole (access::write): its
-  // twin is the complement of what it held, so all of it goes at the next
-  // release, and no merge touches it until then.
+  // 1 for a page checked out to be overwritten whole (access::write): all of
+  // it goes at the next release, whatever its twin, and no merge touches it
+  // until then.
   std::uint8_t* overwrite = nullptr;
   char* twins = nullptr;               // page i's twin at twins + i * page_bytes
   std::size_t* modified_list = nullptr;  // pages now modified, pinned or home_hot
@@ -90,6 +90,7 @@ struct dsm {
   std::uint64_t* written_readers = nullptr;  // and their readers
   std::uint8_t* noticed = nullptr;     // release_and_invalidate: modified pages left invalid
   std::size_t* noticed_list = nullptr;
+  std::size_t* dropped = nullptr;      // an acquire's shared copies to drop, a run at a time
   dsm_stats stats;
   bool check_races = false;   // ITO_DSM_CHECK: read the home's bytes back before each diff
   char master[page_bytes];    // a copy of the home's page: race checks, merges
@@ -147,6 +148,26 @@ void protect(dsm& d, std::size_t page, int prot, std::size_t pages = 1) {
   }
   std::fprintf(stderr, "ito: dsm: mprotect failed: %s\n", std::strerror(errno));
   std::abort();
+}
+
+// Calls each(first, count, value) for every run of pages of the ascending
+// list whose value_of(page) is the same and not `none`, consecutive and in one
+// area (the region or the globals): what one mprotect or madvise covers.
+template <class ValueOf, class Each>
+void for_each_listed_run(const dsm& d, const std::size_t* pages, std::size_t n, int none,
+                         ValueOf&& value_of, Each&& each) {
+  std::size_t k = 0;
+  while (k < n) {
+    const int value = value_of(pages[k]);
+    std::size_t end = k + 1;
+    if (value != none) {
+      while (end < n && pages[end] == pages[end - 1] + 1 && pages[end] != d.region_pages &&
+             value_of(pages[end]) == value)
+        ++end;
+      each(pages[k], pages[end - 1] - pages[k] + 1, value);
+    }
+    k = end;
+  }
 }
 
 // The region and the globals, whole.
@@ -476,32 +497,46 @@ void release(dsm& d) {
     d.state[page] = home_watched;
     note_written(d, page);
   });
-  std::size_t kept = 0;
-  for (std::size_t k = 0; k < d.modified_count; ++k) {
-    const std::size_t page = d.modified_list[k];
+  std::size_t* const list = d.modified_list;
+  const std::size_t count = d.modified_count;
+  // Modified pages go read-only (or no access) before their diffs, one
+  // mprotect per run of neighbours: a store from another thread of this rank
+  // meanwhile faults, waits for the lock, and takes a fresh twin (or fetches
+  // the master) after.
+  std::sort(list, list + count);
+  auto new_access = [&](std::size_t page) {
+    return d.state[page] != modified ? -1 : d.noticed[page] ? PROT_NONE : PROT_READ;
+  };
+  for_each_listed_run(d, list, count, -1, new_access, [&](std::size_t first, std::size_t n, int prot) {
+    protect(d, first, prot, n);
+  });
+  for (std::size_t k = 0; k < count; ++k) {
+    const std::size_t page = list[k];
     switch (d.state[page]) {
       case home_hot:
         if (hot_page_changed(d, page)) note_written(d, page);
-        d.modified_list[kept++] = page;
-        continue;
+        break;
       case pinned:  // writable throughout: its twin becomes what was sent
         if (send_diff(d, page, true)) note_written(d, page);
         d.overwrite[page] = 0;
-        d.modified_list[kept++] = page;
-        continue;
-      default: {  // modified
-        // Read-only (or no access) before the diff: a store from another
-        // thread of this rank meanwhile faults, waits for the lock, and
-        // takes a fresh twin (or fetches the master) after.
-        const bool drop = d.noticed[page];
-        protect(d, page, drop ? PROT_NONE : PROT_READ);
+        break;
+      default:  // modified
         if (send_diff(d, page, false)) note_written(d, page);
         d.overwrite[page] = 0;
-        d.state[page] = drop ? invalid : shared;
-        madvise(d.twins + page * page_bytes, page_bytes, MADV_DONTNEED);
-      }
+        d.state[page] = d.noticed[page] ? invalid : shared;
     }
   }
+  // The released pages' twins are given back (after their diffs, which read
+  // them); the hot and pinned ones stay listed.
+  auto released = [&](std::size_t page) {
+    return d.state[page] == home_hot || d.state[page] == pinned ? 0 : 1;
+  };
+  for_each_listed_run(d, list, count, 0, released, [&](std::size_t first, std::size_t n, int) {
+    madvise(d.twins + first * page_bytes, n * page_bytes, MADV_DONTNEED);
+  });
+  std::size_t kept = 0;
+  for (std::size_t k = 0; k < count; ++k)
+    if (!released(list[k])) list[kept++] = list[k];
   d.modified_count = kept;
   complete_release(d);
 }
@@ -587,8 +622,30 @@ void act_on_notice(dsm& d, std::size_t page) {
   }
 }
 
+// A notice for a shared copy nobody pinned: dropped, but in a batch
+// (drop_copies), one mprotect per run of neighbours. Any other: acted on now.
+void take_notice(dsm& d, std::size_t page, std::size_t* to_drop) {
+  if (d.state[page] == shared && !d.pins[page] && !d.overwrite[page])
+    d.dropped[(*to_drop)++] = page;
+  else
+    act_on_notice(d, page);
+}
+
+void drop_copies(dsm& d, std::size_t n) {
+  std::sort(d.dropped, d.dropped + n);
+  for_each_listed_run(d, d.dropped, n, 0, [](std::size_t) { return 1; },
+                      [&](std::size_t first, std::size_t count, int) {
+                        protect(d, first, PROT_NONE, count);
+                        for (std::size_t page = first; page < first + count; ++page)
+                          d.state[page] = invalid;
+                      });
+  d.stats.invalidations += n;
+}
+
 void take_write_notices(dsm& d) {
-  d.stale.take([&](std::size_t page) { act_on_notice(d, page); });
+  std::size_t to_drop = 0;
+  d.stale.take([&](std::size_t page) { take_notice(d, page, &to_drop); });
+  drop_copies(d, to_drop);
 }
 
 dsm& require_dsm(const char* what) {
@@ -636,6 +693,7 @@ void start_dsm(dist_state& st) {
   d->written_readers = reserve_array<std::uint64_t>(d->pages);
   d->noticed = reserve_array<std::uint8_t>(d->pages);
   d->noticed_list = reserve_array<std::size_t>(d->pages);
+  d->dropped = reserve_array<std::size_t>(d->pages);
   const std::size_t board_words = page_board::words_for(d->pages);  // each board's
   d->sharing_count = d->pages + 2 * board_words;
   d->sharing_words = reserve_array<std::uint64_t>(d->sharing_count);
@@ -709,6 +767,7 @@ void stop_dsm(dist_state&) noexcept {
   release_array(d->written, d->pages);
   release_array(d->written_readers, d->pages);
   release_array(d->noticed, d->pages);
+  release_array(d->dropped, d->pages);
   release_array(d->noticed_list, d->pages);
   d->stale.release();
   d->read_elsewhere.release();
@@ -739,15 +798,16 @@ void release_and_invalidate() {
   // invalid by the release, so that a store from another thread of this
   // rank fetches what the other rank released rather than twinning a stale
   // copy.
-  std::size_t noticed = 0;
+  std::size_t noticed = 0, to_drop = 0;
   d.stale.take([&](std::size_t page) {
     if (d.state[page] == modified) {
       d.noticed[page] = 1;
       d.noticed_list[noticed++] = page;
     } else {
-      act_on_notice(d, page);
+      take_notice(d, page, &to_drop);
     }
   });
+  drop_copies(d, to_drop);
   release(d);
   for (std::size_t k = 0; k < noticed; ++k) d.noticed[d.noticed_list[k]] = 0;
   take_write_notices(d);  // those that landed during the release
