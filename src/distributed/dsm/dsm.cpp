@@ -255,9 +255,41 @@ bool hot_page_changed(dsm& d, std::size_t page) {
 }
 
 // Makes a non-home page writable with a twin of what it holds now.
-void make_modified(dsm& d, std::size_t page, std::uint8_t how) {
+// Pages to make read-write, one mprotect per run of neighbours: each page
+// either goes at once (no batch) or joins the run, which flush() protects.
+class writable_runs {
+ public:
+  explicit writable_runs(dsm& d) : d_(d) {}
+  writable_runs(const writable_runs&) = delete;
+  writable_runs& operator=(const writable_runs&) = delete;
+  void add(std::size_t page) {
+    if (count_ && page == first_ + count_ && page != d_.region_pages) {
+      ++count_;
+      return;
+    }
+    flush();
+    first_ = page;
+    count_ = 1;
+  }
+  void flush() {
+    if (count_) protect(d_, first_, PROT_READ | PROT_WRITE, count_);
+    count_ = 0;
+  }
+
+ private:
+  dsm& d_;
+  std::size_t first_ = 0, count_ = 0;
+};
+
+void make_writable(dsm& d, std::size_t page, writable_runs* batch) {
+  if (batch) batch->add(page);
+  else protect(d, page, PROT_READ | PROT_WRITE);
+}
+
+// With d.lock held: the twin first, so the page is not writable before it.
+void make_modified(dsm& d, std::size_t page, std::uint8_t how, writable_runs* batch = nullptr) {
   take_twin(d, page);
-  protect(d, page, PROT_READ | PROT_WRITE);
+  make_writable(d, page, batch);
   d.state[page] = how;
   d.modified_list[d.modified_count++] = page;
 }
@@ -849,14 +881,15 @@ namespace {
 
 // One more pin of a page this rank holds (or is home of): it stays
 // accessible, never faulting, until its last pin goes.
-void pin_page(dsm& d, std::size_t page) {
+// (batch: its access changes with its neighbours', at batch->flush().)
+void pin_page(dsm& d, std::size_t page, writable_runs* batch = nullptr) {
   switch (d.state[page]) {
-    case shared: make_modified(d, page, pinned); break;
+    case shared: make_modified(d, page, pinned, batch); break;
     case modified: d.state[page] = pinned; break;
     case home_watched:
     case home:  // hot: a reader that arrives later does not make it fault
       take_twin(d, page);
-      if (d.state[page] == home_watched) protect(d, page, PROT_READ | PROT_WRITE);
+      if (d.state[page] == home_watched) make_writable(d, page, batch);
       else note_written(d, page);  // unwatched until now: its past writes are unknown
       d.state[page] = home_hot;
       d.modified_list[d.modified_count++] = page;
@@ -934,13 +967,15 @@ void bring_in(dsm& d, const char* begin, const char* end, std::size_t first, std
     d.stats.fetches += n;
   });
   if (!overwrite) return;
+  writable_runs batch(d);
   for (std::size_t page = first; page <= last; ++page) {
     if (!away(page) || !whole(page)) continue;
-    protect(d, page, PROT_READ | PROT_WRITE);
+    batch.add(page);
     d.state[page] = modified;
     d.modified_list[d.modified_count++] = page;
     d.overwrite[page] = 1;
   }
+  batch.flush();
 }
 
 }  // namespace
@@ -976,12 +1011,19 @@ bool check_out_locked(dsm& d, void* p, std::size_t bytes, access how, bool held_
   if (d.one_copy) return true;
   const char* begin = static_cast<const char*>(p);
   if (!held_only) bring_in(d, begin, begin + bytes, first, last, how == access::write);
+  writable_runs batch(d);
   for (std::size_t page = first; page <= last; ++page) {
-    serve_fault(d, page, false);  // this home's own pages: read-write now
+    // Every page is held or homed here now; this home's own untouched
+    // pages become read-write (what serve_fault does for them).
+    if (d.state[page] == invalid && home_of(d, page) == d.rank) {
+      d.state[page] = home;
+      batch.add(page);
+    }
     // To read, a copy stays read-only and is refreshed in place at acquires
     // while pinned (act_on_notice); a home's page is the master already.
-    if (how != access::read) pin_page(d, page);
+    if (how != access::read) pin_page(d, page, &batch);
   }
+  batch.flush();
   return true;
 }
 
