@@ -5,12 +5,17 @@
 // (--gap-ms, not timed). The time is the sum of the phases: the ideal is
 // phases x work x ceil(W / cores). What it shows is how fast parked workers
 // come back for a run of children pushed by one thread (the main ULT spawns
-// help-first, onto one deque).
+// help-first, onto one deque). The ito row also says how long the process's
+// threads waited for a CPU (the kernel's run-queue delay): on a shared
+// machine a woken worker can wait there longer than a child runs, and the
+// phase is then serial whatever the runtime does.
+#include <dirent.h>
 #include <pthread.h>
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <string>
 #include <thread>
 #include <vector>
@@ -64,18 +69,47 @@ result phases_row(const phases_params& p, const std::string& impl, unsigned w) {
   return r;
 }
 
+std::int64_t runqueue_wait_ns();
+
 // Runs p.phases phases of `phase()`, idle gaps between them; returns the
-// phases' total time.
+// phases' total time. With `waited`, adds what the process's threads waited
+// for a CPU during the phases (read outside the timed part).
 template <class Idle, class Phase>
-std::int64_t run_phases(const phases_params& p, Idle idle, Phase phase) {
+std::int64_t run_phases(const phases_params& p, Idle idle, Phase phase, std::int64_t* waited = nullptr) {
   std::int64_t total = 0;
   for (int i = 0; i < p.phases; ++i) {
     idle(p.gap_ms);
+    const std::int64_t wait0 = waited ? runqueue_wait_ns() : 0;
     std::int64_t t0 = clock_ns();
     phase();
     total += clock_ns() - t0;
+    if (waited) *waited += runqueue_wait_ns() - wait0;
   }
   return total;
+}
+
+// Nanoseconds this process's live threads have waited in the kernel's run
+// queue (the second field of /proc/self/task/*/schedstat), or -1 where the
+// kernel keeps no such count.
+std::int64_t runqueue_wait_ns() {
+  DIR* tasks = opendir("/proc/self/task");
+  if (!tasks) return -1;
+  std::int64_t total = 0;
+  bool any = false;
+  while (dirent* e = readdir(tasks)) {
+    if (e->d_name[0] == '.') continue;
+    const std::string path = std::string("/proc/self/task/") + e->d_name + "/schedstat";
+    if (FILE* f = std::fopen(path.c_str(), "r")) {
+      long long run = 0, wait = 0;
+      if (std::fscanf(f, "%lld %lld", &run, &wait) == 2) {
+        total += wait;
+        any = true;
+      }
+      std::fclose(f);
+    }
+  }
+  closedir(tasks);
+  return any ? total : -1;
 }
 
 void sleep_ms(long long ms) { std::this_thread::sleep_for(std::chrono::milliseconds(ms)); }
@@ -94,19 +128,29 @@ void phases_command(args& a, const common_flags& c, reporter& out) {
     progress("phases, %u worker(s)...", w);
     if (selected("ito")) {
       result r = phases_row(p, "ito, children of the main ULT", w);
+      // Read inside the runtime (the workers' threads end with it), where the
+      // kernel keeps the count.
+      const bool count_waits = runqueue_wait_ns() >= 0;
+      std::int64_t waited = 0;
       ito::start_main_thread_with_worker_size(w, [&] {
         measure(r, p.runs, [&] {
-          return run_phases(p, [](long long ms) { ito::sleep_for_ns(ms * 1'000'000); }, [&] {
-            std::vector<ito::future<void>> children;
-            for (unsigned i = 0; i < w; ++i)
-              children.push_back(ito::create_thread(spin_for_us, p.work_us));
-            for (auto& f : children) ito::join(f);
-          });
+          return run_phases(
+              p, [](long long ms) { ito::sleep_for_ns(ms * 1'000'000); },
+              [&] {
+                std::vector<ito::future<void>> children;
+                for (unsigned i = 0; i < w; ++i)
+                  children.push_back(ito::create_thread(spin_for_us, p.work_us));
+                for (auto& f : children) ito::join(f);
+              },
+              count_waits ? &waited : nullptr);
         });
       });
       const unsigned cpus = allowed_cpus();
       r.note = "ideal " + format_ms(p.work_us / 1000.0 * ((w + cpus - 1) / cpus)) +
                " ms per phase on " + std::to_string(cpus) + " CPUs";
+      if (count_waits)
+        r.note += "; its threads waited " + format_ms(waited / 1e6 / (p.runs * p.phases)) +
+                  " ms per phase for a CPU";
       out.add(std::move(r));
     }
     if (selected("std::thread")) {

@@ -35,10 +35,12 @@ namespace ito::sched {
 
 namespace {
 
-void pin_to_allowed_cpu(unsigned index) {
-  cpu_set_t allowed;
-  if (sched_getaffinity(0, sizeof allowed, &allowed) != 0) return;
-  unsigned seen = 0, total = static_cast<unsigned>(CPU_COUNT(&allowed));
+// ITO_BIND: pins this thread to the index-th CPU of `allowed` (the starting
+// thread's set: a worker's own would be worker 0's one CPU, which it inherits).
+void pin_to_allowed_cpu(const cpu_set_t& allowed, unsigned index) {
+  const auto total = static_cast<unsigned>(CPU_COUNT(&allowed));
+  if (total == 0) return;
+  unsigned seen = 0;
   for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
     if (!CPU_ISSET(cpu, &allowed)) continue;
     if (seen++ == index % total) {
@@ -60,7 +62,7 @@ void enter_worker_thread(worker* w) {
   // start with none (split-stack code on the scheduler stack never grows).
   arch::set_split_limit(nullptr);
   w->altstack = install_overflow_altstack();
-  if (w->rt->opts.bind.value_or(false)) pin_to_allowed_cpu(w->index);
+  if (w->rt->opts.bind.value_or(false)) pin_to_allowed_cpu(w->rt->start_cpus, w->index);
 }
 
 void* worker_thread_main(void* p) {
@@ -172,6 +174,7 @@ runtime_state* start_runtime(const options& resolved, bool defer_others) {
   install_fork_handler();
 
   // Worker 0 is this thread; its current stack becomes the main ULT.
+  if (sched_getaffinity(0, sizeof rt->start_cpus, &rt->start_cpus) != 0) CPU_ZERO(&rt->start_cpus);
   worker* w0 = rt->workers[0].get();
   enter_worker_thread(w0);
   ult& main = rt->main_ult;
@@ -230,6 +233,9 @@ void stop_runtime(runtime_state* rt) {
   arch::sanitizer_destroy_fiber(w0->scheduler_fiber);
   remove_overflow_altstack(w0->altstack);
   set_current_worker(nullptr);
+  // ITO_BIND pinned this thread for the runtime only: the program's own again.
+  if (rt->opts.bind.value_or(false) && CPU_COUNT(&rt->start_cpus) != 0)
+    pthread_setaffinity_np(pthread_self(), sizeof rt->start_cpus, &rt->start_cpus);
   for (auto& w : rt->workers) {
     for (ult* u = w->free_ults; u; u = u->next) arch::sanitizer_destroy_fiber(u->fiber);
     w->stacks.drain(rt->stacks);  // the chunks are unmapped with the pool

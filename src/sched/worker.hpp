@@ -3,6 +3,7 @@
 #pragma once
 
 #include <pthread.h>
+#include <sched.h>
 
 #include <atomic>
 #include <cstdint>
@@ -126,6 +127,9 @@ struct runtime_state {
   // in between (deadlock.hpp).
   std::uint64_t idle_leaves = 0;
 
+  // The starting thread's CPUs, read before ITO_BIND pins it: worker i is
+  // pinned to the i-th of them, and that thread gets them back at the end.
+  cpu_set_t start_cpus{};
   std::atomic<bool> stopping{false};
   std::atomic<unsigned> outside_wakers{0};  // OS threads inside make_ready (see there)
   // The OS threads of workers 1..N-1: others_deferred until the first spawn
