@@ -490,14 +490,12 @@ void note_written(dsm& d, std::size_t page) {
     d.written[d.written_count++] = page;
 }
 
-// Completes the diffs, reads the readers of the pages they went to, and
-// sends every notice: two round trips where another home's pages were
-// written at more than two ranks, else one (the diffs and this home's
-// notices travel together).
+// After the diffs (each complete at its home already: complete_diff), reads
+// the readers of the pages they went to, and sends every notice: one more
+// round trip where another home's pages were written at more than two
+// ranks, else none.
 void complete_release(dsm& d) {
-  const bool read_readers = d.written_count != 0;
-  if (read_readers) {
-    if (MPI_Win_flush_all(d.data) != MPI_SUCCESS) mpi_failed("completing the diffs");
+  if (d.written_count != 0) {
     for (std::size_t k = 0; k < d.written_count; ++k) {
       const std::size_t page = d.written[k];
       if (MPI_Get(&d.written_readers[k], 1, MPI_UINT64_T, home_of(d, page),
@@ -511,8 +509,6 @@ void complete_release(dsm& d) {
     d.written_count = 0;
   }
   d.stats.notices_sent += d.posts.send(d.sharing);
-  if (!read_readers && MPI_Win_flush_all(d.data) != MPI_SUCCESS)
-    mpi_failed("completing the diffs");
 }
 
 // A release: sends the diffs of this rank's modified and pinned pages to
