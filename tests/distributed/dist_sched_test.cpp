@@ -30,8 +30,9 @@ std::uint64_t ults_moved_everywhere() {
 }
 
 // Whether ULTs migrate in one short run depends on how the ranks get the
-// cores (4 ranks on 2 cores, beside other tests): up to this many runs.
-constexpr int runs_to_see_a_migration = 5;
+// cores (4 ranks on 2 cores, beside other tests): up to this many runs (the
+// runs stop at the first that sees one; 5 missed once at load ~13).
+constexpr int runs_to_see_a_migration = 20;
 
 TEST(DistScheduler, FibIsRightOnEveryRank) {
   std::uint64_t moved = 0;
