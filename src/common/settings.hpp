@@ -28,7 +28,7 @@ enum class setting_kind {
 enum class setting_id : unsigned {
   workers, stack_size, bind, stats, stack, stack_block_size, stack_alloc,
   pool_min, pool_max, pool_bias, dump_signal, deadlock, trace, preload_threads,
-  delegate_mode, dsm_size, dsm_check, dist_progress_us, dist_heartbeat_ms, dist_watch,
+  delegate_mode, dsm_size, dsm_block, dsm_check, dist_progress_us, dist_heartbeat_ms, dist_watch,
   dist_reexec, dist_node,
   count
 };
@@ -110,6 +110,12 @@ inline constexpr setting settings[] = {
      .min = 64 * mib, .max = 16 * tib, .fallback = 64 * gib,
      .doc = "bytes of the distributed mode's iso-address region, reserved (not committed) on every "
             "rank ([DISTRIBUTED.md](DISTRIBUTED.md))"},
+    {.id = setting_id::dsm_block, .name = "ITO_DSM_BLOCK", .kind = setting_kind::size,
+     .min = 4 * kib, .max = 1 * mib, .fallback = 4 * kib,
+     .accepts_note = "whole pages: rounded down to a multiple of 4K",
+     .doc = "bytes a fault on a page homed on another node brings in: the aligned block around "
+            "it, its pages this rank does not hold, one transfer per home "
+            "([DISTRIBUTED.md](DISTRIBUTED.md))"},
     {.id = setting_id::dsm_check, .name = "ITO_DSM_CHECK", .kind = setting_kind::boolean,
      .default_text = "yes in builds without `NDEBUG`, no in release",
      .doc = "the DSM checks each page's home copy before sending a diff and reports a byte another "

@@ -27,6 +27,7 @@ struct iso_region {
 struct dist_state {
   bool owns_mpi = false;     // MPI_Init_thread was ours: so is MPI_Finalize
   bool check_races = false;  // ITO_DSM_CHECK (race_check.hpp)
+  std::size_t fault_block_pages = 1;  // ITO_DSM_BLOCK, in pages
   int rank = -1;
   int size = 0;
   node_info node;

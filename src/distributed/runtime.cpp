@@ -70,12 +70,15 @@ runtime::runtime(int* argc, char*** argv, const options& o) {
     throw usage_error(EBUSY, "ito: dist: a distributed runtime already runs in this process");
   std::size_t bytes = 0;
   bool check_races = false;
+  std::size_t fault_block_bytes = 4096;
   bool node_per_rank = false;
   long progress_us = 0;
   detail::peer_watch_options watch_options;
   try {
     bytes = detail::resolve_region_bytes(o.region_bytes);
     check_races = detail::resolve_race_check();
+    fault_block_bytes = config::number_setting(config::setting_id::dsm_block)
+                            .value_or(config::declared(config::setting_id::dsm_block).fallback);
     // The race check compares diffs: asked for, it needs every page to go
     // through the protocol (a node of several ranks shares pages with none).
     node_per_rank = config::choice_setting(config::setting_id::dist_node).value_or(0) == 1 ||
@@ -95,6 +98,7 @@ runtime::runtime(int* argc, char*** argv, const options& o) {
   if (!mpi_up) detail::reexec_without_aslr();  // returns only when not needed or not possible
   auto* st = new detail::dist_state;
   st->check_races = check_races;
+  st->fault_block_pages = fault_block_bytes / 4096;
   detail::start_mpi(argc, argv, *st);
   detail::reserve_region(bytes, node_per_rank, st->region, st->node);
   detail::start_dsm(*st);

@@ -93,6 +93,7 @@ struct dsm {
   std::size_t* dropped = nullptr;      // an acquire's shared copies to drop, a run at a time
   dsm_stats stats;
   bool check_races = false;   // ITO_DSM_CHECK: read the home's bytes back before each diff
+  std::size_t fault_block_pages = 1;  // ITO_DSM_BLOCK: what a fault brings in, in pages
   char master[page_bytes];    // a copy of the home's page: race checks, merges
   char snapshot[page_bytes];  // a pinned page as its release compares it
   int run_at[page_bytes / 2];  // send_diff's runs of changed bytes: where, how long
@@ -294,6 +295,8 @@ void make_modified(dsm& d, std::size_t page, std::uint8_t how, writable_runs* ba
   d.modified_list[d.modified_count++] = page;
 }
 
+void bring_in_block(dsm& d, std::size_t page);
+
 // A fault on `page` (write: a store), with d.lock held. Another thread may
 // have served the same page meanwhile: then there is nothing left to do.
 void serve_fault(dsm& d, std::size_t page, bool write) {
@@ -315,9 +318,13 @@ void serve_fault(dsm& d, std::size_t page, bool write) {
     return;
   }
   if (s == invalid) {
-    register_reader(d, page, h);
-    fetch(d, page, h);
-    ++d.stats.fetches;
+    if (d.fault_block_pages > 1) {
+      bring_in_block(d, page);  // shared now, with its block's other missing pages
+    } else {
+      register_reader(d, page, h);
+      fetch(d, page, h);
+      ++d.stats.fetches;
+    }
   }
   if (write) {
     make_modified(d, page, modified);
@@ -708,6 +715,7 @@ void start_dsm(dist_state& st) {
   d->rank = st.rank;
   d->ranks = st.size;
   d->check_races = st.check_races;
+  d->fault_block_pages = st.fault_block_pages ? st.fault_block_pages : 1;
   d->entry_count = (d->pages + static_cast<std::size_t>(d->ranks) - 1) / static_cast<std::size_t>(d->ranks);
   d->entries = reserve_array<std::int64_t>(d->entry_count);
   d->state = reserve_array<std::uint8_t>(d->pages);
@@ -972,6 +980,28 @@ void bring_in(dsm& d, const char* begin, const char* end, std::size_t first, std
     d.overwrite[page] = 1;
   }
   batch.flush();
+}
+
+// ITO_DSM_BLOCK: a fault brings in the aligned block of fault_block_pages
+// around its page (within its area, the region or the globals), as a
+// checkout of the block would: its pages this rank neither holds nor homes
+// join their homes' readers and come in with one transfer per run homed on
+// one rank. A sequential loop then faults once per block, not per page.
+// Only the neighbours whose homes this rank knows already (placed arrays,
+// pages it looked up): asking the directory would make this rank the home of
+// pages nobody has touched, some not even allocated yet, which a collective
+// array placed there later assumes have none.
+void bring_in_block(dsm& d, std::size_t page) {
+  const std::size_t area_first = page < d.region_pages ? 0 : d.region_pages;
+  const std::size_t area_end = page < d.region_pages ? d.region_pages : d.pages;
+  const std::size_t block_first =
+      std::max(area_first, page - (page - area_first) % d.fault_block_pages);
+  const std::size_t block_last = std::min(area_end, block_first + d.fault_block_pages) - 1;
+  home_of(d, page);  // the faulting page's own, asked if need be
+  std::size_t first = page, last = page;
+  while (first > block_first && d.home_plus1[first - 1] != 0) --first;
+  while (last < block_last && d.home_plus1[last + 1] != 0) ++last;
+  bring_in(d, nullptr, nullptr, first, last, false);
 }
 
 }  // namespace
