@@ -249,8 +249,8 @@ TEST(PosixPreload, ProgramWithoutThreadLocalsGetsNoNote) {
   EXPECT_EQ(r.out, "ran\n");
 }
 
-// The runtime starts in the library's constructor, but its other workers'
-// OS threads only with the program's first thread: a process that makes
+// The runtime's other workers' OS threads start only with the program's
+// first thread: a process that makes
 // none (most that run under the preload: shells, coreutils) pays for no
 // thread creation at start nor for joining them at exit.
 TEST(PosixPreload, WorkersStartWithTheFirstThread) {
