@@ -95,7 +95,8 @@ ito::stack_alloc c_stack_alloc(int v) {
 int ito::compat::find_ult(ito_ult_t handle, ult** out) noexcept {
   // The main thread's pthread_self from before the runtime names the main
   // ULT once there is one: start it (sched/handles.hpp, before_start).
-  if (!ito::sched::current_ult() && handles::is_before_start(handle)) (void)ito::posix::ensure_runtime();
+  if (!ito::sched::current_ult() && handles::is_before_start(handle))
+    (void)ito::posix::ensure_runtime();
   return decode(handle, out);
 }
 

@@ -33,10 +33,10 @@ using rw = detail::shared_mutex_access;
 constexpr std::int64_t try_only = -1;  // a deadline meaning "do not wait"
 
 // rdlock/wrlock and their try, timed and clock forms. deadline: try_only,
-// rw::never, or a CLOCK_MONOTONIC time.
-// A lock that makes the caller wait starts the runtime first (the caller
-// waits as a ULT); one taken at once needs none: the main thread is the same
-// holder before and after it starts (identity()).
+// rw::never, or a CLOCK_MONOTONIC time. A lock that makes the caller wait
+// starts the runtime first (the caller waits as a ULT); one taken at once
+// needs none: the main thread is the same holder before and after it starts
+// (identity()).
 int rw_lock(pthread_rwlock_t* rwlock, bool write, std::int64_t deadline) {
   if (!rwlock) return EINVAL;
   shared_mutex& l = as_rwlock(rwlock);
