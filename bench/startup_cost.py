@@ -1,14 +1,17 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
-# What a process pays to start under libito-preload.so (issue 24, item 11):
-# each program is spawned RUNS times plain and RUNS times with
-# LD_PRELOAD=<library>, alternating, and the median wall time of spawn to
-# exit is printed for each, with the difference; then the same for the CPU
-# time the child used (user + system, from wait4), which a loaded machine
-# disturbs less than the wall time.
-#   bench/startup_cost.py build/release/src/preload/libito-preload.so [runs]
-# Extra libraries to compare (e.g. libstdc++ alone) may follow as
-# --also=PATH; each is preloaded on its own the same way.
+"""What a process pays to start under libito-preload.so (issue 24, item 11):
+each program is spawned RUNS times plain and RUNS times with
+LD_PRELOAD=<library>, alternating, and the median wall time of spawn to
+exit is printed for each, with the difference; then the same for the CPU
+time the child used (user + system, from wait4), which a loaded machine
+disturbs less than the wall time.
+  bench/startup_cost.py build/release/src/preload/libito-preload.so [runs]
+Extra libraries to compare (e.g. libstdc++ alone, or a copy of the library
+built before a change) may follow as --also=PATH; each is preloaded on its
+own the same way. The load average is printed before and after: the
+machine is shared, and a busy one stretches every median.
+"""
 import os
 import shutil
 import statistics
@@ -28,8 +31,12 @@ def spawn_ms(argv, env):
 def main():
     args = [a for a in sys.argv[1:] if not a.startswith("--also=")]
     also = [a[len("--also="):] for a in sys.argv[1:] if a.startswith("--also=")]
+    usage = "usage: startup_cost.py LIBRARY [runs] [--also=LIBRARY]..."
+    if args and args[0] in ("-h", "--help"):
+        print(usage + "\n\n" + __doc__.strip())
+        return
     if not args:
-        sys.exit(__doc__ or "usage: startup_cost.py LIBRARY [runs] [--also=LIBRARY]...")
+        sys.exit(usage)
     library = os.path.abspath(args[0])
     runs = int(args[1]) if len(args) > 1 else 300
     programs = [["/bin/true"], ["/bin/bash", "-c", ":"]]
@@ -38,6 +45,7 @@ def main():
         programs.append([python3, "-c", "pass"])
     base = {k: v for k, v in os.environ.items() if not k.startswith(("LD_PRELOAD", "ITO_"))}
     variants = [("plain", None), ("preload", library)] + [(os.path.basename(p), os.path.abspath(p)) for p in also]
+    print("load average %.2f %.2f %.2f" % os.getloadavg())
     print(f"{'program':24} {'':4} " + " ".join(f"{name:>14}" for name, _ in variants) + "   preload-plain  (median ms, "
           f"{runs} runs each, alternating)")
     for argv in programs:
@@ -56,6 +64,7 @@ def main():
             med = {name: statistics.median(t) for name, t in samples.items()}
             print(f"{' '.join(argv):24} {what:4} " + " ".join(f"{med[name]:14.3f}" for name, _ in variants)
                   + f"   {med['preload'] - med['plain']:+13.3f}")
+    print("load average %.2f %.2f %.2f" % os.getloadavg())
 
 if __name__ == "__main__":
     main()

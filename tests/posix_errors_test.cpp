@@ -25,11 +25,21 @@ timespec in_ms(clockid_t clock, long ms) {
 
 void* return_arg(void* p) { return p; }
 
-TEST(PosixErrors, RuntimeStartsOnFirstUseAndMainIsAUlt) {
+// The first test of the process: pthread_self and a free lock start no
+// runtime (the main thread's handle and holder identity are its main ULT's
+// from the start); the first call that needs one does, and the main thread
+// is then the main ULT, with the same handle.
+TEST(PosixErrors, RuntimeStartsAtFirstNeedAndMainIsAUlt) {
   pthread_t self = ito_pthread_self();
+  EXPECT_FALSE(ito::in_ult());
+  EXPECT_TRUE(ito_pthread_equal(self, ito_pthread_self()));
+  pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
+  EXPECT_EQ(ito_pthread_mutex_lock(&m), 0);
+  EXPECT_FALSE(ito::in_ult());
+  EXPECT_EQ(ito_pthread_join(self, nullptr), EDEADLK);
   EXPECT_TRUE(ito::in_ult());
   EXPECT_TRUE(ito_pthread_equal(self, ito_pthread_self()));
-  EXPECT_EQ(ito_pthread_join(self, nullptr), EDEADLK);
+  EXPECT_EQ(ito_pthread_mutex_unlock(&m), 0);  // taken before the start: the main ULT's
   EXPECT_EQ(ito_pthread_detach(self), EINVAL);  // the main thread cannot be detached here
 }
 

@@ -30,6 +30,10 @@ const std::string task_count_program = ITO_TASK_COUNT_PROGRAM;
 #define ITO_DEADLOCK_PROGRAM ""
 #endif
 const std::string deadlock_program = ITO_DEADLOCK_PROGRAM;
+#ifndef ITO_NO_WAIT_PROGRAM
+#define ITO_NO_WAIT_PROGRAM ""
+#endif
+const std::string no_wait_program = ITO_NO_WAIT_PROGRAM;
 
 // The output and exit status of `sh -c command` (stderr folded into stdout).
 struct result {
@@ -245,8 +249,8 @@ TEST(PosixPreload, ProgramWithoutThreadLocalsGetsNoNote) {
   EXPECT_EQ(r.out, "ran\n");
 }
 
-// The runtime starts in the library's constructor, but its other workers'
-// OS threads only with the program's first thread: a process that makes
+// The runtime's other workers' OS threads start only with the program's
+// first thread: a process that makes
 // none (most that run under the preload: shells, coreutils) pays for no
 // thread creation at start nor for joining them at exit.
 TEST(PosixPreload, WorkersStartWithTheFirstThread) {
@@ -272,6 +276,29 @@ TEST(PosixPreload, ProgramWithoutThreadsGetsNoThreadOfItos) {
   result r = run("timeout 60 env LD_PRELOAD=" + preload_lib + " bash -c '" + script + "'");
   EXPECT_EQ(r.status, 0) << r.out;
   EXPECT_EQ(r.out, "1\n") << "threads in the shell's process";
+}
+
+// Locks, keys, once, semaphores and pthread_self that never wait need no
+// runtime (the main thread is the same holder before and after it starts):
+// the runtime starts with the first thread. ITO_STATS prints a table when a
+// runtime ends, so its absence says none ran (issue 24, item 11: start-up).
+TEST(PosixPreload, RuntimeStartsOnlyWhenNeeded) {
+  if (preload_lib.empty()) GTEST_SKIP() << "no libito-preload.so in sanitizer builds";
+  const std::string env = "timeout 60 env ITO_STATS=1 LD_PRELOAD=" + preload_lib + " '";
+  result none = run(env + no_wait_program + "'");
+  EXPECT_EQ(none.status, 0) << none.out;
+  EXPECT_EQ(none.out, "done\n");
+  result threaded = run(env + no_wait_program + "' thread");
+  EXPECT_EQ(threaded.status, 0) << threaded.out;
+  EXPECT_NE(threaded.out.find("ito: stats"), std::string::npos) << threaded.out;
+  EXPECT_NE(threaded.out.find("done\n"), std::string::npos) << threaded.out;
+  // CPython takes some 2,000 locks and 500 pthread_self while it starts.
+  result where = run("python3 -c 'import sys; print(sys.executable)'");
+  if (where.status != 0 || where.out.empty()) return;
+  const std::string python = where.out.substr(0, where.out.find('\n'));
+  result py = run(env + python + "' -c 'print(1)'");
+  EXPECT_EQ(py.status, 0) << py.out;
+  EXPECT_EQ(py.out, "1\n");
 }
 
 // CPython's Lock is a POSIX semaphore; its Condition is built on Locks.

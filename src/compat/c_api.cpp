@@ -19,6 +19,7 @@
 #include "compat/c_create.hpp"
 #include "compat/carried_state.hpp"
 #include "compat/c_errors.hpp"
+#include "compat/posix_internal.hpp"
 #include "ito/error.hpp"
 #include "ito/options.hpp"
 #include "sched/handles.hpp"
@@ -91,7 +92,13 @@ ito::stack_alloc c_stack_alloc(int v) {
 
 }  // namespace
 
-int ito::compat::find_ult(ito_ult_t handle, ult** out) noexcept { return decode(handle, out); }
+int ito::compat::find_ult(ito_ult_t handle, ult** out) noexcept {
+  // The main thread's pthread_self from before the runtime names the main
+  // ULT once there is one: start it (sched/handles.hpp, before_start).
+  if (!ito::sched::current_ult() && handles::is_before_start(handle))
+    (void)ito::posix::ensure_runtime();
+  return decode(handle, out);
+}
 
 int ito::compat::create_ult(ito_ult_t* out, void* (*fn)(void*), void* arg, bool detached,
                             const stack_request& stack) {

@@ -33,12 +33,18 @@ using rw = detail::shared_mutex_access;
 constexpr std::int64_t try_only = -1;  // a deadline meaning "do not wait"
 
 // rdlock/wrlock and their try, timed and clock forms. deadline: try_only,
-// rw::never, or a CLOCK_MONOTONIC time.
+// rw::never, or a CLOCK_MONOTONIC time. A lock that makes the caller wait
+// starts the runtime first (the caller waits as a ULT); one taken at once
+// needs none: the main thread is the same holder before and after it starts
+// (identity()).
 int rw_lock(pthread_rwlock_t* rwlock, bool write, std::int64_t deadline) {
   if (!rwlock) return EINVAL;
-  if (int e = enter()) return e;
   shared_mutex& l = as_rwlock(rwlock);
   if (deadline == try_only) return rw::try_lock(l, write);
+  if (!sched::current_ult()) [[unlikely]] {
+    if (rw::try_lock(l, write) == 0) return 0;
+    if (int e = enter()) return e;
+  }
   errno_guard keep_errno;
   try {
     return rw::lock(l, write, deadline);
@@ -135,7 +141,6 @@ int ito_pthread_rwlock_clockwrlock(pthread_rwlock_t* l, clockid_t c, const struc
 
 int ito_pthread_rwlock_unlock(pthread_rwlock_t* rwlock) {
   if (!rwlock) return EINVAL;
-  if (int e = enter()) return e;
   return rw::unlock(as_rwlock(rwlock));
 }
 
@@ -149,8 +154,9 @@ int ito_pthread_spin_destroy(pthread_spinlock_t* lock) { return lock ? 0 : EINVA
 
 int ito_pthread_spin_lock(pthread_spinlock_t* lock) {
   if (!lock) return EINVAL;
-  if (int e = enter()) return e;  // a spinner that must yield needs to be a ULT
   std::atomic_ref<int> word(*const_cast<int*>(lock));
+  if (word.exchange(1, std::memory_order_acquire) == 0) [[likely]] return 0;
+  if (int e = enter()) return e;  // a spinner that must yield needs to be a ULT
   for (unsigned round = 0; word.exchange(1, std::memory_order_acquire) != 0; ++round) {
     // The holder is a ULT that may share this worker: spinning forever could
     // keep it from running, so after a while let other ULTs in.

@@ -223,9 +223,10 @@ extern "C" int ito_posix_preload_thread_mode(void) {
 
 // libito-preload.so's constructor, when the program's threads are to be
 // ULTs: the runtime starts at the first call that needs one (a thread, a
-// lock, a key; pthread_create starts the other workers too), so a process
-// that never makes a thread or takes a lock starts none: no worker state, no
-// stacks mapped, nothing to stop at exit (issue 24, item 11).
+// wait that could block; pthread_create starts the other workers too), so a
+// process that never makes a thread nor waits starts none, however many locks
+// it takes: no worker state, no stacks mapped, nothing to stop at exit
+// (issue 24, item 11).
 extern "C" void ito_posix_preload_ready(void) {
   ito_posix_check_environment();
   ito::posix::register_exit_hooks();

@@ -52,12 +52,13 @@ inline int ensure_runtime() noexcept {
   return sched::current_ult() ? 0 : start_runtime_slow();
 }
 
-// Every entry point that records or compares who the caller is (locks,
-// condition waits, keys, semaphores, ...) calls this first, so that the main
-// thread is one and the same holder before and after the runtime starts: a
-// lock taken before the first pthread_create must be the main ULT's. An OS
-// thread that cannot become a ULT (EPERM) goes on as itself. One TLS load on
-// the fast path.
+// Every entry point that may make the caller wait (a lock held by another,
+// a condition wait, a barrier, ...) calls this first, so that it waits as a
+// ULT; what completes at once (a free lock, an unlock, a signal, a key) needs
+// no runtime: the main thread is one and the same holder before and after
+// the runtime starts (identity()), so a process that never makes a thread
+// nor waits starts none. An OS thread that cannot become a ULT (EPERM) goes
+// on as itself. One TLS load on the fast path.
 inline int enter() noexcept {
   if (sched::current_ult()) [[likely]] return 0;
   const int e = start_runtime_slow();
@@ -86,11 +87,13 @@ pthread_t main_os_thread() noexcept;
 [[noreturn]] void exit_outside_any_ult(sched::worker* w);
 
 
-// The mutex-holder identity: the running ULT or, outside one, the OS thread.
-// Inline for the ULT case: the mutex fast paths read it on every call.
+// The mutex-holder identity (detail::caller_identity): the running ULT or,
+// for the main ULT and outside any ULT, the OS thread. Inline: the mutex
+// fast paths read it on every call.
 inline const void* identity() noexcept {
-  if (sched::ult* u = sched::current_ult()) [[likely]] return u;
-  return detail::caller_identity();
+  sched::ult* u = sched::current_ult();
+  if (u && !u->bound) [[likely]] return u;
+  return sched::os_thread_identity();
 }
 
 // Nanoseconds since the epoch of `clock` (CLOCK_REALTIME or CLOCK_MONOTONIC).

@@ -28,11 +28,14 @@ static_assert(sizeof(void*) == 8 && alignof(std::atomic<const void*>) == 8,
 
 using access = detail::mutex_access;
 
+// A free mutex needs no runtime (the main thread is the same holder before
+// and after it starts: identity()); one that may make the caller wait starts
+// it first, so that the caller waits as a ULT.
 int lock(pthread_mutex_t* mutex, std::int64_t deadline) {
   if (!mutex) return EINVAL;
-  if (int e = enter()) return e;
   const void* self = identity();
   if (access::lock_if_free(as_mutex(mutex), self)) [[likely]] return 0;
+  if (int e = enter()) return e;
   errno_guard keep_errno;
   if (pshared::is_mutex(mutex)) return pshared::lock(mutex, deadline);
   try {
@@ -102,7 +105,6 @@ int ito_pthread_mutex_lock(pthread_mutex_t* mutex) {
 
 int ito_pthread_mutex_trylock(pthread_mutex_t* mutex) {
   if (!mutex) return EINVAL;
-  if (int e = ito::posix::enter()) return e;
   const int e = ito::detail::mutex_access::try_lock(as_mutex(mutex), ito::posix::identity());
   // A process-shared mutex always looks held to ito's core.
   if (e == EBUSY && ito::posix::pshared::is_mutex(mutex)) [[unlikely]]
@@ -118,7 +120,6 @@ int ito_pthread_mutex_clocklock(pthread_mutex_t* mutex, clockid_t clock,
                                 const struct timespec* abstime) {
   if (!mutex) return EINVAL;
   if (clock != CLOCK_REALTIME && clock != CLOCK_MONOTONIC) return EINVAL;  // as glibc
-  if (int e = ito::posix::enter()) return e;
   // POSIX: a mutex free now is taken whatever the time-out says.
   if (ito_pthread_mutex_trylock(mutex) == 0) return 0;
   std::int64_t deadline = 0;

@@ -35,7 +35,8 @@ int ito_pthread_once(pthread_once_t* once, void (*fn)(void)) {
   if (!once || !fn) return EINVAL;
   ito::once_flag& flag = as_flag(once);
   if (ito::detail::sync_access::done(flag)) [[likely]] return 0;
-  if (int e = ito::posix::enter()) return e;  // a latecomer parks: as a ULT
+  // No runtime needed: before the first thread nobody can be parked here (a
+  // latecomer while a runtime runs is a ULT, or an OS thread on a futex).
   ito::posix::errno_guard keep_errno;
   // pthread_exit (an unwind) inside fn: POSIX treats it as cancellation, and
   // call_once lets the next caller (or a parked one) run fn again.
@@ -43,12 +44,11 @@ int ito_pthread_once(pthread_once_t* once, void (*fn)(void)) {
   return 0;
 }
 
-// Key values are per ULT: every key call first makes the caller one
-// (posix::enter), or a value set by the main thread before the first
-// pthread_create would belong to the OS thread, not to the main ULT.
+// Key values are per ULT, and the main ULT keeps its values where its OS
+// thread does (sync/keys.cpp): a value the main thread sets before the first
+// pthread_create is the main ULT's, so no key call needs the runtime.
 int ito_pthread_key_create(pthread_key_t* key, void (*destructor)(void*)) {
   if (!key) return EINVAL;
-  if (int e = ito::posix::enter()) return e;
   try {
     *key = ito::key_create(destructor);
     return 0;
@@ -68,13 +68,9 @@ int ito_pthread_key_delete(pthread_key_t key) {
   }
 }
 
-void* ito_pthread_getspecific(pthread_key_t key) {
-  if (ito::posix::enter() != 0) return nullptr;
-  return ito::get_specific(key);
-}
+void* ito_pthread_getspecific(pthread_key_t key) { return ito::get_specific(key); }
 
 int ito_pthread_setspecific(pthread_key_t key, const void* value) {
-  if (int e = ito::posix::enter()) return e;
   try {
     ito::set_specific(key, value);
     return 0;

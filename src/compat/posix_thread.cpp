@@ -15,6 +15,8 @@
 #include "compat/posix_internal.hpp"
 #include "ito/ito.h"
 #include "ito/pthread.h"
+#include "sched/handles.hpp"
+#include "sched/worker.hpp"
 
 namespace {
 
@@ -90,6 +92,13 @@ int ito_pthread_detach(pthread_t thread) {
 }
 
 pthread_t ito_pthread_self(void) {
+  if (ito::sched::current_ult()) [[likely]] return static_cast<pthread_t>(ito_self());
+  // The main thread before the first runtime: the handle its main ULT will
+  // have, without starting the runtime only to name the caller.
+  if (!ito::sched::g_runtime.load(std::memory_order_acquire)) {
+    if (auto h = ito::sched::handles::before_start(ito::sched::os_thread_identity()))
+      return static_cast<pthread_t>(h);
+  }
   if (ito::posix::ensure_runtime() == 0) return static_cast<pthread_t>(ito_self());
   // An OS thread outside the runtime: glibc's pthread_self is its TCB address.
   return reinterpret_cast<pthread_t>(__builtin_thread_pointer());

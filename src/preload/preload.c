@@ -329,9 +329,9 @@ __attribute__((visibility("default"), noreturn)) void pthread_exit(void* value) 
  * program's own constructors: from here the runtime starts at the first call
  * that needs it, and the main thread becomes the main ULT then, unless the
  * program's threads are to stay OS threads (thread_mode.c). A process that
- * never makes a thread nor takes a lock starts none. A bad ITO_* variable
- * ends the program here, with the usual message and exit status 2
- * (ito_posix_check_environment). */
+ * never makes a thread nor waits starts none, however many locks it takes.
+ * A bad ITO_* variable ends the program here, with the usual message and
+ * exit status 2 (ito_posix_check_environment). */
 __attribute__((constructor)) static void ito_preload_start(void) {
   if (ito_preload_threads_as_ults()) {
     ito_posix_preload_ready();

@@ -145,7 +145,12 @@ ult* claim(value h, int* error) noexcept {
     return nullptr;
   }
   // Claimed: only the claimer (through release) may free the slot now.
-  return s->owner.load(std::memory_order_relaxed);
+  ult* u = s->owner.load(std::memory_order_relaxed);
+  if (!u) {  // before_start's handle, which names no ULT yet
+    s->live.store(h, std::memory_order_release);
+    *error = ESRCH;
+  }
+  return u;
 }
 
 void unclaim(value h) noexcept {
@@ -177,6 +182,49 @@ void drop_all() noexcept {
     }
     give_back_locked(index);
   }
+}
+
+namespace {
+
+// before_start's reservation: its handle and OS thread, set under g_lock;
+// g_runtime_started once any runtime has started in this process.
+std::atomic<value> g_reserved{0};
+std::atomic<const void*> g_reserved_thread{nullptr};
+bool g_runtime_started = false;  // guarded by g_lock
+
+}  // namespace
+
+value before_start(const void* thread) noexcept {
+  if (g_reserved_thread.load(std::memory_order_acquire) == thread)
+    return g_reserved.load(std::memory_order_relaxed);
+  std::lock_guard<std::mutex> hold(g_lock);
+  if (g_runtime_started || g_reserved.load(std::memory_order_relaxed) != 0) return 0;
+  const std::uint32_t index = take_locked();
+  if (index == 0) return 0;
+  slot& s = at(index);
+  const value h = (s.reuses << index_bits) | index;
+  s.live.store(h, std::memory_order_release);  // owner null: find gives no ULT yet
+  g_reserved.store(h, std::memory_order_relaxed);
+  g_reserved_thread.store(thread, std::memory_order_release);
+  return h;
+}
+
+bool is_before_start(value h) noexcept {
+  return h != 0 && g_reserved.load(std::memory_order_acquire) == h;
+}
+
+void adopt_before_start(ult* main, const void* thread) noexcept {
+  std::lock_guard<std::mutex> hold(g_lock);
+  g_runtime_started = true;
+  const value h = g_reserved.load(std::memory_order_relaxed);
+  if (h == 0 || g_reserved_thread.load(std::memory_order_relaxed) != thread) return;
+  const auto index = static_cast<std::uint32_t>(h & index_mask);
+  slot& s = at(index);
+  s.owner.store(main, std::memory_order_relaxed);
+  s.live.store(h, std::memory_order_release);  // republished: find reads the owner after it
+  main->handle = index;
+  g_reserved_thread.store(nullptr, std::memory_order_relaxed);
+  g_reserved.store(0, std::memory_order_release);
 }
 
 }  // namespace ito::sched::handles

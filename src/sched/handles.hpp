@@ -38,5 +38,19 @@ void drop(ult* u) noexcept;
 // At runtime stop, when no ULT is left: every handle goes stale.
 void drop_all() noexcept;
 
+// The handle of a main ULT not started yet: the POSIX layer's pthread_self
+// on an OS thread before the process's first runtime, which would otherwise
+// have to start one only to name the caller. The OS thread `thread`
+// (os_thread_identity, ult.hpp) gets a handle that names no ULT (find gives
+// null) until a runtime starts on that thread and its main ULT adopts it.
+// Once any runtime has started (a forked child too), or when another thread
+// holds the reservation, 0: the caller must be a ULT to have a handle.
+value before_start(const void* thread) noexcept;
+// h is before_start's handle, not yet adopted: naming it needs the runtime.
+bool is_before_start(value h) noexcept;
+// Called as a runtime starts on `thread`, with its main ULT: that ULT adopts
+// the thread's handle from before_start, if it has one.
+void adopt_before_start(ult* main, const void* thread) noexcept;
+
 }  // namespace handles
 }  // namespace ito::sched

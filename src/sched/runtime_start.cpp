@@ -182,6 +182,7 @@ runtime_state* start_runtime(const options& resolved, bool defer_others) {
   main.id = 0;
   arch::sanitizer_adopt_current(main.fiber);
   w0->current = &main;
+  handles::adopt_before_start(&main, os_thread_identity());  // its pthread_self from before
   trace::record(trace::kind::run, main.id);
   w0->scheduler_stack = rt->stacks.allocate();
   w0->scheduler_sp = make_scheduler_context(w0);

@@ -102,4 +102,10 @@ struct ult {
   ult* registry_next = nullptr;
 };
 
+// An OS thread's identity: its thread pointer (glibc's thread control
+// block), which no ULT descriptor can share. The main ULT, bound for life to
+// the OS thread it adopted, is that thread as a lock holder and for its
+// handle from before the runtime (sync/waiter.hpp, sched/handles.hpp).
+inline const void* os_thread_identity() noexcept { return __builtin_thread_pointer(); }
+
 }  // namespace ito::sched

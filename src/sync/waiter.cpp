@@ -24,10 +24,9 @@ void arrive_after_suspend(sched::ult* self, void* arg) {
 sched::ult* calling_ult() noexcept { return sched::current_ult(); }
 
 const void* caller_identity() noexcept {
-  if (sched::ult* u = sched::current_ult()) return u;
-  // A thread's pthread_t is the address of its control block, which no ULT
-  // descriptor can share.
-  return reinterpret_cast<const void*>(pthread_self());
+  sched::ult* u = sched::current_ult();
+  if (u && !u->bound) return u;
+  return sched::os_thread_identity();
 }
 
 void count_held_lock_slow(int delta) noexcept {

@@ -42,8 +42,16 @@ struct waiter {
 
 // A waiter for the caller: its ULT, or a plain OS thread.
 sched::ult* calling_ult() noexcept;
-// Who a mutex records as its holder: the running ULT or, outside one, the OS thread.
+// Who a mutex records as its holder: the running ULT or, outside one, the OS
+// thread. The main ULT is its OS thread for life (bound to worker 0, which is
+// that thread), so it is recorded as that thread: a lock the main thread
+// takes before the runtime starts is still its own once it runs as the main
+// ULT, and after the runtime stops (the POSIX layer starts the runtime only
+// when something needs it, not at the first lock).
 const void* caller_identity() noexcept;
+// Worker 0 outside any ULT (a signal handler that interrupted its scheduler)
+// therefore counts as the main ULT: a handler must not take locks anyway
+// (they are not async-signal-safe).
 
 // The distributed mode moves no ULT that holds a lock: the lock lives in this
 // process's memory and records its holder (sched::ult::must_stay). Called
