@@ -937,9 +937,34 @@ void for_each_run(dsm& d, std::size_t first, std::size_t last, std::size_t most_
 // with one transfer per run, completed by one flush, and mapped with one
 // mprotect per run. Pages the checkout overwrites whole are not fetched and
 // take no twin: marked d.overwrite, all of each goes out at the next release.
+// The homes of [first, last] that this rank does not know yet, asked of the
+// directory all at once: one compare-and-swap per page (the first rank to ask
+// becomes the home, as in home_of) and one flush for all, instead of a round
+// trip per page.
+void learn_homes(dsm& d, std::size_t first, std::size_t last) {
+  std::vector<std::size_t> asked;
+  for (std::size_t page = first; page <= last; ++page)
+    if (d.home_plus1[page] == 0) asked.push_back(page);
+  if (asked.size() < 2) return;  // home_of asks for one
+  const std::int64_t mine = d.rank + 1, none = 0;
+  std::vector<std::int64_t> found(asked.size());
+  const auto ranks = static_cast<std::size_t>(d.ranks);
+  for (std::size_t k = 0; k < asked.size(); ++k)
+    if (MPI_Compare_and_swap(&mine, &none, &found[k], MPI_INT64_T, static_cast<int>(asked[k] % ranks),
+                             static_cast<MPI_Aint>(asked[k] / ranks), d.directory) != MPI_SUCCESS)
+      mpi_failed("the directory's compare-and-swap");
+  if (MPI_Win_flush_all(d.directory) != MPI_SUCCESS) mpi_failed("the directory's compare-and-swap");
+  for (std::size_t k = 0; k < asked.size(); ++k) {
+    const int h = found[k] == 0 ? d.rank : static_cast<int>(found[k] - 1);
+    d.home_plus1[asked[k]] = h + 1;
+    if (h == d.rank) d.read_elsewhere.watch(asked[k]);
+  }
+}
+
 void bring_in(dsm& d, const char* begin, const char* end, std::size_t first, std::size_t last,
               bool overwrite) {
   constexpr std::size_t most_pages = (std::size_t{1} << 30) / page_bytes;  // MPI counts are ints
+  learn_homes(d, first, last);
   auto away = [&](std::size_t page) {
     return d.state[page] == invalid && home_of(d, page) != d.rank;
   };
