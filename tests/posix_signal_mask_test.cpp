@@ -149,6 +149,38 @@ void* try_to_block_kill_and_stop(void* arg) {
   return nullptr;
 }
 
+void* pending_of_new_thread(void* arg) {
+  *static_cast<bool*>(arg) = pending(SIGUSR2);
+  return nullptr;
+}
+
+// The main thread's own pending signal is not a new thread's, whichever
+// worker (the main thread's included) runs it (LTP pthread_create/8-1).
+TEST(PosixSignalMask, ANewThreadHasNoneOfMainsPendingSignals) {
+  struct sigaction sa {};
+  sa.sa_handler = count;
+  sigemptyset(&sa.sa_mask);
+  struct sigaction old {};
+  ASSERT_EQ(sigaction(SIGUSR2, &sa, &old), 0);
+  const sigset_t usr2 = just(SIGUSR2);
+  sigset_t saved;
+  ASSERT_EQ(ito_pthread_sigmask(SIG_BLOCK, &usr2, &saved), 0);
+  g_handled = 0;
+  ASSERT_EQ(ito_raise(SIGUSR2), 0);
+  ASSERT_TRUE(pending(SIGUSR2)) << "pending for the main thread";
+  for (int round = 0; round < 20; ++round) {
+    bool seen = true;
+    pthread_t t;
+    ASSERT_EQ(ito_pthread_create(&t, nullptr, pending_of_new_thread, &seen), 0);
+    ASSERT_EQ(ito_pthread_join(t, nullptr), 0);
+    EXPECT_FALSE(seen) << "round " << round;
+    if (::testing::Test::HasFailure()) break;
+  }
+  ito_pthread_sigmask(SIG_SETMASK, &saved, nullptr);  // delivers it here
+  EXPECT_EQ(g_handled, 1);
+  sigaction(SIGUSR2, &old, nullptr);
+}
+
 TEST(PosixSignalMask, KillAndStopCannotBeBlocked) {
   int result[4] = {-1, -1, -1, -1};
   pthread_t t;

@@ -19,7 +19,11 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <fcntl.h>
+
 #include <cerrno>
+#include <cstdlib>
+#include <cstring>
 #include <mutex>
 
 #include "io/delegated_syscall.hpp"
@@ -178,9 +182,23 @@ int ito_raise(int sig) {
   return deliver_here(sig);
 }
 
+// A ULT other than main has no thread-directed signals but those above: the
+// worker's own pending set (on worker 0, the main thread's) is not its.
+// The process-directed ones are /proc's ShdPnd (bit n-1 for signal n).
 int ito_sigpending(sigset_t* set) {
-  if (::sigpending(set) != 0) return -1;
-  if (owns_its_thread()) return 0;
+  if (owns_its_thread() || !set) return ::sigpending(set);
+  sigemptyset(set);
+  char status[4096];
+  const int fd = ::open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return ::sigpending(set);  // no /proc: the worker's view
+  const ssize_t n = ::read(fd, status, sizeof status - 1);
+  ::close(fd);
+  status[n > 0 ? n : 0] = '\0';
+  if (const char* at = std::strstr(status, "ShdPnd:")) {
+    const unsigned long long bits = std::strtoull(at + 7, nullptr, 16);
+    for (int s = 1; s <= 64 && s < NSIG; ++s)
+      if (bits >> (s - 1) & 1) sigaddset(set, s);
+  }
   std::lock_guard hold(g_shared_mask_lock);
   sigorset(set, set, &g_shared_pending);
   return 0;
