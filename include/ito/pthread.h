@@ -65,6 +65,7 @@ int ito_pthread_sigqueue(pthread_t thread, int sig, const union sigval value);
 int ito_pthread_sigmask(int how, const sigset_t* set, sigset_t* old);
 int ito_sigprocmask(int how, const sigset_t* set, sigset_t* old);
 int ito_raise(int sig);
+int ito_sigpending(sigset_t* set);
 int ito_sigwait(const sigset_t* set, int* sig);
 int ito_sigwaitinfo(const sigset_t* set, siginfo_t* info);
 int ito_sigtimedwait(const sigset_t* set, siginfo_t* info, const struct timespec* timeout);
@@ -243,6 +244,7 @@ extern int usleep(useconds_t) __asm__("ito_usleep");
 extern unsigned sleep(unsigned) __asm__("ito_sleep");
 extern int sigprocmask(int, const sigset_t*, sigset_t*) __asm__("ito_sigprocmask");
 extern int raise(int) __asm__("ito_raise");
+extern int sigpending(sigset_t*) __asm__("ito_sigpending");
 extern int sigwait(const sigset_t*, int*) __asm__("ito_sigwait");
 extern int sigwaitinfo(const sigset_t*, siginfo_t*) __asm__("ito_sigwaitinfo");
 extern int sigtimedwait(const sigset_t*, siginfo_t*, const struct timespec*)

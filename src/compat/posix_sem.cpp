@@ -7,7 +7,9 @@
 // A tag at glibc's `private` field tells ito's semaphores from glibc's:
 // sem_init of glibc writes 0 or 128 there, ito writes its tag. Process-shared
 // ones (pshared=1) and named ones (sem_open) are glibc's, and every call
-// hands an untagged semaphore to glibc, so both keep glibc's semantics.
+// hands an untagged semaphore to glibc, so both keep glibc's semantics; a ULT
+// that must wait on one does so on a delegation pool thread, so its worker
+// runs the other ULTs meanwhile (the poster may be one of them).
 //
 // Fast paths are the core's: wait is one CAS, post one CAS (and the queue
 // lock only when the count says someone waits).
@@ -20,6 +22,8 @@
 #include <new>
 
 #include "compat/posix_internal.hpp"
+#include "io/fork_child.hpp"
+#include "ito/delegate.hpp"
 #include "ito/pthread.h"
 #include "sync/sync_access.hpp"
 
@@ -55,6 +59,33 @@ constexpr std::int64_t never = sched::timer_queue::never;
 int fail(int code) noexcept {
   errno = code;
   return -1;
+}
+
+// A wait on glibc's semaphore: in the kernel. From a ULT that would hold its
+// worker, so unless a unit is free at once it runs on a pool thread.
+template <class Wait>
+int glibc_wait(sem_t* sem, Wait&& wait) {
+  if (!sched::current_ult() || detail::in_vfork_child()) return wait();
+  const int saved = errno;
+  if (::sem_trywait(sem) == 0) return 0;
+  if (errno != EAGAIN) return -1;
+  errno = saved;
+  carried_guard keep_locale;
+  struct outcome {
+    int value;
+    int error;
+  };
+  outcome o{};
+  try {
+    o = ito::delegate([&]() noexcept -> outcome {
+      const int r = wait();
+      return {r, r < 0 ? errno : 0};
+    });
+  } catch (...) {
+    return wait();  // no pool thread to be had: the worker waits too
+  }
+  if (o.value < 0) detail::errno_now() = o.error;  // the worker this ULT returned on
+  return o.value;
 }
 
 // The slow path of every wait: 0, ETIMEDOUT or ENOMEM (arming a ULT's timer).
@@ -103,7 +134,7 @@ int ito_posix_sem_destroy(sem_t* sem) {
 
 int ito_posix_sem_wait(sem_t* sem) {
   if (!sem) return fail(EINVAL);
-  if (!is_ours(sem)) return ::sem_wait(sem);
+  if (!is_ours(sem)) return ito::posix::glibc_wait(sem, [sem] { return ::sem_wait(sem); });
   if (core(sem).try_acquire()) [[likely]] return 0;
   if (int e = ito::posix::enter()) return fail(e);
   ito::posix::wait_slow(sem, ito::posix::never);  // no deadline: always 0
@@ -117,13 +148,15 @@ int ito_posix_sem_trywait(sem_t* sem) {
 }
 
 int ito_posix_sem_timedwait(sem_t* sem, const struct timespec* abstime) {
-  if (sem && !is_ours(sem)) return ::sem_timedwait(sem, abstime);
+  if (sem && !is_ours(sem))
+    return ito::posix::glibc_wait(sem, [=] { return ::sem_timedwait(sem, abstime); });
   if (int e = ito::posix::enter()) return fail(e);
   return ito::posix::timed_wait(sem, CLOCK_REALTIME, abstime);
 }
 
 int ito_posix_sem_clockwait(sem_t* sem, clockid_t clock, const struct timespec* abstime) {
-  if (sem && !is_ours(sem)) return ::sem_clockwait(sem, clock, abstime);
+  if (sem && !is_ours(sem))
+    return ito::posix::glibc_wait(sem, [=] { return ::sem_clockwait(sem, clock, abstime); });
   if (clock != CLOCK_REALTIME && clock != CLOCK_MONOTONIC) return fail(EINVAL);  // as glibc
   if (int e = ito::posix::enter()) return fail(e);
   return ito::posix::timed_wait(sem, clock, abstime);

@@ -7,7 +7,11 @@
 // process-directed signals the program takes asynchronously. Another ULT has
 // no OS thread of its own: its pthread_sigmask reads and writes one mask that
 // all such ULTs share (it starts as the main thread's), which tells sigwait
-// users what they blocked; delivery follows the main thread's mask.
+// users what they blocked; delivery follows the main thread's mask. A signal
+// such a ULT sends itself (raise, pthread_kill of itself) while that mask
+// blocks it stays pending for those ULTs (not for the process, which the main
+// thread may take), shows in their sigpending, satisfies their sigwait, and
+// is delivered by the pthread_sigmask that unblocks it, before it returns.
 // sigwait, sigwaitinfo, sigtimedwait and sigsuspend are delegated from any
 // ULT: a pool thread blocks every signal except while such a call waits, so
 // the signals the call asks for reach it and no other of ito's threads.
@@ -15,7 +19,11 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <fcntl.h>
+
 #include <cerrno>
+#include <cstdlib>
+#include <cstring>
 #include <mutex>
 
 #include "io/delegated_syscall.hpp"
@@ -31,6 +39,7 @@ using ito::detail::errno_now;
 std::mutex g_shared_mask_lock;
 sigset_t g_shared_mask;  // guarded by g_shared_mask_lock
 bool g_shared_mask_set = false;
+sigset_t g_shared_pending;  // guarded by g_shared_mask_lock; empty when zeroed
 
 // The main ULT, or a plain OS thread: its mask is its OS thread's.
 bool owns_its_thread() noexcept {
@@ -38,10 +47,16 @@ bool owns_its_thread() noexcept {
   return !u || u == &ito::sched::current_worker()->rt->main_ult;
 }
 
+// No thread can block SIGKILL or SIGSTOP (the request is silently ignored),
+// nor glibc's own two signals below SIGRTMIN (glibc drops them too).
+void drop_unblockable(sigset_t* mask) noexcept {
+  for (int s : {SIGKILL, SIGSTOP, 32, 33}) sigdelset(mask, s);
+}
+
 int apply(int how, const sigset_t* set, sigset_t* mask) noexcept {
   if (!set) return 0;
   switch (how) {
-    case SIG_BLOCK: sigorset(mask, mask, set); return 0;
+    case SIG_BLOCK: sigorset(mask, mask, set); drop_unblockable(mask); return 0;
     case SIG_UNBLOCK: {
       sigset_t keep;
       sigfillset(&keep);
@@ -50,7 +65,7 @@ int apply(int how, const sigset_t* set, sigset_t* mask) noexcept {
       sigandset(mask, mask, &keep);
       return 0;
     }
-    case SIG_SETMASK: *mask = *set; return 0;
+    case SIG_SETMASK: *mask = *set; drop_unblockable(mask); return 0;
     default: return EINVAL;
   }
 }
@@ -80,6 +95,31 @@ auto delegated_call(Call&& call) -> decltype(call()) {
   return ito::detail::delegated_syscall(call);
 }
 
+// Runs sig's handler on this worker now: unblocked for the moment of the call.
+int deliver_here(int sig) noexcept {
+  sigset_t one, saved;
+  sigemptyset(&one);
+  if (sig > 0 && sig < NSIG) sigaddset(&one, sig);
+  ::pthread_sigmask(SIG_UNBLOCK, &one, &saved);
+  const int r = ::raise(sig);
+  const int e = errno_now();
+  ::pthread_sigmask(SIG_SETMASK, &saved, nullptr);
+  errno_now() = e;
+  return r;
+}
+
+// Removes from the ULTs' pending set the lowest signal of `of` (for
+// sigwait) or, with `unblocked`, one that `of` leaves unblocked; 0 if none.
+int take_pending(const sigset_t& of, bool unblocked) noexcept {
+  std::lock_guard hold(g_shared_mask_lock);
+  for (int s = 1; s < NSIG; ++s) {
+    if (sigismember(&g_shared_pending, s) != 1 || (sigismember(&of, s) == 1) == unblocked) continue;
+    sigdelset(&g_shared_pending, s);
+    return s;
+  }
+  return 0;
+}
+
 }  // namespace
 
 namespace ito::posix {
@@ -104,7 +144,7 @@ int ito_pthread_sigmask(int how, const sigset_t* set, sigset_t* old) {
     }
     return e;
   }
-  std::lock_guard hold(g_shared_mask_lock);
+  std::unique_lock hold(g_shared_mask_lock);
   if (!g_shared_mask_set) {  // the C or C++ API started the runtime: nothing recorded
     sigemptyset(&g_shared_mask);
     g_shared_mask_set = true;
@@ -113,6 +153,9 @@ int ito_pthread_sigmask(int how, const sigset_t* set, sigset_t* old) {
   if (int e = apply(how, set, &next)) return e;
   if (old) *old = g_shared_mask;
   g_shared_mask = next;
+  hold.unlock();
+  // POSIX: a pending signal this call unblocks is delivered before it returns.
+  while (int sig = take_pending(next, true)) deliver_here(sig);
   return 0;
 }
 
@@ -126,33 +169,74 @@ int ito_sigprocmask(int how, const sigset_t* set, sigset_t* old) {
 
 // The handler of a signal a ULT raises on itself runs before raise returns:
 // on a worker that blocks it, it is unblocked for the moment of the call
-// (unless the ULT blocked it itself: then it stays pending for the process).
+// (unless the ULT blocked it itself: then it stays pending for the ULTs).
 int ito_raise(int sig) {
   if (owns_its_thread()) return ::raise(sig);
-  sigset_t blocked_by_ult;
-  ito_pthread_sigmask(SIG_BLOCK, nullptr, &blocked_by_ult);
-  if (sig > 0 && sig < NSIG && sigismember(&blocked_by_ult, sig) == 1) return ::kill(getpid(), sig);
-  sigset_t one, saved;
-  sigemptyset(&one);
-  if (sig > 0 && sig < NSIG) sigaddset(&one, sig);
-  ::pthread_sigmask(SIG_UNBLOCK, &one, &saved);
-  const int r = ::raise(sig);
-  const int e = errno_now();
-  ::pthread_sigmask(SIG_SETMASK, &saved, nullptr);
-  errno_now() = e;
-  return r;
+  if (sig > 0 && sig < NSIG) {
+    std::lock_guard hold(g_shared_mask_lock);
+    if (g_shared_mask_set && sigismember(&g_shared_mask, sig) == 1) {
+      sigaddset(&g_shared_pending, sig);  // pending for the thread, as tgkill's would be
+      return 0;
+    }
+  }
+  return deliver_here(sig);
 }
 
+// A ULT other than main has no thread-directed signals but those above: the
+// worker's own pending set (on worker 0, the main thread's) is not its.
+// The process-directed ones are /proc's ShdPnd (bit n-1 for signal n).
+int ito_sigpending(sigset_t* set) {
+  if (owns_its_thread() || !set) return ::sigpending(set);
+  sigemptyset(set);
+  char status[4096];
+  const int fd = ::open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return ::sigpending(set);  // no /proc: the worker's view
+  const ssize_t n = ::read(fd, status, sizeof status - 1);
+  ::close(fd);
+  status[n > 0 ? n : 0] = '\0';
+  if (const char* at = std::strstr(status, "ShdPnd:")) {
+    const unsigned long long bits = std::strtoull(at + 7, nullptr, 16);
+    for (int s = 1; s <= 64 && s < NSIG; ++s)
+      if (bits >> (s - 1) & 1) sigaddset(set, s);
+  }
+  std::lock_guard hold(g_shared_mask_lock);
+  sigorset(set, set, &g_shared_pending);
+  return 0;
+}
+
+// The waits take a signal pending for the ULTs first (a self-sent one).
 int ito_sigwait(const sigset_t* set, int* sig) {
+  if (!owns_its_thread() && set && sig)
+    if (int s = take_pending(*set, false)) return *sig = s, 0;
   return delegated_errno_call([&] { return ::sigwait(set, sig); });
 }
-int ito_sigwaitinfo(const sigset_t* set, siginfo_t* info) {
-  return delegated_call([&] { return ::sigwaitinfo(set, info); });
-}
 int ito_sigtimedwait(const sigset_t* set, siginfo_t* info, const struct timespec* timeout) {
+  if (!owns_its_thread() && set) {
+    if (int s = take_pending(*set, false)) {
+      if (info) {
+        *info = siginfo_t{};
+        info->si_signo = s;
+        info->si_code = SI_TKILL;
+        info->si_pid = getpid();
+        info->si_uid = getuid();
+      }
+      return s;
+    }
+  }
+  if (!timeout) return delegated_call([&] { return ::sigwaitinfo(set, info); });
   return delegated_call([&] { return ::sigtimedwait(set, info, timeout); });
 }
+int ito_sigwaitinfo(const sigset_t* set, siginfo_t* info) {
+  return ito_sigtimedwait(set, info, nullptr);
+}
 int ito_sigsuspend(const sigset_t* mask) {
+  if (!owns_its_thread() && mask) {
+    if (int s = take_pending(*mask, true)) {
+      deliver_here(s);
+      errno_now() = EINTR;
+      return -1;
+    }
+  }
   return delegated_call([&] { return ::sigsuspend(mask); });
 }
 

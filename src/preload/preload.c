@@ -88,6 +88,7 @@ ITO_FORWARD(int, pthread_sigqueue, (pthread_t t, int s, const union sigval v), (
 ITO_FORWARD(int, pthread_sigmask, (int h, const sigset_t* s, sigset_t* o), (h, s, o))
 ITO_FORWARD(int, sigprocmask, (int h, const sigset_t* s, sigset_t* o), (h, s, o))
 ITO_FORWARD(int, raise, (int s), (s))
+ITO_FORWARD(int, sigpending, (sigset_t* s), (s))
 ITO_FORWARD(int, sigwait, (const sigset_t* s, int* g), (s, g))
 ITO_FORWARD(int, sigwaitinfo, (const sigset_t* s, siginfo_t* i), (s, i))
 ITO_FORWARD(int, sigtimedwait, (const sigset_t* s, siginfo_t* i, const struct timespec* t), (s, i, t))
