@@ -179,20 +179,33 @@ void protect_all(dsm& d, int prot) {
 
 // The page's home: the cached answer, else the directory's (the first rank to
 // ask becomes the home: first touch).
-int home_of(dsm& d, std::size_t page) {
-  if (const std::int32_t h = d.home_plus1[page]) return h - 1;
-  const int manager = static_cast<int>(page % static_cast<std::size_t>(d.ranks));
-  const auto slot = static_cast<MPI_Aint>(page / static_cast<std::size_t>(d.ranks));
-  const std::int64_t mine = d.rank + 1, none = 0;
-  std::int64_t found = 0;
-  if (MPI_Compare_and_swap(&mine, &none, &found, MPI_INT64_T, manager, slot, d.directory) !=
-          MPI_SUCCESS ||
-      MPI_Win_flush(manager, d.directory) != MPI_SUCCESS)
+// Asks the directory for `page`'s home, claiming it if it has none: the
+// answer lands in *found once the directory window is flushed.
+void ask_directory(dsm& d, std::size_t page, const std::int64_t* mine, std::int64_t* found) {
+  static constexpr std::int64_t none = 0;
+  const auto ranks = static_cast<std::size_t>(d.ranks);
+  if (MPI_Compare_and_swap(mine, &none, found, MPI_INT64_T, static_cast<int>(page % ranks),
+                           static_cast<MPI_Aint>(page / ranks), d.directory) != MPI_SUCCESS)
     mpi_failed("the directory's compare-and-swap");
+}
+
+// Records the directory's answer for `page` (0: it had none, now ours).
+int settle_home(dsm& d, std::size_t page, std::int64_t found) {
   const int h = found == 0 ? d.rank : static_cast<int>(found - 1);
   d.home_plus1[page] = h + 1;
   if (h == d.rank) d.read_elsewhere.watch(page);
   return h;
+}
+
+int home_of(dsm& d, std::size_t page) {
+  if (const std::int32_t h = d.home_plus1[page]) return h - 1;
+  const std::int64_t mine = d.rank + 1;
+  std::int64_t found = 0;
+  ask_directory(d, page, &mine, &found);
+  if (MPI_Win_flush(static_cast<int>(page % static_cast<std::size_t>(d.ranks)), d.directory) !=
+      MPI_SUCCESS)
+    mpi_failed("the directory's compare-and-swap");
+  return settle_home(d, page, found);
 }
 
 void fetch(dsm& d, std::size_t page, int from) {
@@ -946,19 +959,11 @@ void learn_homes(dsm& d, std::size_t first, std::size_t last) {
   for (std::size_t page = first; page <= last; ++page)
     if (d.home_plus1[page] == 0) asked.push_back(page);
   if (asked.size() < 2) return;  // home_of asks for one
-  const std::int64_t mine = d.rank + 1, none = 0;
+  const std::int64_t mine = d.rank + 1;
   std::vector<std::int64_t> found(asked.size());
-  const auto ranks = static_cast<std::size_t>(d.ranks);
-  for (std::size_t k = 0; k < asked.size(); ++k)
-    if (MPI_Compare_and_swap(&mine, &none, &found[k], MPI_INT64_T, static_cast<int>(asked[k] % ranks),
-                             static_cast<MPI_Aint>(asked[k] / ranks), d.directory) != MPI_SUCCESS)
-      mpi_failed("the directory's compare-and-swap");
+  for (std::size_t k = 0; k < asked.size(); ++k) ask_directory(d, asked[k], &mine, &found[k]);
   if (MPI_Win_flush_all(d.directory) != MPI_SUCCESS) mpi_failed("the directory's compare-and-swap");
-  for (std::size_t k = 0; k < asked.size(); ++k) {
-    const int h = found[k] == 0 ? d.rank : static_cast<int>(found[k] - 1);
-    d.home_plus1[asked[k]] = h + 1;
-    if (h == d.rank) d.read_elsewhere.watch(asked[k]);
-  }
+  for (std::size_t k = 0; k < asked.size(); ++k) settle_home(d, asked[k], found[k]);
 }
 
 void bring_in(dsm& d, const char* begin, const char* end, std::size_t first, std::size_t last,
