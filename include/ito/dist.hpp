@@ -74,6 +74,9 @@ struct dsm_stats {
   std::uint64_t home_write_faults = 0;  // writes faulted on this rank's pages others read
   std::uint64_t fetch_transfers = 0;  // transfers that fetched a checkout's pages (one per run
                                       // of pages homed on one rank)
+  std::uint64_t diff_transfers = 0;   // transfers that carried diffs: one per home per release
+                                      // (one per page for releases of one or two pages, or
+                                      // without a progress thread)
 };
 dsm_stats current_dsm_stats() noexcept;
 

@@ -17,9 +17,10 @@ long resolve_progress_interval_us();
 // Starts the thread (interval 0: none). After MPI is up.
 void start_progress(long interval_us);
 // What the progress thread calls after each probe, one slot each: the
-// distributed scheduler's poller, the exchange of remotely freed blocks.
-// Unsetting one (null) waits until it is not running.
-enum class progress_hook { scheduler, remote_frees, count };
+// distributed scheduler's poller, the exchange of remotely freed blocks, the
+// DSM's diffs arriving at their home. Unsetting one (null) waits until it is
+// not running.
+enum class progress_hook { scheduler, remote_frees, dsm_diffs, count };
 void set_progress_hook(progress_hook slot, void (*hook)()) noexcept;
 // True while the thread runs.
 bool progress_running() noexcept;

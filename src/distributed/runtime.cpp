@@ -13,6 +13,7 @@
 #include "distributed/aslr.hpp"
 #include "distributed/dsm/async_fence.hpp"
 #include "distributed/dist_state.hpp"
+#include "distributed/dsm/diff_mail.hpp"
 #include "distributed/dsm/dsm.hpp"
 #include "distributed/dsm/dsm_alloc.hpp"
 #include "distributed/dsm/iso_region.hpp"
@@ -137,7 +138,9 @@ void barrier() {
   detail::refuse_inside_the_scheduler("ito::dist::barrier");
   detail::on_a_large_stack([] {
     detail::sd_fence();
-    MPI_Barrier(MPI_COMM_WORLD);
+    MPI_Request done;
+    MPI_Ibarrier(MPI_COMM_WORLD, &done);
+    detail::wait_serving_diffs(1, &done);  // and applies diffs sent meanwhile
     detail::si_fence();
   });
 }

@@ -18,9 +18,11 @@
 #include <vector>
 
 #include "distributed/dist_state.hpp"
+#include "distributed/dsm/diff_mail.hpp"
 #include "distributed/dsm/page_board.hpp"
 #include "distributed/dsm/race_check.hpp"
 #include "distributed/dsm/reserved_array.hpp"
+#include "distributed/dsm/target_flush.hpp"
 #include "ito/dist.hpp"
 #include "ito/error.hpp"
 
@@ -33,10 +35,12 @@ constexpr std::size_t page_bytes = 4096;
 // (written since the last release, with a twin) or pinned. On its home it is
 // home (read-write, no other rank reads it), home_watched (others read it:
 // read-only, so that a write faults and is known) or home_hot (written since
-// others read it, or pinned: read-write for good, with a twin that each
-// release of the home compares it with to know whether to notify). Hot is
-// for good because a fault per page per release (46 us here) would cost the
-// home more than a 4 KiB comparison.
+// others read it, or pinned: read-write, with a twin that each release of
+// the home compares it with to know whether to notify). A hot page that a
+// release finds unchanged is watched again (unless pinned): a home whose
+// arrays others read would otherwise compare every page it ever wrote at
+// every release (a sort at two ranks: ~1,000 pages, 4 MiB, per release,
+// 7-13 % of its time), where a page written again costs one fault (~3 us).
 enum page_state : std::uint8_t {
   invalid = 0,
   shared,
@@ -74,6 +78,7 @@ struct dsm {
   std::size_t sharing_count = 0;
   page_board stale, read_elsewhere;
   board_posts posts;
+  target_set targets;  // ranks a batch of operations went to, flushed one by one (target_flush.hpp)
   std::uint8_t* state = nullptr;
   std::int32_t* home_plus1 = nullptr;  // cache of the directory
   std::uint8_t* registered = nullptr;  // 1 once this rank is among the page's readers
@@ -93,6 +98,8 @@ struct dsm {
   std::size_t* dropped = nullptr;      // an acquire's shared copies to drop, a run at a time
   dsm_stats stats;
   bool check_races = false;   // ITO_DSM_CHECK: read the home's bytes back before each diff
+  bool mail_open = false;  // this release may send diffs by message (diff_mail.hpp)
+  bool mail = false;       // and sends all of them so, one message per home
   std::size_t fault_block_pages = 1;  // ITO_DSM_BLOCK: what a fault brings in, in pages
   char master[page_bytes];    // a copy of the home's page: race checks, merges
   char snapshot[page_bytes];  // a pinned page as its release compares it
@@ -316,7 +323,8 @@ void serve_fault(dsm& d, std::size_t page, bool write) {
   const std::uint8_t s = d.state[page];
   if (s == modified || s == pinned || s == home || s == home_hot) return;
   if ((s == shared || s == home_watched) && !write) return;
-  if (s == home_watched) {  // this home writes a page others read: hot from now on
+  if (s == home_watched) {  // this home writes a page others read: hot till a release finds
+                            // it unchanged
     take_twin(d, page);
     protect(d, page, PROT_READ | PROT_WRITE);
     d.state[page] = home_hot;
@@ -380,7 +388,9 @@ void on_fault(int sig, siginfo_t* info, void* context) {
   errno = saved;
 }
 
-// Each diff is complete at its home before the next one is issued. With
+// Without diff mail (a one-run diff in a release of one or two pages, or no
+// progress thread), each diff is a put, complete at its home before the next
+// one is issued. With
 // several outstanding (one flush per release, as before), MPICH 4.0.2 over
 // UCX 1.13's sysv/posix shared-memory transports let other ranks read pages
 // without some of them: a sort at 4 ranks, one node per rank, came out wrong
@@ -471,6 +481,13 @@ bool send_diff(dsm& d, std::size_t page, bool keep_twin) {
     std::memcpy(twin, d.snapshot, page_bytes);
     now = twin;
   }
+  if (d.mail || (d.mail_open && runs > 1)) {  // with the release's others for this home
+    for (int k = 0; k < runs; ++k)
+      queue_diff(h, page * page_bytes + static_cast<std::size_t>(d.run_at[k]), now + d.run_at[k],
+                 static_cast<std::size_t>(d.run_length[k]));
+    return true;
+  }
+  ++d.stats.diff_transfers;
   if (runs == 1) {  // one stretch of bytes (the usual case): no type to build
     if (MPI_Put(now + d.run_at[0], d.run_length[0], MPI_BYTE, h, at + d.run_at[0], d.run_length[0],
                 MPI_BYTE, d.data) != MPI_SUCCESS)
@@ -510,7 +527,8 @@ void note_written(dsm& d, std::size_t page) {
     d.written[d.written_count++] = page;
 }
 
-// After the diffs (each complete at its home already: complete_diff), reads
+// After the diffs (each complete at its home already: delivered, or
+// complete_diff), reads
 // the readers of the pages they went to, and sends every notice: one more
 // round trip where another home's pages were written at more than two
 // ranks, else none.
@@ -521,9 +539,9 @@ void complete_release(dsm& d) {
       if (MPI_Get(&d.written_readers[k], 1, MPI_UINT64_T, home_of(d, page),
                   static_cast<MPI_Aint>(page), 1, MPI_UINT64_T, d.sharing) != MPI_SUCCESS)
         mpi_failed("reading a page's readers");
+      d.targets.add(home_of(d, page));
     }
-    if (MPI_Win_flush_all(d.sharing) != MPI_SUCCESS)
-      mpi_failed("reading the readers of written pages");
+    if (!d.targets.flush(d.sharing)) mpi_failed("reading the readers of written pages");
     for (std::size_t k = 0; k < d.written_count; ++k)
       post_notices(d, d.written[k], d.written_readers[k]);
     d.written_count = 0;
@@ -547,12 +565,35 @@ void release(dsm& d) {
   });
   std::size_t* const list = d.modified_list;
   const std::size_t count = d.modified_count;
+  // Diffs of more than a page or two go by message, one per home
+  // (diff_mail.hpp). A release of one or two pages puts each page whose
+  // diff is one run of bytes: MPI serves a put at the home's next MPI call
+  // of any kind (a home waiting in a collective serves it at once), where a
+  // message waits for the home's progress thread or its own waits. A diff
+  // of several runs goes by message anyway: MPICH is slow with a put of an
+  // indexed type (a page with 64 runs: sd_fence 44-60 us, 23-37 by message).
+  constexpr std::size_t most_put_pages = 2;
+  std::size_t away = 0;
+  for (std::size_t k = 0; k < count && away <= most_put_pages; ++k)
+    away += d.state[list[k]] == modified || d.state[list[k]] == pinned;
+  d.mail_open = diff_mail_open();
+  d.mail = d.mail_open && away > most_put_pages;
   // Modified pages go read-only (or no access) before their diffs, one
   // mprotect per run of neighbours: a store from another thread of this rank
   // meanwhile faults, waits for the lock, and takes a fresh twin (or fetches
   // the master) after.
+  // So do the hot pages that look unchanged since the last release: they
+  // cool (watched again), compared once more below now that no store can
+  // land unseen.
   std::sort(list, list + count);
+  for (std::size_t k = 0; k < count; ++k) {
+    const std::size_t page = list[k];
+    if (d.state[page] == home_hot && !d.pins[page] &&
+        std::memcmp(d.alias + page * page_bytes, d.twins + page * page_bytes, page_bytes) == 0)
+      d.state[page] = home_watched;
+  }
   auto new_access = [&](std::size_t page) {
+    if (d.state[page] == home_watched) return PROT_READ;
     return d.state[page] != modified ? -1 : d.noticed[page] ? PROT_NONE : PROT_READ;
   };
   for_each_listed_run(d, list, count, -1, new_access, [&](std::size_t first, std::size_t n, int prot) {
@@ -562,6 +603,7 @@ void release(dsm& d) {
     const std::size_t page = list[k];
     switch (d.state[page]) {
       case home_hot:
+      case home_watched:  // cooling: read-only now, its twin given back below
         if (hot_page_changed(d, page)) note_written(d, page);
         break;
       case pinned:  // writable throughout: its twin becomes what was sent
@@ -579,6 +621,7 @@ void release(dsm& d) {
   auto released = [&](std::size_t page) {
     return d.state[page] == home_hot || d.state[page] == pinned ? 0 : 1;
   };
+  if (d.mail_open) d.stats.diff_transfers += deliver_diffs();  // complete at their homes
   for_each_listed_run(d, list, count, 0, released, [&](std::size_t first, std::size_t n, int) {
     madvise(d.twins + first * page_bytes, n * page_bytes, MADV_DONTNEED);
   });
@@ -748,6 +791,7 @@ void start_dsm(dist_state& st) {
   d->sharing_words = reserve_array<std::uint64_t>(d->sharing_count);
   d->stale = page_board(d->sharing_words, d->pages, d->pages);
   d->read_elsewhere = page_board(d->sharing_words, d->pages + board_words, d->pages);
+  d->targets = target_set(d->ranks);
   d->posts.reserve(64);  // register_reader posts from the fault handler: no allocation there
   d->one_copy = st.node.nodes == 1;
   if (d->one_copy) {
@@ -769,6 +813,7 @@ void start_dsm(dist_state& st) {
       MPI_Win_lock_all(MPI_MODE_NOCHECK, d->directory) != MPI_SUCCESS ||
       MPI_Win_lock_all(MPI_MODE_NOCHECK, d->sharing) != MPI_SUCCESS)
     mpi_failed("creating the DSM's windows");
+  start_diff_mail(d->alias, st.region.bytes + st.region.globals_bytes, d->ranks);
   // After MPI_Init, which installs a SIGSEGV handler of its own: ours serves
   // the region and hands every other fault to it.
   struct sigaction sa {};
@@ -785,11 +830,13 @@ void stop_dsm(dist_state&) noexcept {
   if (stats_requested()) {
     const dsm_stats& c = d->stats;
     std::fprintf(stderr,
-                 "ito: dsm: stats: rank %d: %llu pages fetched, %llu diffs sent, %llu write "
-                 "notices sent, %llu copies invalidated, %llu write faults on watched home "
-                 "pages\n",
+                 "ito: dsm: stats: rank %d: %llu pages fetched (and %llu checkout or block "
+                 "transfers), %llu diffs sent in %llu transfers, %llu write notices sent, %llu "
+                 "copies invalidated, %llu write faults on watched home pages\n",
                  d->rank, static_cast<unsigned long long>(c.fetches),
+                 static_cast<unsigned long long>(c.fetch_transfers),
                  static_cast<unsigned long long>(c.diffs_sent),
+                 static_cast<unsigned long long>(c.diff_transfers),
                  static_cast<unsigned long long>(c.notices_sent),
                  static_cast<unsigned long long>(c.invalidations),
                  static_cast<unsigned long long>(c.home_write_faults));
@@ -803,6 +850,7 @@ void stop_dsm(dist_state&) noexcept {
     MPI_Win_free(&d->data);
     MPI_Win_free(&d->directory);
     MPI_Win_free(&d->sharing);
+    stop_diff_mail();
   }
   g_dsm.store(nullptr, std::memory_order_release);
   release_array(d->entries, d->entry_count);
@@ -961,8 +1009,11 @@ void learn_homes(dsm& d, std::size_t first, std::size_t last) {
   if (asked.size() < 2) return;  // home_of asks for one
   const std::int64_t mine = d.rank + 1;
   std::vector<std::int64_t> found(asked.size());
-  for (std::size_t k = 0; k < asked.size(); ++k) ask_directory(d, asked[k], &mine, &found[k]);
-  if (MPI_Win_flush_all(d.directory) != MPI_SUCCESS) mpi_failed("the directory's compare-and-swap");
+  for (std::size_t k = 0; k < asked.size(); ++k) {
+    ask_directory(d, asked[k], &mine, &found[k]);
+    d.targets.add(static_cast<int>(asked[k] % static_cast<std::size_t>(d.ranks)));
+  }
+  if (!d.targets.flush(d.directory)) mpi_failed("the directory's compare-and-swap");
   for (std::size_t k = 0; k < asked.size(); ++k) settle_home(d, asked[k], found[k]);
 }
 
@@ -985,16 +1036,15 @@ void bring_in(dsm& d, const char* begin, const char* end, std::size_t first, std
     return at >= begin && at + page_bytes <= end;
   };
   auto fetched = [&](std::size_t page) { return away(page) && !(overwrite && whole(page)); };
-  bool any = false;
   for_each_run(d, first, last, most_pages, fetched, [&](std::size_t start, std::size_t n) {
     const auto bytes = static_cast<int>(n * page_bytes);
     if (MPI_Get(d.alias + start * page_bytes, bytes, MPI_BYTE, home_of(d, start),
                 static_cast<MPI_Aint>(start * page_bytes), bytes, MPI_BYTE, d.data) != MPI_SUCCESS)
       mpi_failed("fetching a checkout's pages from their home");
     ++d.stats.fetch_transfers;
-    any = true;
+    d.targets.add(home_of(d, start));
   });
-  if (any && MPI_Win_flush_all(d.data) != MPI_SUCCESS) mpi_failed("fetching a checkout's pages");
+  if (!d.targets.flush(d.data)) mpi_failed("fetching a checkout's pages");
   for_each_run(d, first, last, most_pages, fetched, [&](std::size_t start, std::size_t n) {
     protect(d, start, PROT_READ, n);
     for (std::size_t page = start; page < start + n; ++page) d.state[page] = shared;

@@ -46,9 +46,14 @@ std::size_t board_posts::send(MPI_Win window) {
       std::abort();
     }
   }
-  if (MPI_Win_flush_all(window) != MPI_SUCCESS) {
-    std::fprintf(stderr, "ito: dsm: completing the marks on other ranks' boards failed\n");
-    std::abort();
+  // One flush per rank marked, never MPI_Win_flush_all (target_flush.hpp);
+  // the marks are sorted by rank.
+  for (std::size_t i = 0; i < marks_.size(); ++i) {
+    if (i > 0 && marks_[i].rank == marks_[i - 1].rank) continue;
+    if (MPI_Win_flush(marks_[i].rank, window) != MPI_SUCCESS) {
+      std::fprintf(stderr, "ito: dsm: completing the marks on other ranks' boards failed\n");
+      std::abort();
+    }
   }
   const std::size_t n = marks_.size();
   marks_.clear();

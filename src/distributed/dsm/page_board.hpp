@@ -68,7 +68,8 @@ class board_posts {
   void reserve(std::size_t marks) { marks_.reserve(marks), bits_.reserve(marks); }
   void post(int rank, const page_board& board, std::size_t page);
   // Issues the accumulates, completes them (and every other operation on
-  // the window: one flush), and returns the number of pages marked.
+  // the window to the ranks marked: one flush each), and returns the number
+  // of pages marked.
   std::size_t send(MPI_Win window);
 
  private:

@@ -1,0 +1,43 @@
+// SPDX-License-Identifier: Apache-2.0
+// A release's diffs to their homes as messages: one per home per release,
+// applied by the home's progress thread (or by any thread of the home that
+// waits for its own diffs meanwhile), then acknowledged.
+//
+// Why not one put per page: MPICH's one-sided transfers to a rank complete
+// only when that rank makes MPI progress (progress.hpp), so each put and its
+// flush cost a round trip through the home's progress thread; a sort at two
+// ranks, one node per rank, sent ~4,600 diffs per run, one round trip each.
+// Several puts in flight at once are what lost writes over UCX's
+// shared-memory transports (dsm.cpp, complete_diff); a point-to-point message
+// per home carries every page's runs in one round trip and leaves RMA out.
+// The home writes the runs through the alias, as a put would: no page state
+// changes there, no DSM lock is taken.
+#pragma once
+
+#include <mpi.h>
+
+#include <cstddef>
+#include <cstdint>
+
+namespace ito::dist::detail {
+
+// Collective. window: the alias every home's diffs are written into (the
+// DSM's data window: the region, then the globals), `bytes` long.
+void start_diff_mail(char* window, std::size_t bytes, int ranks);
+// Collective, after the progress thread stopped.
+void stop_diff_mail() noexcept;
+// True when diffs go by message: the mail is up and a progress thread runs
+// to apply them at the homes (without one, releases put page by page).
+bool diff_mail_open() noexcept;
+// Queues bytes [at, at + length) of the window, `bytes` their new value, for
+// `home`. Copies them: the caller's buffer is free at once.
+void queue_diff(int home, std::size_t at, const char* bytes, std::size_t length);
+// Sends each home its queued diffs and returns once every one has applied
+// them. Returns the messages sent (0 when nothing was queued).
+std::uint64_t deliver_diffs();
+// Waits for `requests` (MPI_Testall), applying the diffs that arrive
+// meanwhile: a rank that waits in MPI (a barrier) serves its pages' writers
+// at once rather than at its progress thread's next round.
+void wait_serving_diffs(int count, MPI_Request* requests);
+
+}  // namespace ito::dist::detail
