@@ -390,14 +390,9 @@ void on_fault(int sig, siginfo_t* info, void* context) {
 
 // Without diff mail (a one-run diff in a release of one or two pages, or no
 // progress thread), each diff is a put, complete at its home before the next
-// one is issued. With
-// several outstanding (one flush per release, as before), MPICH 4.0.2 over
-// UCX 1.13's sysv/posix shared-memory transports let other ranks read pages
-// without some of them: a sort at 4 ranks, one node per rank, came out wrong
-// in about half of its first runs on a 16-core machine (the tree before
-// issue 22 too), never over UCX's cma or tcp transports (0 of 15), never
-// with the race check (0 of 12), which reads the page back and flushes
-// before each diff. One round trip per page written is the price.
+// one is issued: a round trip per page. (Completing a release's puts with one
+// MPI_Win_flush_all, as at first, lost writes over UCX's shared-memory
+// transports: target_flush.hpp.)
 bool complete_diff(dsm& d, int home) {
   if (MPI_Win_flush(home, d.data) != MPI_SUCCESS) mpi_failed("completing a diff");
   return true;
@@ -528,10 +523,9 @@ void note_written(dsm& d, std::size_t page) {
 }
 
 // After the diffs (each complete at its home already: delivered, or
-// complete_diff), reads
-// the readers of the pages they went to, and sends every notice: one more
-// round trip where another home's pages were written at more than two
-// ranks, else none.
+// complete_diff), reads the readers of the pages they went to, and sends
+// every notice: one more round trip where another home's pages were written
+// at more than two ranks, else none.
 void complete_release(dsm& d) {
   if (d.written_count != 0) {
     for (std::size_t k = 0; k < d.written_count; ++k) {
