@@ -9,6 +9,7 @@
 #include <cstring>
 #include <vector>
 
+#include "distributed/dsm/dsm.hpp"
 #include "distributed/peer_watch.hpp"
 #include "distributed/progress.hpp"
 
@@ -34,11 +35,6 @@ struct mail {
   bool queued = false;     // a batch holds something
 };
 mail* g = nullptr;
-
-[[noreturn]] void failed(const char* what) {
-  std::fprintf(stderr, "ito: dsm: %s failed\n", what);
-  std::abort();
-}
 
 void apply_batch(const std::vector<std::uint64_t>& batch, int from) {
   for (std::size_t k = 0; k + 2 <= batch.size();) {
@@ -66,17 +62,42 @@ void serve_diffs() {
     MPI_Message message;
     MPI_Status status;
     if (MPI_Improbe(MPI_ANY_SOURCE, diff_tag, g->comm, &flag, &message, &status) != MPI_SUCCESS)
-      failed("probing for diffs");
+      mpi_failed("probing for diffs");
     if (!flag) return;
     int count = 0;
     MPI_Get_count(&status, MPI_UINT64_T, &count);
     inbox.resize(static_cast<std::size_t>(count));
     if (MPI_Mrecv(inbox.data(), count, MPI_UINT64_T, &message, MPI_STATUS_IGNORE) != MPI_SUCCESS)
-      failed("receiving diffs");
+      mpi_failed("receiving diffs");
     apply_batch(inbox, status.MPI_SOURCE);
     if (MPI_Send(nullptr, 0, MPI_BYTE, status.MPI_SOURCE, applied_tag, g->comm) != MPI_SUCCESS)
-      failed("acknowledging diffs");
+      mpi_failed("acknowledging diffs");
   }
+}
+
+// Sends each home its batch and waits until every home applied it.
+void send_queued() {
+  g->queued = false;
+  g->requests.clear();
+  for (std::size_t home = 0; home < g->batches.size(); ++home) {
+    auto& batch = g->batches[home];
+    if (batch.empty()) continue;
+    const int to = static_cast<int>(home);
+    g->requests.emplace_back();
+    if (MPI_Irecv(nullptr, 0, MPI_BYTE, to, applied_tag, g->comm, &g->requests.back()) !=
+        MPI_SUCCESS)
+      mpi_failed("awaiting a home's acknowledgement");
+    g->requests.emplace_back();
+    if (MPI_Isend(batch.data(), static_cast<int>(batch.size()), MPI_UINT64_T, to, diff_tag,
+                  g->comm, &g->requests.back()) != MPI_SUCCESS)
+      mpi_failed("sending diffs to their home");
+    ++g->sent;
+  }
+  // Waiting, this thread applies what other ranks send meanwhile: two ranks
+  // releasing to each other while their progress threads wait on something
+  // else (a release of their own, for the DSM lock) still finish.
+  wait_serving_diffs(static_cast<int>(g->requests.size()), g->requests.data());
+  for (auto& batch : g->batches) batch.clear();
 }
 
 }  // namespace
@@ -85,7 +106,7 @@ void wait_serving_diffs(int count, MPI_Request* requests) {
   for (int tries = 0;; ++tries) {
     int done = 0;
     if (MPI_Testall(count, requests, &done, MPI_STATUSES_IGNORE) != MPI_SUCCESS)
-      failed("waiting for MPI");
+      mpi_failed("waiting for MPI");
     if (done) return;
     if (g) serve_diffs();
     if (tries > 64) sched_yield();  // more ranks than cores: let the others run
@@ -120,36 +141,11 @@ void queue_diff(int home, std::size_t at, const char* bytes, std::size_t length)
   batch[start + 1] = length;
   std::memcpy(&batch[start + 2], bytes, length);
   g->queued = true;
-  if (batch.size() > most_batch_words) g->sent += deliver_diffs();
+  if (batch.size() > most_batch_words) send_queued();
 }
 
 std::uint64_t deliver_diffs() {
-  if (!g->queued) {  // nothing since the last (maybe an early one, queue_diff's)
-    const std::uint64_t sent = g->sent;
-    g->sent = 0;
-    return sent;
-  }
-  g->queued = false;
-  g->requests.clear();
-  for (std::size_t home = 0; home < g->batches.size(); ++home) {
-    auto& batch = g->batches[home];
-    if (batch.empty()) continue;
-    const int to = static_cast<int>(home);
-    g->requests.emplace_back();
-    if (MPI_Irecv(nullptr, 0, MPI_BYTE, to, applied_tag, g->comm, &g->requests.back()) !=
-        MPI_SUCCESS)
-      failed("awaiting a home's acknowledgement");
-    g->requests.emplace_back();
-    if (MPI_Isend(batch.data(), static_cast<int>(batch.size()), MPI_UINT64_T, to, diff_tag,
-                  g->comm, &g->requests.back()) != MPI_SUCCESS)
-      failed("sending diffs to their home");
-    ++g->sent;
-  }
-  // Waiting, this thread applies what other ranks send meanwhile: two ranks
-  // releasing to each other while their progress threads wait on something
-  // else (a release of their own, for the DSM lock) still finish.
-  wait_serving_diffs(static_cast<int>(g->requests.size()), g->requests.data());
-  for (auto& batch : g->batches) batch.clear();
+  if (g->queued) send_queued();
   const std::uint64_t sent = g->sent;
   g->sent = 0;
   return sent;

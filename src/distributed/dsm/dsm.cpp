@@ -130,11 +130,6 @@ bool page_at(const dsm& d, const char* at, std::size_t* page) noexcept {
   return false;
 }
 
-[[noreturn]] void mpi_failed(const char* what) {
-  std::fprintf(stderr, "ito: dsm: %s failed\n", what);
-  std::abort();
-}
-
 // Pages [page, page + pages), all in the region or all in the globals.
 // Every run of pages with one protection is a mapping of its own to Linux,
 // which allows vm.max_map_count of them per process (65530 by default).
@@ -1139,6 +1134,11 @@ bool check_out_held_pages(void* p, std::size_t bytes, access how) {
   dsm& d = require_dsm("checkout");
   std::lock_guard hold(d.lock);
   return check_out_locked(d, p, bytes, how, true);
+}
+
+void mpi_failed(const char* what) {
+  std::fprintf(stderr, "ito: dsm: %s failed\n", what);
+  std::abort();
 }
 
 dsm_stats stats() noexcept {

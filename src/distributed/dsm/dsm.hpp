@@ -70,5 +70,9 @@ void check_out_pages(void* p, std::size_t bytes, access how);
 bool check_out_held_pages(void* p, std::size_t bytes, access how);
 // This process's counters (zero without a runtime).
 dsm_stats stats() noexcept;
+// Ends the process after an MPI call of the DSM failed: "ito: dsm: <what>
+// failed" on stderr, then abort (a half-done transfer leaves no consistent
+// state to go on from).
+[[noreturn]] void mpi_failed(const char* what);
 
 }  // namespace ito::dist::detail

@@ -2,9 +2,8 @@
 #include "distributed/dsm/page_board.hpp"
 
 #include <algorithm>
-#include <cstdio>
-#include <cstdlib>
 
+#include "distributed/dsm/dsm.hpp"
 #include "distributed/dsm/reserved_array.hpp"
 
 namespace ito::dist::detail {
@@ -41,19 +40,15 @@ std::size_t board_posts::send(MPI_Win window) {
     for (; k < marks_.size() && marks_[k].rank == m.rank && marks_[k].word == m.word; ++k)
       bits |= marks_[k].bit;
     if (MPI_Accumulate(&bits, 1, MPI_UINT64_T, m.rank, static_cast<MPI_Aint>(m.word), 1,
-                       MPI_UINT64_T, MPI_BOR, window) != MPI_SUCCESS) {
-      std::fprintf(stderr, "ito: dsm: marking pages on another rank's board failed\n");
-      std::abort();
-    }
+                       MPI_UINT64_T, MPI_BOR, window) != MPI_SUCCESS)
+      mpi_failed("marking pages on another rank's board");
   }
   // One flush per rank marked, never MPI_Win_flush_all (target_flush.hpp);
   // the marks are sorted by rank.
   for (std::size_t i = 0; i < marks_.size(); ++i) {
     if (i > 0 && marks_[i].rank == marks_[i - 1].rank) continue;
-    if (MPI_Win_flush(marks_[i].rank, window) != MPI_SUCCESS) {
-      std::fprintf(stderr, "ito: dsm: completing the marks on other ranks' boards failed\n");
-      std::abort();
-    }
+    if (MPI_Win_flush(marks_[i].rank, window) != MPI_SUCCESS)
+      mpi_failed("completing the marks on other ranks' boards");
   }
   const std::size_t n = marks_.size();
   marks_.clear();

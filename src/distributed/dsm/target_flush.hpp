@@ -32,7 +32,6 @@ class target_set {
     added_[static_cast<std::size_t>(rank)] = 1;
     list_.push_back(rank);
   }
-  bool empty() const noexcept { return list_.empty(); }
   // Completes every operation on `window` to the ranks added since the last
   // flush; false if MPI reported a failure (every rank is flushed anyway).
   bool flush(MPI_Win window) {
