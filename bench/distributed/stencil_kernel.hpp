@@ -20,18 +20,23 @@ namespace stencil_kernel {
 inline constexpr long leaf_rows = 8;  // rows per ULT at the leaves (128 KiB at n = 2048)
 
 // f(lo, hi) over [lo, hi) in blocks of at most leaf_rows rows, the block
-// results added up left + right at every split (in ULTs when Parallel).
+// results added up left + right at every split (in ULTs when Parallel). The
+// right half of each split runs in a ULT created near its first row of
+// `grid` (n doubles a row): in the distributed mode it starts on the rank
+// holding that row, so each rank sweeps the rows it holds; elsewhere near()
+// changes nothing.
 template <bool Parallel, class F>
-double over_rows(F f, long lo, long hi) {
+double over_rows(F f, const double* grid, long n, long lo, long hi) {
   if (hi - lo <= leaf_rows) return f(lo, hi);
   const long mid = lo + (hi - lo) / 2;
   if constexpr (Parallel) {
-    auto left = ito::create_thread(over_rows<true, F>, f, lo, mid);
-    const double right = over_rows<true>(f, mid, hi);
-    return left.get() + right;
+    auto right =
+        ito::create_thread(ito::near(grid + mid * n), over_rows<true, F>, f, grid, n, mid, hi);
+    const double left = over_rows<true>(f, grid, n, lo, mid);
+    return left + right.get();
   } else {
-    const double left = over_rows<false>(f, lo, mid);
-    return left + over_rows<false>(f, mid, hi);
+    const double left = over_rows<false>(f, grid, n, lo, mid);
+    return left + over_rows<false>(f, grid, n, mid, hi);
   }
 }
 
@@ -68,7 +73,7 @@ inline double sum_rows(const double* a, long n, long lo, long hi) {
 
 // Both grids initialised, in parallel ULTs (first touch where they run).
 inline void init(double* a, double* b, long n) {
-  over_rows<true>([=](long lo, long hi) { return init_rows(a, b, n, lo, hi); }, 0, n);
+  over_rows<true>([=](long lo, long hi) { return init_rows(a, b, n, lo, hi); }, a, n, 0, n);
 }
 
 // `sweeps` parallel sweeps starting from a; returns the grid holding the last.
@@ -76,7 +81,8 @@ inline double* run(double* a, double* b, long n, long sweeps) {
   for (long s = 0; s < sweeps; ++s) {
     const double* from = a;
     double* to = b;
-    over_rows<true>([=](long lo, long hi) { return sweep_rows(from, to, n, lo, hi); }, 1, n - 1);
+    over_rows<true>([=](long lo, long hi) { return sweep_rows(from, to, n, lo, hi); }, to, n, 1,
+                    n - 1);
     std::swap(a, b);
   }
   return a;
@@ -84,7 +90,7 @@ inline double* run(double* a, double* b, long n, long sweeps) {
 
 template <bool Parallel>
 double checksum(const double* a, long n) {
-  return over_rows<Parallel>([=](long lo, long hi) { return sum_rows(a, n, lo, hi); }, 0, n);
+  return over_rows<Parallel>([=](long lo, long hi) { return sum_rows(a, n, lo, hi); }, a, n, 0, n);
 }
 
 // The sequential form: plain loops over the same points.

@@ -84,8 +84,9 @@ dsm_stats current_dsm_stats() noexcept;
 // the running) start_main_thread; ITO_STATS=1 prints it at the end of each.
 struct scheduler_stats {
   std::uint64_t steal_requests = 0;  // remote steal requests this rank sent
-  std::uint64_t ults_received = 0;   // ULTs that arrived here by a steal
+  std::uint64_t ults_received = 0;   // ULTs that arrived here, stolen or placed
   std::uint64_t ults_sent = 0;       // ULTs other ranks took from here
+  std::uint64_t ults_placed = 0;     // new ULTs sent to their data's rank (create_thread(near))
   std::uint64_t remote_joins = 0;    // joins of a ULT whose end another process knew
   std::uint64_t remote_ends = 0;     // ULTs that ended here, away from their home
   std::uint64_t stack_bytes_moved = 0;  // stack bytes this rank sent in steals

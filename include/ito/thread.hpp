@@ -140,6 +140,15 @@ struct task_frame {
 
 }  // namespace detail
 
+template <class R>
+class future;
+
+namespace detail {
+template <class F, class... A>
+auto start_thread(const void* near_data, F&& fn, A&&... args)
+    -> future<std::invoke_result_t<std::decay_t<F>, std::decay_t<A>...>>;
+}  // namespace detail
+
 // The result of create_thread. Move-only. Destroying a future that was never
 // waited for detaches its ULT.
 template <class R>
@@ -190,7 +199,7 @@ class future {
 
  private:
   template <class F, class... A>
-  friend auto create_thread(F&& fn, A&&... args)
+  friend auto detail::start_thread(const void* near_data, F&& fn, A&&... args)
       -> future<std::invoke_result_t<std::decay_t<F>, std::decay_t<A>...>>;
 
   void check_valid(const char* what) const {
@@ -205,18 +214,17 @@ class future {
   detail::result_box<std::exception_ptr>* error_ = nullptr;
 };
 
-// Creates a ULT running fn(args...) (decay-copied, as std::thread does) and
-// switches to it at once; the caller continues when a worker resumes it.
-// The copies live at the top of the new ULT's stack: when they cannot fit it,
-// usage_error(E2BIG) is thrown before anything is copied.
+namespace detail {
+
+// create_thread's body; near_data: null, or near(p)'s p.
 template <class F, class... A>
-auto create_thread(F&& fn, A&&... args)
+auto start_thread(const void* near_data, F&& fn, A&&... args)
     -> future<std::invoke_result_t<std::decay_t<F>, std::decay_t<A>...>> {
-  using frame = detail::task_frame<F, A...>;
+  using frame = task_frame<F, A...>;
   using R = typename frame::result_type;
-  allocated_ult th = detail::spawn_prepare(sizeof(frame), frame::trivial ? nullptr : &frame::cleanup,
-                                           &frame::on_exception, frame::error_offset(),
-                                           frame::result_local);
+  allocated_ult th = spawn_prepare(sizeof(frame), frame::trivial ? nullptr : &frame::cleanup,
+                                   &frame::on_exception, frame::error_offset(),
+                                   frame::result_local);
   auto* f = ::new (th.ptr) frame;
   ::new (f->call_bytes) typename frame::call_type(std::forward<F>(fn), std::forward<A>(args)...);
   f->call_alive = true;
@@ -224,8 +232,40 @@ auto create_thread(F&& fn, A&&... args)
   result.id_ = th.id;
   result.result_ = &f->result;
   result.error_ = &f->error;
-  detail::spawn_start(th, &frame::run);
+  if (near_data) spawn_start_near(th, &frame::run, near_data);
+  else spawn_start(th, &frame::run);
   return result;
+}
+
+}  // namespace detail
+
+// Creates a ULT running fn(args...) (decay-copied, as std::thread does) and
+// switches to it at once; the caller continues when a worker resumes it.
+// The copies live at the top of the new ULT's stack: when they cannot fit it,
+// usage_error(E2BIG) is thrown before anything is copied.
+template <class F, class... A>
+auto create_thread(F&& fn, A&&... args)
+    -> future<std::invoke_result_t<std::decay_t<F>, std::decay_t<A>...>> {
+  return detail::start_thread(nullptr, std::forward<F>(fn), std::forward<A>(args)...);
+}
+
+// Where a new ULT should run: near(p) names the data it will work on. In the
+// distributed mode (ito/dist.hpp), a ULT created near DSM data that another
+// rank holds (its home, or the rank its collective array's distribution gave
+// it) starts on that rank, so that a loop over a distributed array computes
+// each part where it lives; the creator goes on at once (help-first) and
+// joins it as any other. A hint: anywhere else (one process, data held here
+// or not yet placed, a result that is not trivially copyable), it is
+// create_thread(fn, args...).
+struct near {
+  explicit near(const void* data) noexcept : data(data) {}
+  const void* data;
+};
+
+template <class F, class... A>
+auto create_thread(near where, F&& fn, A&&... args)
+    -> future<std::invoke_result_t<std::decay_t<F>, std::decay_t<A>...>> {
+  return detail::start_thread(where.data, std::forward<F>(fn), std::forward<A>(args)...);
 }
 
 // Waits for the ULT and returns its result: decltype(fn(args...)), references kept.

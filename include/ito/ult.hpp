@@ -73,6 +73,9 @@ allocated_ult spawn_prepare(std::size_t size, frame_cleanup_fn cleanup,
                             void (*on_exception)(void* frame, bool exiting),
                             std::uint32_t error_offset = 0, bool result_local = false);
 void spawn_start(allocated_ult th, void (*func)(void*)) noexcept;
+// spawn_start for create_thread(near(data)): in the distributed mode, the ULT
+// may start in the process holding data instead.
+void spawn_start_near(allocated_ult th, void (*func)(void*), const void* data) noexcept;
 }  // namespace detail
 
 }  // namespace ito

@@ -110,6 +110,10 @@ void spawn_start(allocated_ult th, void (*func)(void*)) noexcept {
   sched::fork(as_ult(th.id), func, /*id_was_public=*/false);
 }
 
+void spawn_start_near(allocated_ult th, void (*func)(void*), const void* data) noexcept {
+  sched::fork_near(as_ult(th.id), func, data);
+}
+
 void rethrow_stored(result_box<std::exception_ptr>* error) { std::rethrow_exception(error->take()); }
 
 void throw_invalid_future(const char* what) {

@@ -49,6 +49,13 @@
 //   wants_work   an idle worker's scheduler loop after local stealing
 //                failed, on its scheduler stack: ask other processes for
 //                work now. Never blocks.
+//   placement    create_thread(near(data)), on the creating ULT's stack,
+//                before the child starts: the process the child should run
+//                in, or -1 for this one (data is here or nowhere known, or
+//                the child may not leave). Never blocks.
+//   send_new     then, for a process other than -1: the child, ready to
+//                start (its context made, counted as spawned here), goes
+//                there. Never blocks.
 //   Its presence also means: other processes steal from this one's workers
 //   (no worker runs alone), an idle worker leaves its park to ask them, the
 //   deadlock watch stays off, and ULTs count the reasons they must stay in
@@ -93,6 +100,8 @@ class extension {
   virtual void ended(worker*, ult*) noexcept {}
   virtual void release(ult*) noexcept {}
   virtual void wants_work(worker*) noexcept {}
+  virtual int placement(const ult*, const void*) noexcept { return -1; }
+  virtual void send_new(ult*, int) noexcept {}
 };
 
 enum class extension_slot : unsigned { tasks, ult_locals, processes };

@@ -364,22 +364,45 @@ ult* allocate_on(stack::stack_block s, stack_origin origin, std::size_t frame_by
   return prepare(w, u, frame_bytes, frame);
 }
 
-void fork(ult* child, void (*body)(void*), bool id_was_public) noexcept {
-  worker* w = current_worker();
+namespace {
+
+// The child of a help-first fork: the parent keeps running with the future,
+// so it may detach or hand it on before the child ends, and the child must
+// publish its end atomically; the child starts wherever a worker picks it.
+void make_startable(ult* child) noexcept {
+  child->id_was_public = true;
+  child->sp =
+      arch::make_context(child->from_provider() ? child->sp : child->frame, &ult_main, child);
+}
+
+void adopt(worker* w, ult* child, void (*body)(void*), bool id_was_public) noexcept {
   ult* parent = w->current;  // null on the scheduler stack (a flow node's body)
   child->body = body;
   child->parent = parent;
   child->parent_resumes = parent ? parent->resumes : 0;
   child->id_was_public = id_was_public;
   worker_stats::bump(w->stats.spawns);
+}
+
+}  // namespace
+
+void fork_near(ult* child, void (*body)(void*), const void* data) noexcept {
+  extension* p = processes_extension();
+  const int where = p ? p->placement(child, data) : -1;
+  if (where < 0) return fork(child, body, /*id_was_public=*/false);
+  adopt(current_worker(), child, body, false);
+  make_startable(child);
+  p->send_new(child, where);
+}
+
+void fork(ult* child, void (*body)(void*), bool id_was_public) noexcept {
+  worker* w = current_worker();
+  ult* parent = w->current;
+  adopt(w, child, body, id_was_public);
   // Help-first: a bound parent must not be stolen, and the scheduler stack has
   // no context to push.
   if (!parent || parent->bound) [[unlikely]] {
-    // The parent keeps running with the future, so it may detach or hand it
-    // on before the child ends: the child must publish its end atomically.
-    child->id_was_public = true;
-    child->sp =
-        arch::make_context(child->from_provider() ? child->sp : child->frame, &ult_main, child);
+    make_startable(child);
     push_ready(w, child);
     return;
   }

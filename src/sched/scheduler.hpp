@@ -69,6 +69,9 @@ ult* allocate_on(stack::stack_block s, stack_origin origin, std::size_t frame_by
 // id_was_public: others may know the child's id before fork returns, so its
 // end must always be published with an atomic exchange.
 void fork(ult* child, void (*body)(void*), bool id_was_public = true) noexcept;
+// fork for create_thread(near(data)): the processes extension may send the
+// child, help-first, to the process holding data; otherwise fork.
+void fork_near(ult* child, void (*body)(void*), const void* data) noexcept;
 // Waits until `child` has finished, for its only possible joiner (the owner
 // of its future). Others use join_claim.
 void wait_finished(ult* child);

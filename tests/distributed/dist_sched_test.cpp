@@ -10,6 +10,7 @@
 #include <cstring>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "distributed/checkout_access.hpp"  // bench/: the kernels ito-bench dist-fib and dist-sort time
 #include "distributed/fib_kernel.hpp"
@@ -252,6 +253,113 @@ TEST(DistScheduler, LowLevelForkJoinAcrossProcesses) {
   });
   EXPECT_EQ(got, static_cast<long>(n) * (n - 1) / 2);
   ito::dist::barrier();
+}
+
+// create_thread(near(p)): a ULT created near DSM data that another rank holds
+// starts on that rank (with one copy per node too: there the array's
+// distribution names the rank). Placed ULTs run from the injector, which
+// other ranks' steals do not take from, and these never suspend, so each
+// reports where it started. Ten runs: a placed ULT can reach a rank before
+// its runtime of the run has started (it waits there until it has).
+constexpr long placement_page_longs = 4096 / sizeof(long);
+
+TEST(DistScheduler, UltsCreatedNearDataStartOnTheRankThatHoldsIt) {
+  const int ranks = ito::dist::size();
+  auto* cells = static_cast<long*>(ito::dist::alloc_collective(
+      static_cast<std::size_t>(ranks) * placement_page_longs * sizeof(long)));  // a page each
+  for (int run = 0; run < 10; ++run) {
+    const long wrong = ito::dist::start_main_thread([cells, ranks, run] {
+      std::vector<ito::future<int>> started_on;
+      for (int r = 0; r < ranks; ++r) {
+        long* mine = cells + r * placement_page_longs;
+        started_on.push_back(ito::create_thread(ito::near(mine), [mine, run, r] {
+          *mine = run * 100 + r;  // on the page it was placed near
+          return ito::dist::rank();
+        }));
+      }
+      long bad = 0;
+      for (int r = 0; r < ranks; ++r) {
+        // Rank 0's own child is not placed: the main ULT forks it help-first
+        // (it is bound), so another rank may steal it.
+        const int ran_on = started_on[static_cast<std::size_t>(r)].get();
+        bad += r != 0 && ran_on != r;
+        bad += cells[r * placement_page_longs] != run * 100 + r;  // seen after the join
+      }
+      return bad;
+    });
+    EXPECT_EQ(wrong, 0) << "run " << run;
+    EXPECT_EQ(ito::dist::last_scheduler_stats().ults_placed,
+              ito::dist::rank() == 0 ? static_cast<std::uint64_t>(ranks - 1) : 0u);
+  }
+  ito::dist::barrier();
+}
+
+// near() is a hint: memory outside the DSM, a page nobody has touched yet
+// (first touch: no home known), and a result that cannot be copied to
+// another process leave the child where it was created. Created from a
+// ULT that is not the main one, a child runs at once where its creator
+// runs (child first), so it reports the creator's rank.
+struct where_they_ran {
+  int creator = -1, not_dsm = -1, untouched = -1, string_result = -1;
+};
+
+where_they_ran create_near_what_does_not_move(const long* elsewhere, const long* untouched) {
+  const long on_the_stack = 0;
+  where_they_ran w;
+  w.creator = ito::dist::rank();
+  w.not_dsm = ito::create_thread(ito::near(&on_the_stack), [] { return ito::dist::rank(); }).get();
+  w.untouched = ito::create_thread(ito::near(untouched), [] { return ito::dist::rank(); }).get();
+  const std::string s =
+      ito::create_thread(ito::near(elsewhere), [] { return std::to_string(ito::dist::rank()); })
+          .get();
+  w.string_result = std::stoi(s);
+  return w;
+}
+
+TEST(DistScheduler, NearIsOnlyAHintWhereTheChildCannotOrNeedNotMove) {
+  const int ranks = ito::dist::size();
+  auto* cells = static_cast<long*>(ito::dist::alloc_collective(
+      static_cast<std::size_t>(ranks) * placement_page_longs * sizeof(long)));
+  auto* untouched = static_cast<long*>(
+      ito::dist::alloc_collective(4096, ito::dist::distribution::first_touch()));
+  const where_they_ran w = ito::dist::start_main_thread([cells, untouched, ranks] {
+    // The creator itself is placed on the last rank; its children are not.
+    return ito::create_thread(ito::near(cells + (ranks - 1) * placement_page_longs),
+                              create_near_what_does_not_move, cells, untouched)
+        .get();
+  });
+  EXPECT_EQ(w.creator, ranks - 1);
+  EXPECT_EQ(w.not_dsm, w.creator);
+  EXPECT_EQ(w.untouched, w.creator);
+  EXPECT_EQ(w.string_result, w.creator);
+  std::uint64_t placed = ito::dist::last_scheduler_stats().ults_placed, all = 0;
+  MPI_Allreduce(&placed, &all, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
+  EXPECT_EQ(all, ranks > 1 ? 1u : 0u);  // the creator only
+  ito::dist::barrier();
+}
+
+// A placed ULT whose future is dropped still finishes, and its writes are
+// released, before the run ends.
+TEST(DistScheduler, PlacedUltsWithDroppedFuturesFinishBeforeTheRunEnds) {
+  const int ranks = ito::dist::size();
+  auto* cells = static_cast<long*>(ito::dist::alloc_collective(
+      static_cast<std::size_t>(ranks) * placement_page_longs * sizeof(long)));
+  for (int run = 1; run <= 3; ++run) {
+    ito::dist::start_main_thread([cells, ranks, run] {
+      for (int r = 0; r < ranks; ++r) {
+        long* mine = cells + r * placement_page_longs;
+        (void)ito::create_thread(ito::near(mine), [mine, run] {
+          ito::yield();  // may move on: it still ends before the run does
+          mine[1] = run;
+        });
+      }
+    });
+    ito::dist::barrier();  // every rank's writes are released
+    int wrong = 0;
+    for (int r = 0; r < ranks; ++r) wrong += cells[r * placement_page_longs + 1] != run;
+    EXPECT_EQ(wrong, 0) << "run " << run;
+    ito::dist::barrier();
+  }
 }
 
 }  // namespace

@@ -194,7 +194,7 @@ void ask_directory(dsm& d, std::size_t page, const std::int64_t* mine, std::int6
 // Records the directory's answer for `page` (0: it had none, now ours).
 int settle_home(dsm& d, std::size_t page, std::int64_t found) {
   const int h = found == 0 ? d.rank : static_cast<int>(found - 1);
-  d.home_plus1[page] = h + 1;
+  __atomic_store_n(&d.home_plus1[page], h + 1, __ATOMIC_RELAXED);  // placement_rank reads it
   if (h == d.rank) d.read_elsewhere.watch(page);
   return h;
 }
@@ -901,7 +901,6 @@ void release_and_invalidate() {
 
 void place_pages(void* p, std::size_t bytes, const distribution& where) {
   dsm& d = require_dsm("alloc_collective");
-  if (d.one_copy) return;
   std::size_t first = 0, last = 0;
   page_range(d, p, bytes, "alloc_collective", &first, &last);
   const std::size_t pages = last - first + 1, ranks = static_cast<std::size_t>(d.ranks);
@@ -917,7 +916,10 @@ void place_pages(void* p, std::size_t bytes, const distribution& where) {
     const std::size_t part = k / per_part;
     const int home = static_cast<int>(cyclic ? part % ranks : part);
     const std::size_t page = first + k;
-    d.home_plus1[page] = home + 1;
+    // One copy: no protocol, but the distribution still says which rank a
+    // ULT near the page should run on (placement_rank).
+    __atomic_store_n(&d.home_plus1[page], home + 1, __ATOMIC_RELAXED);
+    if (d.one_copy) continue;
     if (home == d.rank) {
       d.read_elsewhere.watch(page);
       d.state[page] = page_state::home;
@@ -929,6 +931,15 @@ void place_pages(void* p, std::size_t bytes, const distribution& where) {
       own_run = 0;
     }
   }
+}
+
+int placement_rank(const void* p) noexcept {
+  dsm* d = g_dsm.load(std::memory_order_acquire);
+  std::size_t page = 0;
+  if (!d || !page_at(*d, static_cast<const char*>(p), &page)) return -1;
+  // Written under the lock (a directory's answer, a collective array placed),
+  // read here without it: a hint may be a moment old.
+  return __atomic_load_n(&d->home_plus1[page], __ATOMIC_RELAXED) - 1;
 }
 
 namespace {

@@ -10,7 +10,7 @@ scheduler_counts& counts() noexcept { return g_counts; }
 
 void reset_counts() noexcept {
   for (auto* c : {&g_counts.steal_requests, &g_counts.ults_received, &g_counts.ults_sent,
-                  &g_counts.remote_joins, &g_counts.remote_ends, &g_counts.stack_bytes_moved,
+                  &g_counts.ults_placed, &g_counts.remote_joins, &g_counts.remote_ends, &g_counts.stack_bytes_moved,
                   &g_counts.releases, &g_counts.acquires})
     c->store(0, std::memory_order_relaxed);
 }
@@ -20,6 +20,7 @@ ito::dist::scheduler_stats snapshot(const scheduler_counts& c) noexcept {
   s.steal_requests = c.steal_requests.load(std::memory_order_relaxed);
   s.ults_received = c.ults_received.load(std::memory_order_relaxed);
   s.ults_sent = c.ults_sent.load(std::memory_order_relaxed);
+  s.ults_placed = c.ults_placed.load(std::memory_order_relaxed);
   s.remote_joins = c.remote_joins.load(std::memory_order_relaxed);
   s.remote_ends = c.remote_ends.load(std::memory_order_relaxed);
   s.stack_bytes_moved = c.stack_bytes_moved.load(std::memory_order_relaxed);

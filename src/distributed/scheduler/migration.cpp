@@ -8,6 +8,7 @@
 #include "distributed/progress.hpp"
 #include "distributed/scheduler/counts.hpp"
 #include "distributed/scheduler/local_runtime.hpp"
+#include "distributed/scheduler/placement.hpp"
 #include "distributed/scheduler/quiescence.hpp"
 #include "distributed/scheduler/remote_join.hpp"
 #include "distributed/scheduler/remote_steal.hpp"
@@ -28,6 +29,10 @@ struct processes final : sched::extension {
   void ended(sched::worker* w, sched::ult* self) noexcept override { remote_join::ended(w, self); }
   void release(sched::ult* u) noexcept override { remote_join::release(u); }
   void wants_work(sched::worker* w) noexcept override { remote_steal::wants_work(w); }
+  int placement(const sched::ult* child, const void* data) noexcept override {
+    return placement::where(child, data);
+  }
+  void send_new(sched::ult* child, int rank) noexcept override { placement::send(child, rank); }
 };
 
 processes* g_processes = nullptr;
@@ -38,6 +43,8 @@ ito::dist::scheduler_stats g_last_counts;  // of the last run, once it ended
 void poll_from_progress() {
   std::lock_guard hold(wire::poll_lock());
   wire::receive_all();
+  ult_moves::admit_early_arrivals();
+  placement::send_queued();
   remote_steal::maybe_request(sched::monotonic_ns());
   wire::send_all();
 }
@@ -50,6 +57,7 @@ void start_migration(const stack_area& area, int rank, int size) {
   remote_join::start();
   ult_moves::start();
   remote_steal::start(rank);
+  placement::start();
   quiescence::start();
   g_processes = new processes;
   g_processes->foreign.area_lo = addr(area.base);
@@ -74,11 +82,12 @@ void stop_migration() noexcept {
     const ito::dist::scheduler_stats& c = g_last_counts;
     std::fprintf(stderr,
                  "ito: dist: stats: rank %d: remote steals: %llu requests sent, %llu ULTs "
-                 "received, %llu ULTs given; %llu remote joins, %llu ends away from home, %llu "
-                 "stack bytes moved; %llu releases, %llu acquires\n",
+                 "received, %llu given, %llu placed elsewhere; %llu remote joins, %llu ends "
+                 "away from home, %llu stack bytes moved; %llu releases, %llu acquires\n",
                  wire::rank(), static_cast<unsigned long long>(c.steal_requests),
                  static_cast<unsigned long long>(c.ults_received),
                  static_cast<unsigned long long>(c.ults_sent),
+                 static_cast<unsigned long long>(c.ults_placed),
                  static_cast<unsigned long long>(c.remote_joins),
                  static_cast<unsigned long long>(c.remote_ends),
                  static_cast<unsigned long long>(c.stack_bytes_moved),

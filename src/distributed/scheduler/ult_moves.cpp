@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <utility>
+#include <vector>
 
 #include "distributed/scheduler/counts.hpp"
 #include "distributed/scheduler/local_runtime.hpp"
@@ -30,11 +31,12 @@ void send_away(ult* u, int to, msg type) {
   if (foreign) drop_range(u->stack.lo, u->stack.hi);
   wire::queue(std::move(message));
   local_runtime()->moved_out.fetch_add(1, std::memory_order_acq_rel);
-  bump(counts().ults_sent);
+  bump(type == msg::placed ? counts().ults_placed : counts().ults_sent);
   bump(counts().stack_bytes_moved, len);
 }
 
-// A ULT (stolen by this rank) or a joiner (sent to its child here) arrives.
+// A ULT (stolen by this rank, or placed here by its creator) or a joiner
+// (sent to its child here) arrives.
 void on_arrival(const header& h, const char* payload, int) {
   ult* u = ptr<ult>(h.descriptor);
   if (sched::is_foreign(u)) {
@@ -48,6 +50,20 @@ void on_arrival(const header& h, const char* payload, int) {
   bump(counts().ults_received);
   acquire_for_ult();  // DAG consistency: it sees what its victim released before the steal
   sched::make_ready(u);
+}
+
+// Placed ULTs that arrived before this rank's runtime started: the creator's
+// run may begin first (the progress thread receives once the run's wire is
+// open, before the runtime exists). The progress thread's alone.
+struct early_arrival {
+  header h;
+  std::vector<char> stack;
+};
+std::vector<early_arrival> g_early;
+
+void on_placed(const header& h, const char* payload, int from) {
+  if (local_runtime()) return on_arrival(h, payload, from);
+  g_early.push_back({h, std::vector<char>(payload, payload + h.len)});
 }
 
 // At a joiner's process: the child's result stays on its home (not trivially
@@ -66,7 +82,9 @@ void on_come_home(const header& h, const char*, int from) {
 }  // namespace
 
 void start() {
+  g_early.clear();
   wire::on(msg::joiner, &on_arrival);
+  wire::on(msg::placed, &on_placed);
   wire::on(msg::come_home, &on_come_home);
   // msg::ult arrives through remote_steal, which also ends the steal it answers.
 }
@@ -83,6 +101,14 @@ bool may_leave(const ult* u, bool in_its_join) {
 
 void give(ult* u, int to) { send_away(u, to, msg::ult); }
 
+void place(ult* u, int to) { send_away(u, to, msg::placed); }
+
 void arrived(const header& h, const char* payload) { on_arrival(h, payload, -1); }
+
+void admit_early_arrivals() {
+  if (g_early.empty() || !local_runtime()) return;
+  for (const early_arrival& e : g_early) on_arrival(e.h, e.stack.data(), -1);
+  g_early.clear();
+}
 
 }  // namespace ito::dist::detail::ult_moves

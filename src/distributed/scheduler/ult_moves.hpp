@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // A suspended ULT moving between processes with its stack: given to a thief
-// (remote_steal), or a joiner going to its child's home when the child's
+// (remote_steal), a new one sent near its data (placement), or a joiner going to its child's home when the child's
 // result must stay there (come_home). Where it lands, it is written at the
 // same addresses and made ready after an acquire (DAG consistency).
 #pragma once
@@ -24,7 +24,12 @@ bool may_leave(const sched::ult* u, bool in_its_join = false);
 
 // Sends u, suspended here, to process `to` as a stolen ULT.
 void give(sched::ult* u, int to);
+// Sends u, new and startable here (placement), to process `to` to start there.
+void place(sched::ult* u, int to);
 // A stolen ULT (message h) arrived: written here and made ready.
 void arrived(const header& h, const char* payload);
+// On the progress thread, under the poll lock, each round: placed ULTs that
+// arrived before this rank's runtime started run now that it has.
+void admit_early_arrivals();
 
 }  // namespace ito::dist::detail::ult_moves

@@ -67,10 +67,11 @@ std::unique_ptr<outgoing> make(int to, msg type, const sched::ult* u, const char
   auto o = std::make_unique<outgoing>();
   o->to = to;
   o->carries_results =
-      type == msg::ult || type == msg::joiner || type == msg::ended || type == msg::done;
+      type == msg::ult || type == msg::joiner || type == msg::placed || type == msg::ended ||
+      type == msg::done;
   o->bytes.resize(sizeof(header) + len + error.size());
   header h{type, err, addr(u), addr(start), len, 0, 0, error.size()};
-  if (u && (type == msg::ult || type == msg::joiner))
+  if (u && (type == msg::ult || type == msg::joiner || type == msg::placed))
     h.stack_lo = addr(u->stack.lo), h.stack_hi = addr(u->stack.hi);
   std::memcpy(o->bytes.data(), &h, sizeof h);
   if (len) std::memcpy(o->bytes.data() + sizeof h, start, len);

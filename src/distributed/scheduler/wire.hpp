@@ -34,6 +34,7 @@ enum class msg : std::uint32_t {
   free_stack,      // joiner's process → home: the stack may be reused
   come_home,       // home → joiner's process: its result stays here, join here
   joiner,          // joiner's process → home: the joiner's stack, as for `ult`
+  placed,          // creator's process → the rank near its data: a new ULT, as for `ult`
   stop,            // rank 0 → all: the main function returned
   count
 };
