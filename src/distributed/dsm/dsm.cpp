@@ -901,6 +901,7 @@ void release_and_invalidate() {
 
 void place_pages(void* p, std::size_t bytes, const distribution& where) {
   dsm& d = require_dsm("alloc_collective");
+  if (d.one_copy) return;
   std::size_t first = 0, last = 0;
   page_range(d, p, bytes, "alloc_collective", &first, &last);
   const std::size_t pages = last - first + 1, ranks = static_cast<std::size_t>(d.ranks);
@@ -916,10 +917,7 @@ void place_pages(void* p, std::size_t bytes, const distribution& where) {
     const std::size_t part = k / per_part;
     const int home = static_cast<int>(cyclic ? part % ranks : part);
     const std::size_t page = first + k;
-    // One copy: no protocol, but the distribution still says which rank a
-    // ULT near the page should run on (placement_rank).
-    __atomic_store_n(&d.home_plus1[page], home + 1, __ATOMIC_RELAXED);
-    if (d.one_copy) continue;
+    __atomic_store_n(&d.home_plus1[page], home + 1, __ATOMIC_RELAXED);  // placement_rank reads it
     if (home == d.rank) {
       d.read_elsewhere.watch(page);
       d.state[page] = page_state::home;
@@ -936,7 +934,8 @@ void place_pages(void* p, std::size_t bytes, const distribution& where) {
 int placement_rank(const void* p) noexcept {
   dsm* d = g_dsm.load(std::memory_order_acquire);
   std::size_t page = 0;
-  if (!d || !page_at(*d, static_cast<const char*>(p), &page)) return -1;
+  // One copy: every rank holds every page; none is nearer than this one.
+  if (!d || d->one_copy || !page_at(*d, static_cast<const char*>(p), &page)) return -1;
   // Written under the lock (a directory's answer, a collective array placed),
   // read here without it: a hint may be a moment old.
   return __atomic_load_n(&d->home_plus1[page], __ATOMIC_RELAXED) - 1;

@@ -60,9 +60,9 @@ void release_and_invalidate();
 // homes of its pages as `where` says, with no message (every rank computes
 // the same); this rank's own pages become read-write at once.
 void place_pages(void* p, std::size_t bytes, const distribution& where);
-// The rank that holds p's page (its home; with one copy, the rank its
-// collective array's distribution gave it), or -1: not a DSM address, or a
-// page whose home this rank has not learnt (nobody asked the directory).
+// The rank that holds p's page (its home), or -1: not a DSM address, a page
+// whose home this rank has not learnt (nobody asked the directory), or ranks
+// that share one copy (every rank holds every page: none is nearer).
 // Never blocks, no MPI: create_thread(near(p)) asks it on a ULT's stack.
 int placement_rank(const void* p) noexcept;
 void pin(void* p, std::size_t bytes);
