@@ -10,7 +10,11 @@
 // benchmark's checkout access checks each leaf's ranges out first (one
 // transfer per home, as Itoyori's cilksort does). The fill and the check
 // run in parallel too, so each part of the array is written first where its
-// ULT runs, as a program that scales would.
+// ULT runs, as a program that scales would. Each split runs its second half
+// in a ULT created near that half's output (ito::near): in the distributed
+// mode it starts on the rank holding that part of the array, so the leaves
+// sort and merge mostly where their data lives; elsewhere near() changes
+// nothing.
 #pragma once
 
 #include <algorithm>
@@ -56,9 +60,11 @@ void merge(const int* a, long na, const int* b, long nb, int* out) {
   const long ma = na / 2;
   const long mb = std::lower_bound(b, b + nb, a[ma]) - b;
   out[ma + mb] = a[ma];
-  auto left = ito::create_thread(merge<Access>, a, ma, b, mb, out);
-  merge<Access>(a + ma + 1, na - ma - 1, b + mb, nb - mb, out + ma + mb + 1);
-  left.get();
+  int* right_out = out + ma + mb + 1;
+  auto right = ito::create_thread(ito::near(right_out), merge<Access>, a + ma + 1, na - ma - 1,
+                                  b + mb, nb - mb, right_out);
+  merge<Access>(a, ma, b, mb, out);
+  right.get();
 }
 
 template <class Access = plain_access>
@@ -69,9 +75,10 @@ void copy(const int* from, int* to, long n) {
     std::copy(from, from + n, to);
     return;
   }
-  auto left = ito::create_thread(copy<Access>, from, to, n / 2);
-  copy<Access>(from + n / 2, to + n / 2, n - n / 2);
-  left.get();
+  auto right = ito::create_thread(ito::near(to + n / 2), copy<Access>, from + n / 2, to + n / 2,
+                                  n - n / 2);
+  copy<Access>(from, to, n / 2);
+  right.get();
 }
 
 // Sorts a[0, n), using tmp[0, n).
@@ -83,9 +90,9 @@ void sort(int* a, int* tmp, long n) {
     return;
   }
   const long h = n / 2;
-  auto left = ito::create_thread(sort<Access>, a, tmp, h);
-  sort<Access>(a + h, tmp + h, n - h);
-  left.get();
+  auto right = ito::create_thread(ito::near(a + h), sort<Access>, a + h, tmp + h, n - h);
+  sort<Access>(a, tmp, h);
+  right.get();
   merge<Access>(a, h, a + h, n - h, tmp);
   copy<Access>(tmp, a, n);
 }
@@ -107,9 +114,10 @@ void fill(int* a, long n, unsigned seed, long first = 0) {
     for (long i = 0; i < n; ++i) a[i] = value_at(first + i, seed);
     return;
   }
-  auto left = ito::create_thread(fill<Access>, a, n / 2, seed, first);
-  fill<Access>(a + n / 2, n - n / 2, seed, first + n / 2);
-  left.get();
+  auto right = ito::create_thread(ito::near(a + n / 2), fill<Access>, a + n / 2, n - n / 2, seed,
+                                  first + n / 2);
+  fill<Access>(a, n / 2, seed, first);
+  right.get();
 }
 
 // What a check of the array adds up: a sum that ignores the order (so the
@@ -136,10 +144,10 @@ summary check(const int* a, long n, const int* before = nullptr) {
     return s;
   }
   const long h = n / 2;
-  auto left = ito::create_thread(check<Access>, a, h, before);
-  const summary right = check<Access>(a + h, n - h, a + h - 1);
-  const summary l = left.get();
-  return {l.sum + right.sum, l.descents + right.descents};
+  auto right = ito::create_thread(ito::near(a + h), check<Access>, a + h, n - h, a + h - 1);
+  const summary l = check<Access>(a, h, before);
+  const summary r = right.get();
+  return {l.sum + r.sum, l.descents + r.descents};
 }
 
 }  // namespace sort_kernel

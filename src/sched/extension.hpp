@@ -51,8 +51,10 @@
 //                work now. Never blocks.
 //   placement    create_thread(near(data)), on the creating ULT's stack,
 //                before the child starts: the process the child should run
-//                in, or -1 for this one (data is here or nowhere known, or
-//                the child may not leave). Never blocks.
+//                in; placement_here: data is here (the child starts here
+//                and is not given to other processes' thieves); or
+//                placement_none: data is nowhere known, or the child may not
+//                leave (an ordinary fork). Never blocks.
 //   send_new     then, for a process other than -1: the child, ready to
 //                start (its context made, counted as spawned here), goes
 //                there. Never blocks.
@@ -100,7 +102,8 @@ class extension {
   virtual void ended(worker*, ult*) noexcept {}
   virtual void release(ult*) noexcept {}
   virtual void wants_work(worker*) noexcept {}
-  virtual int placement(const ult*, const void*) noexcept { return -1; }
+  static constexpr int placement_none = -1, placement_here = -2;
+  virtual int placement(const ult*, const void*) noexcept { return placement_none; }
   virtual void send_new(ult*, int) noexcept {}
 };
 

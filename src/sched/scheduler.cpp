@@ -152,6 +152,7 @@ void exit_hook(worker* w, std::uintptr_t tagged) noexcept {
   // on this descriptor to this process.
   auto* self = reinterpret_cast<ult*>(tagged & ~quick_resume_tag);
   self->must_stay = 0;
+  self->near_its_data = false;
   exit_hook(w, tagged);
   // After whatever message the end sent (quiescent_locally).
   worker_stats::bump(w->stats.exit_hooks_done);
@@ -388,7 +389,8 @@ void adopt(worker* w, ult* child, void (*body)(void*), bool id_was_public) noexc
 
 void fork_near(ult* child, void (*body)(void*), const void* data) noexcept {
   extension* p = processes_extension();
-  const int where = p ? p->placement(child, data) : -1;
+  const int where = p ? p->placement(child, data) : extension::placement_none;
+  if (where != extension::placement_none) child->near_its_data = true;
   if (where < 0) return fork(child, body, /*id_was_public=*/false);
   adopt(current_worker(), child, body, false);
   make_startable(child);

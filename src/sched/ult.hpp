@@ -97,6 +97,10 @@ struct ult {
   // child's descriptor and frame here), a frame to clean whose objects this
   // heap owns. Reset when the ULT ends.
   std::uint32_t must_stay = 0;
+  // Created near data held in this process (create_thread(near(p))): other
+  // processes' thieves pass it by, since it would fetch its data there.
+  // Reset when the ULT ends, as must_stay.
+  bool near_its_data = false;
   ult_registry* registry = nullptr;
   ult* registry_prev = nullptr;
   ult* registry_next = nullptr;

@@ -9,6 +9,7 @@
 #include "distributed/progress.hpp"
 #include "distributed/scheduler/ult_moves.hpp"
 #include "distributed/scheduler/wire.hpp"
+#include "sched/extension.hpp"
 
 namespace ito::dist::detail::placement {
 namespace {
@@ -32,8 +33,9 @@ void start() {
 
 int where(const sched::ult* child, const void* data) noexcept {
   const int rank = placement_rank(data);
-  if (rank < 0 || rank == wire::rank() || !ult_moves::may_leave(child)) return -1;
-  return rank;
+  if (rank < 0) return sched::extension::placement_none;
+  if (rank == wire::rank()) return sched::extension::placement_here;
+  return ult_moves::may_leave(child) ? rank : sched::extension::placement_none;
 }
 
 void send(sched::ult* child, int rank) noexcept {

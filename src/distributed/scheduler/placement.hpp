@@ -19,9 +19,10 @@ namespace ito::dist::detail::placement {
 // Nothing queued (ult_moves receives placed ULTs).
 void start();
 
-// The rank child should start on to be near data, or -1: here (data is held
-// here, is not DSM data, or its home is not known here yet) or the child may
-// not leave (ult_moves::may_leave). No MPI, no block: on the creator's stack.
+// The rank child should start on to be near data; extension::placement_here
+// when this rank holds it; placement_none when data is not DSM data, its home
+// is not known here yet, or the child may not leave (ult_moves::may_leave).
+// No MPI, no block: on the creator's stack.
 int where(const sched::ult* child, const void* data) noexcept;
 
 // child (startable, help-first) goes to `rank` at the progress thread's next
