@@ -250,13 +250,12 @@ auto create_thread(F&& fn, A&&... args)
 }
 
 // Where a new ULT should run: near(p) names the data it will work on. In the
-// distributed mode (ito/dist.hpp), a ULT created near DSM data that another
-// rank holds (its home, or the rank its collective array's distribution gave
-// it) starts on that rank, so that a loop over a distributed array computes
-// each part where it lives; the creator goes on at once (help-first) and
-// joins it as any other. A hint: anywhere else (one process, data held here
-// or not yet placed, a result that is not trivially copyable), it is
-// create_thread(fn, args...).
+// distributed mode (ito/dist.hpp), a ULT created near DSM data that a rank of
+// another node holds (its home) starts on that rank, so that a loop over a
+// distributed array computes each part where it lives; the creator goes on
+// at once (help-first) and joins it as any other. A hint: anywhere else (one
+// process, ranks that share one copy, data held here or not yet placed, a
+// result that is not trivially copyable), it is create_thread(fn, args...).
 struct near {
   explicit near(const void* data) noexcept : data(data) {}
   const void* data;

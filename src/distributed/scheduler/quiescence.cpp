@@ -10,6 +10,7 @@
 #include "distributed/progress.hpp"
 #include "distributed/scheduler/local_runtime.hpp"
 #include "distributed/scheduler/remote_steal.hpp"
+#include "distributed/scheduler/ult_moves.hpp"
 #include "distributed/scheduler/wire.hpp"
 #include "ito/runtime.hpp"
 #include "sched/runtime_control.hpp"
@@ -48,11 +49,14 @@ void poll_until(Done done) {
 }
 
 // Under the poll lock (arrivals and departures are handled under it): no ULT
-// is live here but the main ULT, and nothing this rank sent is still on its
-// way out or waits for an answer.
+// is live here but the main ULT (nor one placed here that arrived before the
+// runtime, not yet counted by it: a run that ended over it lost its writes
+// and sent its end into the next run), and nothing this rank sent is still on
+// its way out or waits for an answer.
 bool quiescent_here() {
   sched::runtime_state* rt = local_runtime();
-  return (!rt || sched::quiescent_locally(rt)) && remote_steal::none_outstanding() && wire::idle();
+  return (!rt || sched::quiescent_locally(rt)) && !ult_moves::early_arrivals_waiting() &&
+         remote_steal::none_outstanding() && wire::idle();
 }
 
 }  // namespace

@@ -105,6 +105,8 @@ void place(ult* u, int to) { send_away(u, to, msg::placed); }
 
 void arrived(const header& h, const char* payload) { on_arrival(h, payload, -1); }
 
+bool early_arrivals_waiting() noexcept { return !g_early.empty(); }
+
 void admit_early_arrivals() {
   if (g_early.empty() || !local_runtime()) return;
   for (const early_arrival& e : g_early) on_arrival(e.h, e.stack.data(), -1);

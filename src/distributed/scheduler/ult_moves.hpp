@@ -31,5 +31,8 @@ void arrived(const header& h, const char* payload);
 // On the progress thread, under the poll lock, each round: placed ULTs that
 // arrived before this rank's runtime started run now that it has.
 void admit_early_arrivals();
+// Under the poll lock: a placed ULT that arrived early is still waiting (it
+// lives here, though the runtime does not count it yet).
+bool early_arrivals_waiting() noexcept;
 
 }  // namespace ito::dist::detail::ult_moves
