@@ -28,8 +28,8 @@ enum class setting_kind {
 enum class setting_id : unsigned {
   workers, stack_size, bind, stats, stack, stack_block_size, stack_alloc,
   pool_min, pool_max, pool_bias, dump_signal, deadlock, trace, preload_threads,
-  delegate_mode, dsm_size, dsm_block, dsm_check, dist_progress_us, dist_heartbeat_ms, dist_watch,
-  dist_reexec, dist_node,
+  delegate_mode, dsm_size, dsm_block, dsm_check, dist_progress_us, dist_idle_progress_us,
+  dist_heartbeat_ms, dist_watch, dist_reexec, dist_node,
   count
 };
 
@@ -126,6 +126,13 @@ inline constexpr setting settings[] = {
      .min = 0, .max = 1'000'000, .fallback = 100, .accepts_note = "0: no progress thread",
      .doc = "microseconds between each rank's progress thread's entries into MPI, so that other "
             "ranks' one-sided transfers complete while it computes "
+            "([DISTRIBUTED.md](DISTRIBUTED.md))"},
+    {.id = setting_id::dist_idle_progress_us, .name = "ITO_DIST_IDLE_PROGRESS_US",
+     .kind = setting_kind::integer, .min = 0, .max = 1'000'000, .fallback = 0,
+     .accepts_note = "0: ITO_DIST_PROGRESS_US's",
+     .doc = "microseconds between the progress thread's entries into MPI while every worker of its "
+            "rank is idle, on a precise timer: a rank with nothing to run serves others' transfers "
+            "sooner; pays where each rank has a core of its own, costs where ranks share cores "
             "([DISTRIBUTED.md](DISTRIBUTED.md))"},
     {.id = setting_id::dist_heartbeat_ms, .name = "ITO_DIST_HEARTBEAT_MS", .kind = setting_kind::integer,
      .min = 0, .max = 60'000, .fallback = 1000, .accepts_note = "0: no heartbeats",

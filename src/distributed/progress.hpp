@@ -11,11 +11,13 @@
 
 namespace ito::dist::detail {
 
-// The interval from ITO_DIST_PROGRESS_US; config_error (from the environment)
-// for a bad value.
+// The interval from ITO_DIST_PROGRESS_US, and the one while the rank is idle
+// from ITO_DIST_IDLE_PROGRESS_US (0: the same); config_error (from the
+// environment) for a bad value.
 long resolve_progress_interval_us();
+long resolve_idle_progress_interval_us();
 // Starts the thread (interval 0: none). After MPI is up.
-void start_progress(long interval_us);
+void start_progress(long interval_us, long idle_interval_us);
 // What the progress thread calls after each probe, one slot each: the
 // distributed scheduler's poller, the exchange of remotely freed blocks, the
 // DSM's diffs arriving at their home. Unsetting one (null) waits until it is
@@ -24,6 +26,9 @@ enum class progress_hook { scheduler, remote_frees, dsm_diffs, count };
 void set_progress_hook(progress_hook slot, void (*hook)()) noexcept;
 // True while the thread runs.
 bool progress_running() noexcept;
+// Whether every worker of this rank is parked (the scheduler's poller says
+// so each round): the thread then waits the idle interval.
+void set_rank_idle(bool idle) noexcept;
 // Wakes the thread before its interval is over (the hook has work).
 void nudge_progress() noexcept;
 // Stops and joins it. Before MPI is finalised.

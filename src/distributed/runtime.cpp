@@ -73,7 +73,7 @@ runtime::runtime(int* argc, char*** argv, const options& o) {
   bool check_races = false;
   std::size_t fault_block_bytes = 4096;
   bool node_per_rank = false;
-  long progress_us = 0;
+  long progress_us = 0, idle_progress_us = 0;
   detail::peer_watch_options watch_options;
   try {
     bytes = detail::resolve_region_bytes(o.region_bytes);
@@ -85,6 +85,7 @@ runtime::runtime(int* argc, char*** argv, const options& o) {
     node_per_rank = config::choice_setting(config::setting_id::dist_node).value_or(0) == 1 ||
                     config::boolean_setting(config::setting_id::dsm_check).value_or(false);
     progress_us = detail::resolve_progress_interval_us();
+    idle_progress_us = detail::resolve_idle_progress_interval_us();
     watch_options = detail::resolve_peer_watch_options();
     // The same variable, parsed the same way, as the scheduler's statistics.
     detail::g_stats = config::boolean_setting(config::setting_id::stats).value_or(false);
@@ -104,7 +105,7 @@ runtime::runtime(int* argc, char*** argv, const options& o) {
   detail::reserve_region(bytes, node_per_rank, st->region, st->node);
   detail::start_dsm(*st);
   detail::start_allocator(*st);
-  detail::start_progress(progress_us);
+  detail::start_progress(progress_us, idle_progress_us);
   detail::start_remote_frees(st->size);
   detail::start_peer_watch(st->rank, st->size, watch_options);
   detail::g_state.store(st, std::memory_order_release);

@@ -55,8 +55,8 @@
 //                and is not given to other processes' thieves); or
 //                placement_none: data is nowhere known, or the child may not
 //                leave (an ordinary fork). Never blocks.
-//   send_new     then, for a process other than -1: the child, ready to
-//                start (its context made, counted as spawned here), goes
+//   send_new     then, when placement named a process: the child, ready
+//                to start (its context made, counted as spawned here), goes
 //                there. Never blocks.
 //   Its presence also means: other processes steal from this one's workers
 //   (no worker runs alone), an idle worker leaves its park to ask them, the

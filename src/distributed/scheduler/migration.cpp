@@ -47,6 +47,9 @@ void poll_from_progress() {
   placement::send_queued();
   remote_steal::maybe_request(sched::monotonic_ns());
   wire::send_all();
+  sched::runtime_state* rt = local_runtime();
+  set_rank_idle(rt && rt->parked.load(std::memory_order_relaxed) ==
+                          static_cast<unsigned>(rt->workers.size()));
 }
 
 }  // namespace
@@ -76,6 +79,7 @@ void set_runtime(sched::runtime_state* rt) {
 
 void stop_migration() noexcept {
   set_progress_hook(progress_hook::scheduler, nullptr);
+  set_rank_idle(false);  // no scheduler to say so until the next run
   sched::install_extension(sched::extension_slot::processes, nullptr);
   g_last_counts = snapshot(counts());
   if (stats_requested()) {
