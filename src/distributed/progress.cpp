@@ -3,8 +3,8 @@
 
 #include <mpi.h>
 #include <pthread.h>
-#include <sys/prctl.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <time.h>
 
 #include <atomic>
@@ -53,12 +53,10 @@ void progress_loop(long interval_us, long idle_us) {
   }
 }
 
-}  // namespace
-
-namespace {
 long interval_setting(config::setting_id id) {
   return static_cast<long>(config::number_setting(id).value_or(config::declared(id).fallback));
 }
+
 }  // namespace
 
 long resolve_progress_interval_us() { return interval_setting(config::setting_id::dist_progress_us); }
