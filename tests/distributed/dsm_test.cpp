@@ -760,6 +760,43 @@ TEST(dsm, a_checkout_straddling_homes_takes_one_transfer_per_home) {
   ito::dist::barrier();
 }
 
+// A checkout learns the homes of a first-touch range from the directory in
+// one read per directory rank, and claims only the pages nobody homes yet.
+// Here the pages are homed by several ranks (and page p's entry lives on
+// rank p % ranks, so every directory rank holds a slice), a third of them
+// by nobody; the last rank checks the range out while rank 0 writes those
+// untouched pages by faulting, so both race to become their home. Each
+// writes its own word of them: had both believed themselves home, one's
+// writes would be lost.
+TEST(dsm, a_checkout_and_a_fault_racing_for_the_homes_of_untouched_pages_agree) {
+  const std::size_t pages = 4 * static_cast<std::size_t>(ranks()) + 3, longs = pages * 512;
+  auto* v = static_cast<long*>(
+      ito::dist::alloc_collective(pages * 4096, ito::dist::distribution::first_touch()));
+  auto toucher = [&](std::size_t page) { return page % 3 == 2 ? -1 : static_cast<int>(page / 3 % ranks()); };
+  for (std::size_t page = 0; page < pages; ++page)
+    if (toucher(page) == me()) v[page * 512] = static_cast<long>(page) * 7;
+  ito::dist::barrier();
+  const int checker = ranks() - 1;
+  long wrong = 0;
+  if (me() == checker) {
+    ito::dist::checkout io(v + 3, longs - 3, ito::dist::access::read_write);  // not page-aligned
+    for (std::size_t page = 0; page < pages; ++page) {
+      const long expected = toucher(page) < 0 ? 0 : static_cast<long>(page) * 7;
+      if (page > 0) wrong += io[page * 512 - 3] != expected;
+      if (toucher(page) < 0) io[page * 512 + 1 - 3] = 1000 + static_cast<long>(page);
+    }
+  }
+  if (me() == 0)
+    for (std::size_t page = 2; page < pages; page += 3) v[page * 512 + 2] = 2000 + static_cast<long>(page);
+  EXPECT_EQ(wrong, 0) << "values the checkout read on rank " << me();
+  ito::dist::barrier();
+  for (std::size_t page = 2; page < pages; page += 3) {
+    EXPECT_EQ(v[page * 512 + 1], 1000 + static_cast<long>(page)) << "the checkout's write, page " << page;
+    EXPECT_EQ(v[page * 512 + 2], 2000 + static_cast<long>(page)) << "the fault's write, page " << page;
+  }
+  ito::dist::barrier();
+}
+
 // A checkout over a page this rank already faulted in, and a second one
 // overlapping it: the pages stay writable (never faulting) until the last
 // checkin, and what was written through them reaches every rank.

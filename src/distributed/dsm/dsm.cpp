@@ -990,6 +990,63 @@ void for_each_run(dsm& d, std::size_t first, std::size_t last, std::size_t most_
   }
 }
 
+// The homes of [first, last] that this rank does not know yet, learnt all at
+// once. Page p's entry is word p / ranks at rank p % ranks, so the range's
+// entries are one contiguous slice at each directory rank: one atomic read
+// (a no-op accumulate, atomic with the compare-and-swaps of other ranks) per
+// rank, then one compare-and-swap only for each page that has no home yet
+// (the first rank to ask becomes its home, as in home_of), all completed by
+// one flush per rank. A range homed elsewhere costs one round trip per
+// directory rank, not one operation per page (1 MiB: 256 atomics, 150–440 µs
+// here, before).
+void learn_homes(dsm& d, std::size_t first, std::size_t last) {
+  std::size_t unknown = 0;
+  for (std::size_t page = first; page <= last && unknown < 2; ++page)
+    unknown += d.home_plus1[page] == 0;
+  if (unknown < 2) return;  // home_of asks for one
+  const auto ranks = static_cast<std::size_t>(d.ranks);
+  std::vector<std::int64_t> seen(last - first + 1);
+  // seen[k] is page first + k's entry: rank r's slice starts at page
+  // first + shift (shift < ranks), its j-th word is page first + shift + j*ranks.
+  auto slice = [&](std::size_t r, std::size_t* shift, std::size_t* count) {
+    *shift = (r + ranks - first % ranks) % ranks;
+    *count = *shift > last - first ? 0 : (last - first - *shift) / ranks + 1;
+  };
+  std::vector<std::int64_t> words(last - first + 1);
+  std::size_t at = 0;
+  for (std::size_t r = 0; r < ranks; ++r) {
+    std::size_t shift = 0, count = 0;
+    slice(r, &shift, &count);
+    if (count == 0) continue;
+    if (MPI_Get_accumulate(nullptr, 0, MPI_INT64_T, words.data() + at, static_cast<int>(count),
+                           MPI_INT64_T, static_cast<int>(r),
+                           static_cast<MPI_Aint>((first + shift) / ranks), static_cast<int>(count),
+                           MPI_INT64_T, MPI_NO_OP, d.directory) != MPI_SUCCESS)
+      mpi_failed("reading the directory");
+    d.targets.add(static_cast<int>(r));
+    at += count;
+  }
+  if (!d.targets.flush(d.directory)) mpi_failed("reading the directory");
+  at = 0;
+  for (std::size_t r = 0; r < ranks; ++r) {
+    std::size_t shift = 0, count = 0;
+    slice(r, &shift, &count);
+    for (std::size_t j = 0; j < count; ++j) seen[shift + j * ranks] = words[at + j];
+    at += count;
+  }
+  const std::int64_t mine = d.rank + 1;
+  bool claimed = false;
+  for (std::size_t page = first; page <= last; ++page) {
+    if (d.home_plus1[page] != 0 || seen[page - first] != 0) continue;
+    ask_directory(d, page, &mine, &seen[page - first]);
+    d.targets.add(static_cast<int>(page % ranks));
+    claimed = true;
+  }
+  if (claimed && !d.targets.flush(d.directory)) mpi_failed("the directory's compare-and-swap");
+  for (std::size_t page = first; page <= last; ++page)
+    if (d.home_plus1[page] == 0) settle_home(d, page, seen[page - first]);
+}
+
 // A checkout's pages that this rank neither holds nor is home of: it joins
 // their readers at their homes, one accumulate per run of pages (the readers
 // masks of consecutive pages are consecutive words) and the read-elsewhere
@@ -997,25 +1054,6 @@ void for_each_run(dsm& d, std::size_t first, std::size_t last, std::size_t most_
 // with one transfer per run, completed by one flush, and mapped with one
 // mprotect per run. Pages the checkout overwrites whole are not fetched and
 // take no twin: marked d.overwrite, all of each goes out at the next release.
-// The homes of [first, last] that this rank does not know yet, asked of the
-// directory all at once: one compare-and-swap per page (the first rank to ask
-// becomes the home, as in home_of) and one flush for all, instead of a round
-// trip per page.
-void learn_homes(dsm& d, std::size_t first, std::size_t last) {
-  std::vector<std::size_t> asked;
-  for (std::size_t page = first; page <= last; ++page)
-    if (d.home_plus1[page] == 0) asked.push_back(page);
-  if (asked.size() < 2) return;  // home_of asks for one
-  const std::int64_t mine = d.rank + 1;
-  std::vector<std::int64_t> found(asked.size());
-  for (std::size_t k = 0; k < asked.size(); ++k) {
-    ask_directory(d, asked[k], &mine, &found[k]);
-    d.targets.add(static_cast<int>(asked[k] % static_cast<std::size_t>(d.ranks)));
-  }
-  if (!d.targets.flush(d.directory)) mpi_failed("the directory's compare-and-swap");
-  for (std::size_t k = 0; k < asked.size(); ++k) settle_home(d, asked[k], found[k]);
-}
-
 void bring_in(dsm& d, const char* begin, const char* end, std::size_t first, std::size_t last,
               bool overwrite) {
   constexpr std::size_t most_pages = (std::size_t{1} << 30) / page_bytes;  // MPI counts are ints
