@@ -207,9 +207,6 @@ double page_round_trip() {
   return us;
 }
 
-// 1 MiB homed on rank 0, read by rank 1 (one load per 64 B) through a
-// checkout, against MPI_Get of 1 MiB + flush into plain memory and the same
-// loads. Microseconds, one value per run each.
 // 1 MiB homed on rank 0 (first touch), read by rank 1 through a checkout,
 // beside MPI_Get of 1 MiB from a window over plain memory; rank 0 sits in
 // ito::dist::barrier meanwhile (MPI progress, both ways). Two cases, since a
