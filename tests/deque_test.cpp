@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // The Chase-Lev deque (src/sched/deque.hpp) alone: its sequential contract,
 // then the owner pushing and popping while OS-thread thieves steal, with every
-// item taken exactly once, growth past the initial capacity included.
+// item taken exactly once, growth past the initial capacity included; each
+// with a fence in every pop and with the asymmetric fence (none in the pop, a
+// membarrier in each steal that finds something).
 #include "sched/deque.hpp"
 
 #include <gtest/gtest.h>
@@ -14,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "os/membarrier.hpp"
 #include "test_support.hpp"
 
 namespace {
@@ -75,8 +78,15 @@ TEST(deque, grows_past_its_initial_capacity_keeping_order) {
 // The owner pushes `items` values in random bursts (some larger than the
 // initial capacity), popping some back, while `thieves` OS threads steal.
 // Every value must be taken exactly once, by the owner or by one thief.
-void stress(unsigned thieves, std::uint32_t items, std::int64_t initial_capacity, unsigned seed) {
+enum class fence { full, asymmetric };
+
+void stress(unsigned thieves, std::uint32_t items, std::int64_t initial_capacity, unsigned seed,
+            fence how) {
   deque d(initial_capacity);
+  if (how == fence::asymmetric) {
+    if (!ito::os::asymmetric_fence_ready()) GTEST_SKIP() << "this kernel refuses membarrier";
+    d.use_asymmetric_fence();
+  }
   std::vector<std::atomic<std::uint8_t>> taken(items);
   std::atomic<bool> done{false};
   std::atomic<std::uint64_t> stolen{0}, lost_races{0};
@@ -156,18 +166,48 @@ void stress(unsigned thieves, std::uint32_t items, std::int64_t initial_capacity
   ::testing::Test::RecordProperty("lost_races", static_cast<int>(lost_races.load()));
 }
 
-TEST(deque, three_thieves_every_item_exactly_once) {
-  stress(3, static_cast<std::uint32_t>(ito::test::scaled(2'000'000)), 1024, 1);
+class deque_stress : public ::testing::TestWithParam<fence> {};
+
+TEST_P(deque_stress, three_thieves_every_item_exactly_once) {
+  stress(3, static_cast<std::uint32_t>(ito::test::scaled(2'000'000)), 1024, 1, GetParam());
 }
 
-TEST(deque, four_thieves_small_initial_capacity_grows_under_contention) {
-  stress(4, static_cast<std::uint32_t>(ito::test::scaled(1'000'000)), 4, 2);
+TEST_P(deque_stress, four_thieves_small_initial_capacity_grows_under_contention) {
+  stress(4, static_cast<std::uint32_t>(ito::test::scaled(1'000'000)), 4, 2, GetParam());
 }
 
-TEST(deque, thieves_race_the_owner_for_single_items) {
+TEST_P(deque_stress, thieves_race_the_owner_for_single_items) {
   // Bursts of one or two: the owner's pop and the thieves' steals collide on
-  // the last item all the time (the CAS on top decides).
-  stress(3, static_cast<std::uint32_t>(ito::test::scaled(1'000'000)), 1, 3);
+  // the last item all the time (the CAS on top decides), and a pop whose
+  // read of top passed its store to bottom would take an item a thief took.
+  stress(3, static_cast<std::uint32_t>(ito::test::scaled(1'000'000)), 1, 3, GetParam());
+}
+
+INSTANTIATE_TEST_SUITE_P(fences, deque_stress, ::testing::Values(fence::full, fence::asymmetric),
+                         [](const ::testing::TestParamInfo<fence>& p) {
+                           return p.param == fence::full ? "full" : "asymmetric";
+                         });
+
+TEST(deque, the_asymmetric_fence_keeps_the_sequential_contract) {
+  if (!ito::os::asymmetric_fence_ready()) GTEST_SKIP() << "this kernel refuses membarrier";
+  deque d(2);
+  d.use_asymmetric_fence();
+  std::uint32_t out = 0;
+  EXPECT_FALSE(d.pop(out));
+  EXPECT_EQ(d.steal(out), steal_result::empty);
+  for (std::uint32_t i = 0; i < 5; ++i) d.push(i);
+  ASSERT_EQ(d.steal(out), steal_result::success);
+  EXPECT_EQ(out, 0u);
+  ASSERT_TRUE(d.pop(out));
+  EXPECT_EQ(out, 4u);
+  for (std::uint32_t want : {1u, 2u}) {
+    ASSERT_EQ(d.steal(out), steal_result::success);
+    EXPECT_EQ(out, want);
+  }
+  ASSERT_TRUE(d.pop(out));
+  EXPECT_EQ(out, 3u);
+  EXPECT_FALSE(d.pop(out));
+  EXPECT_EQ(d.steal(out), steal_result::empty);
 }
 
 TEST(deque, pointers_as_items) {

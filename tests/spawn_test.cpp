@@ -13,8 +13,10 @@
 #include <string>
 #include <vector>
 
+#include "death_support.hpp"
 #include "ito/thread.hpp"
-#include "sched/worker.hpp"  // stacks_mapped()
+#include "os/membarrier.hpp"
+#include "sched/worker.hpp"  // stacks_mapped(), runtime_state
 #include "test_support.hpp"
 
 namespace {
@@ -111,6 +113,31 @@ TEST_P(spawn_at_workers, ults_spread_over_workers_when_there_are_several) {
 }
 
 INSTANTIATE_TEST_SUITE_P(workers, spawn_at_workers, ::testing::Values(1u, 2u, 4u, 8u));
+
+// ITO_DEQUE_FENCE: `asymmetric` (the default where the kernel allows
+// membarrier; never under TSan) leaves the owner's pop without a fence and
+// makes each steal pay; `full` fences every pop. The same trees, with steals
+// at every level, come to the same counts either way.
+TEST(spawn, both_deque_fences_count_every_node_across_workers) {
+  for (const std::string how : {"full", "asymmetric"}) {
+    setenv("ITO_DEQUE_FENCE", how.c_str(), 1);
+    ito::start_main_thread_with_worker_size(4, [&] {
+      const bool expected = how == "asymmetric" && !ito::test::tsan && ito::os::asymmetric_fence_ready();
+      EXPECT_EQ(ito::sched::g_runtime.load()->asymmetric_deques, expected) << how;
+      const int depth = ito::test::tsan ? 5 : 8;
+      long nodes = 0;
+      for (int d = 0, level = 1; d <= depth; ++d, level *= 3) nodes += level;
+      EXPECT_EQ(ito::join(ito::create_thread(nested, depth, 3)), nodes) << how;
+      EXPECT_EQ(ito::join(ito::create_thread(tree, scaled(200'000))), scaled(200'000)) << how;
+    });
+    unsetenv("ITO_DEQUE_FENCE");
+  }
+}
+
+TEST(spawn, a_bad_deque_fence_stops_the_start) {
+  ito::test::expect_env_exit("ITO_DEQUE_FENCE", "sometimes",
+                             "ito: ITO_DEQUE_FENCE=sometimes is invalid: expected asymmetric or full");
+}
 
 TEST(spawn, join_preserves_references) {
   ito::start_main_thread_with_worker_size(2, [] {

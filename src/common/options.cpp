@@ -112,6 +112,7 @@ options resolve_options(options o) {
   if (const char* v = config::text_setting(setting_id::dump_signal); v && dump_signal_from(v) == 0)
     throw config::invalid_variable(declared(setting_id::dump_signal), v);
   (void)config::choice_setting(setting_id::deadlock);
+  (void)config::choice_setting(setting_id::deque_fence);
   if (const char* v = config::text_setting(setting_id::trace)) check_trace_path(v);
 
   if (!o.bind) o.bind = config::boolean_setting(setting_id::bind).value_or(false);

@@ -26,7 +26,7 @@ enum class setting_kind {
 };
 
 enum class setting_id : unsigned {
-  workers, stack_size, bind, stats, stack, stack_block_size, stack_alloc,
+  workers, stack_size, bind, stats, stack, stack_block_size, stack_alloc, deque_fence,
   pool_min, pool_max, pool_bias, dump_signal, deadlock, trace, preload_threads,
   delegate_mode, dsm_size, dsm_block, dsm_check, dist_progress_us, dist_idle_progress_us,
   dist_heartbeat_ms, dist_watch, dist_reexec, dist_node,
@@ -75,6 +75,11 @@ inline constexpr setting settings[] = {
     {.id = setting_id::stack_alloc, .name = "ITO_STACK_ALLOC", .kind = setting_kind::choice,
      .choices = {"mmap", "malloc"}, .default_text = "`mmap`",
      .doc = "how `lazy`/`fair_use` blocks are obtained"},
+    {.id = setting_id::deque_fence, .name = "ITO_DEQUE_FENCE", .kind = setting_kind::choice,
+     .choices = {"asymmetric", "full"}, .default_text = "`asymmetric` where the kernel allows it",
+     .doc = "how a worker's pop from its own deque is ordered against thieves: `asymmetric` leaves "
+            "the pop without a fence and makes each steal call `membarrier`; `full` fences every "
+            "pop ([ARCHITECTURE.md](ARCHITECTURE.md))"},
     {.id = setting_id::pool_min, .name = "ITO_POOL_MIN", .kind = setting_kind::integer,
      .min = 0, .max = os_pool_options::limit_max, .fallback = os_pool_options::default_min,
      .accepts_note = "at most the pool's maximum",

@@ -78,7 +78,12 @@ struct flow_runtime;
 
 // One per worker, hung off sched::worker::extension.
 struct alignas(64) flow_worker {
-  flow_worker(flow_runtime* r, sched::worker* w) : frt(r), worker(w), index(w->index) {}
+  flow_worker(flow_runtime* r, sched::worker* w) : frt(r), worker(w), index(w->index) {
+    if (w->rt->asymmetric_deques) {  // popped by this worker, stolen by others
+      normal.use_asymmetric_fence();
+      high.use_asymmetric_fence();
+    }
+  }
 
   flow_runtime* const frt;
   sched::worker* const worker;

@@ -18,7 +18,10 @@
 #include <cstring>
 
 #include "arch/context.hpp"
+#include "arch/sanitizer.hpp"
+#include "common/setting_values.hpp"
 #include "ito/error.hpp"
+#include "os/membarrier.hpp"
 #include "sched/fork_child.hpp"
 #include "sched/handles.hpp"
 #include "sched/idle.hpp"
@@ -126,6 +129,18 @@ void report_unfinished(runtime_state* rt) {
   report_live_ults(rt, stderr);
 }
 
+// ITO_DEQUE_FENCE (checked when the options were resolved): asymmetric
+// unless `full` is asked for, the kernel refuses membarrier, or TSan runs
+// (it knows nothing of membarrier's ordering).
+bool asymmetric_deques_wanted() noexcept {
+#if ITO_TSAN
+  return false;
+#else
+  const config::setting& s = config::declared(config::setting_id::deque_fence);
+  return config::parse_choice(s, config::text_setting(s.id)) != 1 && os::asymmetric_fence_ready();
+#endif
+}
+
 }  // namespace
 
 void start_other_workers_slow(runtime_state* rt) {
@@ -150,6 +165,8 @@ runtime_state* start_runtime(const options& resolved, bool defer_others) {
   auto* rt = new runtime_state(resolved);
   rt->tasks = tasks_extension();
   rt->on_deadlock = deadlock_mode_from_environment();
+  // Only where anyone steals: a lone worker pops with no fence anyway.
+  rt->asymmetric_deques = (resolved.workers > 1 || processes_extension()) && asymmetric_deques_wanted();
   rt->stack_provider = stack::make_stack_provider(resolved);
   std::unique_lock no_dump(dump_lock());  // a dump sees the workers once all exist
   if (!g_runtime.compare_exchange_strong(expected, rt)) {
@@ -163,6 +180,7 @@ runtime_state* start_runtime(const options& resolved, bool defer_others) {
     w->index = i;
     w->rng = 0x9E3779B97F4A7C15ull * (i + 1);
     w->alone = n == 1 && !processes_extension();  // other processes steal from it
+    if (rt->asymmetric_deques) w->deque.use_asymmetric_fence();  // never popped: yielded
     w->stack_provider = rt->stack_provider.get();
     if (w->stack_provider) w->stack_provider->attach(w.get());
     rt->workers.push_back(std::move(w));

@@ -142,6 +142,9 @@ struct runtime_state {
   std::atomic<std::int64_t> moved_out{0};
   extension* tasks = nullptr;  // tasks_extension() when the runtime started
   deadlock_mode on_deadlock = deadlock_mode::automatic;  // ITO_DEADLOCK
+  // Owners pop their deques with no fence; thieves call membarrier
+  // (ITO_DEQUE_FENCE, deque.hpp). Set before any worker runs.
+  bool asymmetric_deques = false;
   deadlock_state deadlock;
   ult main_ult;  // the OS thread that created the runtime, adopted as a ULT
 
