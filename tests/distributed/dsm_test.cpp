@@ -729,6 +729,44 @@ TEST(dsm, globals_are_shared_like_allocated_memory) {
   ito::dist::barrier();
 }
 
+// A release keeps the memory of its pages' twins for their next write (no
+// first-touch fault then, no madvise now) while at most 16 MiB of twins are
+// kept on the rank; a release that would go beyond gives all of its back.
+// Rank 1 writes pages homed on rank 0: a few, then more than the bound.
+TEST(dsm, released_twins_are_kept_up_to_sixteen_mebibytes) {
+  constexpr std::size_t bound = (16u << 20) / 4096, few = 8, many = bound + 64;
+  auto* v = static_cast<char*>(
+      ito::dist::alloc_collective(static_cast<std::size_t>(ranks()) * many * 4096));  // rank 0: the first `many`
+  ito::dist::barrier();
+  if (one_copy() || ranks() < 2) {  // no twins: nothing to keep
+    EXPECT_EQ(ito::dist::current_dsm_stats().twin_pages_kept, 0u);
+    ito::dist::barrier();
+    return;
+  }
+  const std::uint64_t before = ito::dist::current_dsm_stats().twin_pages_kept;
+  ASSERT_LE(before, bound);
+  if (me() == 1)
+    for (std::size_t page = 0; page < few; ++page) v[page * 4096] = 1;
+  ito::dist::barrier();
+  const std::uint64_t after_few = ito::dist::current_dsm_stats().twin_pages_kept;
+  if (me() == 1 && before + few <= bound) {
+    EXPECT_EQ(after_few, before + few);
+  }
+  if (me() == 1)
+    for (std::size_t page = 0; page < many; ++page) v[page * 4096 + 1] = 2;
+  ito::dist::barrier();
+  const std::uint64_t after_many = ito::dist::current_dsm_stats().twin_pages_kept;
+  EXPECT_LE(after_many, bound) << "twins kept beyond the bound on rank " << me();
+  if (me() == 1) {
+    EXPECT_EQ(after_many, after_few - few) << "the big release kept some of its twins";
+  }
+  long wrong = 0;  // and the writes all arrived
+  for (std::size_t page = 0; page < many; ++page)
+    wrong += v[page * 4096 + 1] != 2 || (page < few && v[page * 4096] != 1);
+  EXPECT_EQ(wrong, 0) << "rank " << me();
+  ito::dist::barrier();
+}
+
 // ---- checkout -------------------------------------------------------------
 
 // A block array written by every rank in its part; rank 0 checks all of it

@@ -88,6 +88,9 @@ struct dsm {
   // until then.
   std::uint8_t* overwrite = nullptr;
   char* twins = nullptr;               // page i's twin at twins + i * page_bytes
+  // 1 for a released page whose twin's memory was kept (release_twins).
+  std::uint8_t* twin_kept = nullptr;
+  std::size_t kept_twins = 0;
   std::size_t* modified_list = nullptr;  // pages now modified, pinned or home_hot
   std::size_t modified_count = 0;
   std::size_t* written = nullptr;      // a release's pages to send write notices for
@@ -538,6 +541,33 @@ void complete_release(dsm& d) {
   d.stats.notices_sent += d.posts.send(d.sharing);
 }
 
+// Twins of pages a release is done with. Their memory is kept while at most
+// kept_twins_max pages' twins are (16 MiB a rank): a page written again in
+// the next interval, the usual loop, then takes its twin without the
+// kernel's first-touch fault, and the release makes no madvise (in a
+// process with several threads, each one shoots down the others' TLBs).
+// A release that would go beyond gives back all of its twins, as before.
+constexpr std::size_t kept_twins_max = (16u << 20) / page_bytes;
+
+template <class Released>
+void release_twins(dsm& d, const std::size_t* list, std::size_t count, Released&& released) {
+  std::size_t newly = 0;
+  for (std::size_t k = 0; k < count; ++k) newly += released(list[k]) && !d.twin_kept[list[k]];
+  const bool keep = d.kept_twins + newly <= kept_twins_max;
+  if (!keep) {
+    for_each_listed_run(d, list, count, 0, released, [&](std::size_t first, std::size_t n, int) {
+      madvise(d.twins + first * page_bytes, n * page_bytes, MADV_DONTNEED);
+    });
+  }
+  for (std::size_t k = 0; k < count; ++k) {
+    const std::size_t page = list[k];
+    if (!released(page) || d.twin_kept[page] == keep) continue;
+    d.twin_kept[page] = keep;
+    if (keep) ++d.kept_twins;
+    else --d.kept_twins;
+  }
+}
+
 // A release: sends the diffs of this rank's modified and pinned pages to
 // their homes, then write notices to the readers of every page this rank
 // wrote, its own pages included. Modified pages become shared, or invalid
@@ -605,15 +635,13 @@ void release(dsm& d) {
         d.state[page] = d.noticed[page] ? invalid : shared;
     }
   }
-  // The released pages' twins are given back (after their diffs, which read
-  // them); the hot and pinned ones stay listed.
+  // The hot and pinned pages stay listed; the others' twins are released
+  // (after their diffs, which read them).
   auto released = [&](std::size_t page) {
     return d.state[page] == home_hot || d.state[page] == pinned ? 0 : 1;
   };
   if (d.mail_open) d.stats.diff_transfers += deliver_diffs();  // complete at their homes
-  for_each_listed_run(d, list, count, 0, released, [&](std::size_t first, std::size_t n, int) {
-    madvise(d.twins + first * page_bytes, n * page_bytes, MADV_DONTNEED);
-  });
+  release_twins(d, list, count, released);
   std::size_t kept = 0;
   for (std::size_t k = 0; k < count; ++k)
     if (!released(list[k])) list[kept++] = list[k];
@@ -769,6 +797,7 @@ void start_dsm(dist_state& st) {
   d->pins = reserve_array<std::uint32_t>(d->pages);
   d->overwrite = reserve_array<std::uint8_t>(d->pages);
   d->twins = reserve_array<char>(d->pages * page_bytes);
+  d->twin_kept = reserve_array<std::uint8_t>(d->pages);
   d->modified_list = reserve_array<std::size_t>(d->pages);
   d->written = reserve_array<std::size_t>(d->pages);
   d->written_readers = reserve_array<std::uint64_t>(d->pages);
@@ -821,14 +850,15 @@ void stop_dsm(dist_state&) noexcept {
     std::fprintf(stderr,
                  "ito: dsm: stats: rank %d: %llu pages fetched (and %llu checkout or block "
                  "transfers), %llu diffs sent in %llu transfers, %llu write notices sent, %llu "
-                 "copies invalidated, %llu write faults on watched home pages\n",
+                 "copies invalidated, %llu write faults on watched home pages, %zu twin pages "
+                 "kept\n",
                  d->rank, static_cast<unsigned long long>(c.fetches),
                  static_cast<unsigned long long>(c.fetch_transfers),
                  static_cast<unsigned long long>(c.diffs_sent),
                  static_cast<unsigned long long>(c.diff_transfers),
                  static_cast<unsigned long long>(c.notices_sent),
                  static_cast<unsigned long long>(c.invalidations),
-                 static_cast<unsigned long long>(c.home_write_faults));
+                 static_cast<unsigned long long>(c.home_write_faults), d->kept_twins);
   }
   MPI_Barrier(MPI_COMM_WORLD);
   if (!d->one_copy) {
@@ -849,6 +879,7 @@ void stop_dsm(dist_state&) noexcept {
   release_array(d->pins, d->pages);
   release_array(d->overwrite, d->pages);
   release_array(d->twins, d->pages * page_bytes);
+  release_array(d->twin_kept, d->pages);
   release_array(d->modified_list, d->pages);
   release_array(d->written, d->pages);
   release_array(d->written_readers, d->pages);
@@ -1193,7 +1224,9 @@ dsm_stats stats() noexcept {
   dsm* d = g_dsm.load(std::memory_order_acquire);
   if (!d) return {};
   std::lock_guard hold(d->lock);
-  return d->stats;
+  dsm_stats now = d->stats;
+  now.twin_pages_kept = d->kept_twins;
+  return now;
 }
 
 // Undoes one pin of each page the range covers; a page whose last pin goes
