@@ -76,7 +76,8 @@ inline constexpr setting settings[] = {
      .choices = {"mmap", "malloc"}, .default_text = "`mmap`",
      .doc = "how `lazy`/`fair_use` blocks are obtained"},
     {.id = setting_id::deque_fence, .name = "ITO_DEQUE_FENCE", .kind = setting_kind::choice,
-     .choices = {"asymmetric", "full"}, .default_text = "`asymmetric` where the kernel allows it",
+     .choices = {"asymmetric", "full"},
+     .default_text = "`asymmetric` where cheap to set up (below), else `full`",
      .doc = "how a worker's pop from its own deque is ordered against thieves: `asymmetric` leaves "
             "the pop without a fence and makes each steal call `membarrier`; `full` fences every "
             "pop ([ARCHITECTURE.md](ARCHITECTURE.md))"},

@@ -7,6 +7,7 @@
 #include <cstdlib>
 
 #include "distributed/dist_state.hpp"
+#include "os/membarrier.hpp"
 
 namespace ito::dist::detail {
 namespace {
@@ -31,6 +32,9 @@ void start_mpi(int* argc, char*** argv, dist_state& st) {
            "at once: use MPI_Init_thread(..., MPI_THREAD_MULTIPLE, ...) or let "
            "ito::dist::runtime initialise MPI");
   } else {
+    // MPI starts threads of its own: the deques' asymmetric fence is cheap
+    // to set up only before (os/membarrier.hpp).
+    (void)os::asymmetric_fence_ready();
     if (MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided) != MPI_SUCCESS)
       stop("MPI_Init_thread failed");
     st.owns_mpi = true;

@@ -2,20 +2,42 @@
 #include "os/membarrier.hpp"
 
 #include <linux/membarrier.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <mutex>
 
 namespace ito::os {
 
-bool asymmetric_fence_ready() noexcept {
-  // Registration is per process and lasts; a fork's child inherits it.
-  static const bool ready =
-      syscall(__NR_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
-  return ready;
+namespace {
+
+std::atomic<bool> g_registered{false};
+std::mutex g_registering;
+
+// Threads of this process: /proc/self/task's link count is 2 + threads.
+// 0 where /proc cannot tell.
+unsigned long threads_now() noexcept {
+  struct stat st;
+  return stat("/proc/self/task", &st) == 0 && st.st_nlink > 2 ? st.st_nlink - 2 : 0;
+}
+
+}  // namespace
+
+bool asymmetric_fence_ready(bool whatever_it_costs) noexcept {
+  if (g_registered.load(std::memory_order_acquire)) return true;
+  if (!whatever_it_costs && threads_now() != 1) return false;
+  std::lock_guard once(g_registering);
+  // Registration lasts for the process (and its fork children, on kernels
+  // that carry it: heavy_fence registers again where they do not).
+  if (!g_registered.load(std::memory_order_relaxed) &&
+      syscall(__NR_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0)
+    g_registered.store(true, std::memory_order_release);
+  return g_registered.load(std::memory_order_relaxed);
 }
 
 void heavy_fence() noexcept {

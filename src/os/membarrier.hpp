@@ -8,10 +8,13 @@
 
 namespace ito::os {
 
-// Registers the process for private expedited membarrier, once; false where
-// the kernel (or a seccomp filter, or valgrind) refuses: callers then keep
-// full fences on both sides.
-bool asymmetric_fence_ready() noexcept;
+// Whether the heavy side may be used: the process must be registered with
+// the kernel first, once. With one thread that costs ~2 µs; with several the
+// kernel waits for an RCU grace period (~10 ms here), so unless
+// `whatever_it_costs`, a process that has other threads and is not
+// registered yet is not registered now (false). False too where the kernel
+// (or a seccomp filter, or valgrind) refuses: callers keep full fences then.
+bool asymmetric_fence_ready(bool whatever_it_costs = false) noexcept;
 
 // The heavy side; only after asymmetric_fence_ready() returned true.
 void heavy_fence() noexcept;

@@ -129,15 +129,22 @@ void report_unfinished(runtime_state* rt) {
   report_live_ults(rt, stderr);
 }
 
-// ITO_DEQUE_FENCE (checked when the options were resolved): asymmetric
-// unless `full` is asked for, the kernel refuses membarrier, or TSan runs
-// (it knows nothing of membarrier's ordering).
+// ITO_DEQUE_FENCE (checked when the options were resolved): `asymmetric`
+// registers the process for membarrier whatever it costs; unset, it is
+// asymmetric where that is cheap (one thread now, or registered already: a
+// process with other threads would wait ~10 ms for the kernel's RCU grace
+// period at its first start); `full`, never. Never under TSan either (it
+// knows nothing of membarrier's ordering).
 bool asymmetric_deques_wanted() noexcept {
 #if ITO_TSAN
   return false;
 #else
   const config::setting& s = config::declared(config::setting_id::deque_fence);
-  return config::parse_choice(s, config::text_setting(s.id)) != 1 && os::asymmetric_fence_ready();
+  switch (config::parse_choice(s, config::text_setting(s.id))) {
+    case 0: return os::asymmetric_fence_ready(/*whatever_it_costs=*/true);
+    case 1: return false;
+    default: return os::asymmetric_fence_ready();
+  }
 #endif
 }
 
