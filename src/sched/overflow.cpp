@@ -9,9 +9,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <mutex>
-#include <string>
 
-#include "ito/error.hpp"
 #include "sched/scheduler.hpp"
 
 namespace ito::sched {
@@ -107,27 +105,6 @@ void* install_overflow_altstack() {
     return nullptr;
   }
   return mem;
-}
-
-std::size_t max_frame_bytes(std::size_t stack_size) noexcept {
-  // The descriptor sits 64-aligned below the stack's top word, the frame
-  // 16-aligned below the descriptor: each alignment may cost its slack.
-  constexpr std::size_t top = stack::stack_pool::max_colour + sizeof(std::uint64_t) + sizeof(ult) +
-                              63 + 15 + min_run_room;
-  return stack_size > top ? stack_size - top : 0;
-}
-
-void check_frame(worker* w, std::size_t frame_bytes) {
-  const std::size_t stack_size = w->rt->stacks.stack_size();
-  w->stacks.frame_limit = max_frame_bytes(stack_size);
-  if (frame_bytes <= w->stacks.frame_limit) return;
-  throw usage_error(E2BIG, "ito: a new ULT's frame (create_thread's callable and arguments, or "
-                           "allocate's size) of " + std::to_string(frame_bytes) +
-                               " bytes does not fit its " + std::to_string(stack_size) +
-                               "-byte stack, which takes at most " +
-                               std::to_string(w->stacks.frame_limit) +
-                               " bytes; raise ITO_STACK_SIZE or options.stack_size, or pass "
-                               "large objects by pointer");
 }
 
 void remove_overflow_altstack(void* altstack) {
