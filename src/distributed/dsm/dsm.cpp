@@ -88,9 +88,9 @@ struct dsm {
   // until then.
   std::uint8_t* overwrite = nullptr;
   char* twins = nullptr;               // page i's twin at twins + i * page_bytes
-  // 1 for a released page whose twin's memory was kept (release_twins).
+  // 1 for a released page whose twin's memory was kept (release_twins;
+  // stats.twin_pages_kept counts them).
   std::uint8_t* twin_kept = nullptr;
-  std::size_t kept_twins = 0;
   std::size_t* modified_list = nullptr;  // pages now modified, pinned or home_hot
   std::size_t modified_count = 0;
   std::size_t* written = nullptr;      // a release's pages to send write notices for
@@ -553,7 +553,8 @@ template <class Released>
 void release_twins(dsm& d, const std::size_t* list, std::size_t count, Released&& released) {
   std::size_t newly = 0;
   for (std::size_t k = 0; k < count; ++k) newly += released(list[k]) && !d.twin_kept[list[k]];
-  const bool keep = d.kept_twins + newly <= kept_twins_max;
+  std::uint64_t& kept_twins = d.stats.twin_pages_kept;
+  const bool keep = kept_twins + newly <= kept_twins_max;
   if (!keep) {
     for_each_listed_run(d, list, count, 0, released, [&](std::size_t first, std::size_t n, int) {
       madvise(d.twins + first * page_bytes, n * page_bytes, MADV_DONTNEED);
@@ -563,8 +564,8 @@ void release_twins(dsm& d, const std::size_t* list, std::size_t count, Released&
     const std::size_t page = list[k];
     if (!released(page) || d.twin_kept[page] == keep) continue;
     d.twin_kept[page] = keep;
-    if (keep) ++d.kept_twins;
-    else --d.kept_twins;
+    if (keep) ++kept_twins;
+    else --kept_twins;
   }
 }
 
@@ -850,7 +851,7 @@ void stop_dsm(dist_state&) noexcept {
     std::fprintf(stderr,
                  "ito: dsm: stats: rank %d: %llu pages fetched (and %llu checkout or block "
                  "transfers), %llu diffs sent in %llu transfers, %llu write notices sent, %llu "
-                 "copies invalidated, %llu write faults on watched home pages, %zu twin pages "
+                 "copies invalidated, %llu write faults on watched home pages, %llu twin pages "
                  "kept\n",
                  d->rank, static_cast<unsigned long long>(c.fetches),
                  static_cast<unsigned long long>(c.fetch_transfers),
@@ -858,7 +859,8 @@ void stop_dsm(dist_state&) noexcept {
                  static_cast<unsigned long long>(c.diff_transfers),
                  static_cast<unsigned long long>(c.notices_sent),
                  static_cast<unsigned long long>(c.invalidations),
-                 static_cast<unsigned long long>(c.home_write_faults), d->kept_twins);
+                 static_cast<unsigned long long>(c.home_write_faults),
+                 static_cast<unsigned long long>(c.twin_pages_kept));
   }
   MPI_Barrier(MPI_COMM_WORLD);
   if (!d->one_copy) {
@@ -1224,9 +1226,7 @@ dsm_stats stats() noexcept {
   dsm* d = g_dsm.load(std::memory_order_acquire);
   if (!d) return {};
   std::lock_guard hold(d->lock);
-  dsm_stats now = d->stats;
-  now.twin_pages_kept = d->kept_twins;
-  return now;
+  return d->stats;
 }
 
 // Undoes one pin of each page the range covers; a page whose last pin goes
