@@ -154,10 +154,11 @@ inline constexpr setting settings[] = {
      .doc = "marks the image a rank re-executed with ASLR off; set it yourself only to keep ASLR on "
             "(code addresses then differ between ranks)"},
     {.id = setting_id::dist_node, .name = "ITO_DIST_NODE", .kind = setting_kind::choice,
-     .choices = {"host", "rank"}, .default_text = "`host`",
+     .choices = {"host", "rank", "pair"}, .default_text = "`host`",
      .doc = "`host`: ranks that can map one copy of memory (found by MPI, then tried) form a node "
             "and share the DSM region with plain loads and stores; `rank`: one node per rank, every "
-            "page through the DSM protocol (tests and measures the cross-node path on one machine; "
+            "page through the DSM protocol; `pair`: a host's ranks form nodes of two, in rank "
+            "order (`rank` and `pair` test and measure the protocol between nodes on one machine; "
             "[DISTRIBUTED.md](DISTRIBUTED.md))"},
 };
 // clang-format on

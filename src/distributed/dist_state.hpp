@@ -21,7 +21,11 @@ struct iso_region {
   std::size_t bytes = 0;
   char* globals = nullptr;  // the ito_dsm section, page-aligned, or null
   std::size_t globals_bytes = 0;
-  int memfd = -1;
+  int memfd = -1;  // this rank's copies (what the view maps until a page's home is known)
+  // The node's memory (node_memory.hpp): the same file and alias as above
+  // unless pages homed on this node and on others live apart.
+  int node_memfd = -1;
+  char* node_alias = nullptr;
 };
 
 struct dist_state {

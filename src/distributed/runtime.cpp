@@ -72,7 +72,7 @@ runtime::runtime(int* argc, char*** argv, const options& o) {
   std::size_t bytes = 0;
   bool check_races = false;
   std::size_t fault_block_bytes = 4096;
-  bool node_per_rank = false;
+  auto shape = detail::node_shape::host;
   long progress_us = 0, idle_progress_us = 0;
   detail::peer_watch_options watch_options;
   try {
@@ -82,8 +82,10 @@ runtime::runtime(int* argc, char*** argv, const options& o) {
                             .value_or(config::declared(config::setting_id::dsm_block).fallback);
     // The race check compares diffs: asked for, it needs every page to go
     // through the protocol (a node of several ranks shares pages with none).
-    node_per_rank = config::choice_setting(config::setting_id::dist_node).value_or(0) == 1 ||
-                    config::boolean_setting(config::setting_id::dsm_check).value_or(false);
+    shape = static_cast<detail::node_shape>(
+        config::choice_setting(config::setting_id::dist_node).value_or(0));
+    if (config::boolean_setting(config::setting_id::dsm_check).value_or(false))
+      shape = detail::node_shape::rank;
     progress_us = detail::resolve_progress_interval_us();
     idle_progress_us = detail::resolve_idle_progress_interval_us();
     watch_options = detail::resolve_peer_watch_options();
@@ -102,7 +104,7 @@ runtime::runtime(int* argc, char*** argv, const options& o) {
   st->check_races = check_races;
   st->fault_block_pages = fault_block_bytes / 4096;
   detail::start_mpi(argc, argv, *st);
-  detail::reserve_region(bytes, node_per_rank, st->region, st->node);
+  detail::reserve_region(bytes, shape, st->region, st->node);
   detail::start_dsm(*st);
   detail::start_allocator(*st);
   detail::start_progress(progress_us, idle_progress_us);

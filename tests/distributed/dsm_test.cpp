@@ -47,20 +47,31 @@ std::size_t fault_block_pages() {
   const std::size_t n = std::strtoull(v, nullptr, 10);
   return (std::strchr(v, 'K') ? n * 1024 : std::strchr(v, 'M') ? n << 20 : n) / 4096;
 }
+// Every rank's node (collective).
+std::vector<int> node_of_ranks() {
+  std::vector<int> node_of(static_cast<std::size_t>(ranks()));
+  const int mine = ito::dist::node();
+  MPI_Allgather(&mine, 1, MPI_INT, node_of.data(), 1, MPI_INT, MPI_COMM_WORLD);
+  return node_of;
+}
+// Whether rank r is of this rank's node (its pages are then read and
+// written in the node's memory, not fetched). Collective.
+bool same_node(int r) { return node_of_ranks()[static_cast<std::size_t>(r)] == ito::dist::node(); }
 #define SKIP_WITHOUT_THE_PAGE_PROTOCOL() \
   if (one_copy()) GTEST_SKIP() << "one node: the region is shared memory, no page protocol runs"
 
-// ITO_DIST_NODE=rank: one node per rank; otherwise the ranks of this host
-// (all of them, here) prove they map one copy and form one node, unless the
-// test runs them where they cannot (ITO_TEST_NODES=per_rank:
-// two_pid_namespaces.sh). The C call says the same.
+// ITO_DIST_NODE=rank: one node per rank; pair: nodes of two ranks in rank
+// order; otherwise the ranks of this host (all of them, here) prove they map
+// one copy and form one node, unless the test runs them where they cannot
+// (ITO_TEST_NODES=per_rank: two_pid_namespaces.sh). The C call says the same.
 TEST(dsm, nodes_are_what_ito_dist_node_asks_for) {
   const char* mode = std::getenv("ITO_DIST_NODE");
   const char* expected = std::getenv("ITO_TEST_NODES");  // per_rank: the host cannot share
   const bool per_rank = (mode && std::strcmp(mode, "rank") == 0) ||
                         (expected && std::strcmp(expected, "per_rank") == 0);
-  EXPECT_EQ(ito::dist::nodes(), per_rank ? ranks() : 1);
-  EXPECT_EQ(ito::dist::node(), per_rank ? me() : 0);
+  const bool pairs = !per_rank && mode && std::strcmp(mode, "pair") == 0;
+  EXPECT_EQ(ito::dist::nodes(), per_rank ? ranks() : pairs ? (ranks() + 1) / 2 : 1);
+  EXPECT_EQ(ito::dist::node(), per_rank ? me() : pairs ? me() / 2 : 0);
   int node = -1, nodes = -1;
   EXPECT_EQ(ito_dist_node(&node, &nodes), 0);
   EXPECT_EQ(node, ito::dist::node());
@@ -180,20 +191,50 @@ TEST(dsm, a_write_before_sd_is_seen_after_si_on_another_rank) {
   MPI_Barrier(MPI_COMM_WORLD);
 }
 
+// Ranks 0 and 1 (one node under ITO_DIST_NODE=pair) write alternate bytes of
+// pages homed on every rank, between the same fences and with no fence
+// between them; after the barrier every rank, those of other nodes included,
+// reads both writers' bytes. Pages homed on their node are written in place
+// (one copy, two protections and twins); the others' diffs merge at homes on
+// other nodes; pages homed on the readers' node are read in place there.
+TEST(dsm, two_writers_of_one_page_in_one_node_are_both_read_on_another_node) {
+  const std::size_t pages = static_cast<std::size_t>(ranks());
+  auto* v = static_cast<unsigned char*>(
+      ito::dist::alloc_collective(pages * 4096, ito::dist::distribution::cyclic(4096)));
+  for (int round = 1; round <= 3; ++round) {
+    if (me() < 2)
+      for (std::size_t i = static_cast<std::size_t>(me()); i < pages * 4096; i += 2)
+        v[i] = static_cast<unsigned char>(i * 5 + round);
+    ito::dist::barrier();
+    std::size_t wrong = 0, first_wrong = 0;
+    for (std::size_t i = 0; i < pages * 4096; ++i) {
+      if (v[i] == static_cast<unsigned char>(i * 5 + round)) continue;
+      if (wrong++ == 0) first_wrong = i;
+    }
+    EXPECT_EQ(wrong, 0u) << "round " << round << ": first wrong byte " << first_wrong
+                         << " (page " << first_wrong / 4096 << ", written by rank "
+                         << first_wrong % 2 << ")";
+    ito::dist::barrier();
+  }
+}
+
 TEST(dsm, a_copy_read_before_a_write_stays_until_the_readers_si) {
   SKIP_WITHOUT_THE_PAGE_PROTOCOL();
   auto* v = static_cast<std::uint64_t*>(ito::dist::alloc_collective(4096));
+  const bool away = !same_node(0);
   if (me() == 0) v[0] = 1;  // rank 0 is home (first touch)
   ito::dist::barrier();
-  EXPECT_EQ(v[0], 1u);  // every rank now holds a copy
+  EXPECT_EQ(v[0], 1u);  // every rank on another node now holds a copy
   MPI_Barrier(MPI_COMM_WORLD);
   if (me() == 0) {
     v[0] = 2;  // the home writes in place, and releases
     ito::dist::sd_fence();
   }
   MPI_Barrier(MPI_COMM_WORLD);
-  if (me() != 0) {
+  if (away) {
     EXPECT_EQ(v[0], 1u) << "a copy changed without an acquire";
+  } else {  // the home's node reads the page in place: the MPI barrier orders it
+    EXPECT_EQ(v[0], 2u) << "a rank of the home's node read a copy";
   }
   ito::dist::si_fence();
   EXPECT_EQ(v[0], 2u);
@@ -227,6 +268,7 @@ TEST(dsm, a_page_nobody_writes_any_more_is_not_fetched_again_at_every_barrier) {
       ito::dist::alloc_collective(4096 * pages, ito::dist::distribution::first_touch()));
   if (me() == 0)
     for (int i = 0; i < pages * per_page; ++i) v[i] = 3L * i;  // home of every page
+  const bool away = !same_node(0);  // rank 0's node reads the pages in place
   ito::dist::barrier();
   const std::uint64_t before = ito::dist::current_dsm_stats().fetches;
   long wrong = 0;
@@ -236,7 +278,7 @@ TEST(dsm, a_page_nobody_writes_any_more_is_not_fetched_again_at_every_barrier) {
   }
   EXPECT_EQ(wrong, 0);
   const std::uint64_t fetched = ito::dist::current_dsm_stats().fetches - before;
-  if (me() != 0) {
+  if (away) {
     EXPECT_GE(fetched, std::uint64_t{pages});
     // Blocks of several pages (ITO_DSM_BLOCK) bring in neighbours too, at
     // each end of the array.
@@ -258,6 +300,9 @@ TEST(dsm, a_copy_is_dropped_after_any_rank_writes_its_page_home_included) {
   SKIP_WITHOUT_THE_PAGE_PROTOCOL();
   auto* v = static_cast<long*>(ito::dist::alloc_collective(4096));
   if (me() == 0) std::memset(v, 0, 4096);
+  const std::vector<int> node_of = node_of_ranks();
+  const bool away = node_of[0] != ito::dist::node();
+  const auto away_ranks = std::count_if(node_of.begin(), node_of.end(), [&](int n) { return n != node_of[0]; });
   ito::dist::barrier();
   const ito::dist::dsm_stats before = ito::dist::current_dsm_stats();
   const int rounds = 3 * ranks();
@@ -285,11 +330,15 @@ TEST(dsm, a_copy_is_dropped_after_any_rank_writes_its_page_home_included) {
     EXPECT_GE(after.home_write_faults - before.home_write_faults, 1u);
     EXPECT_LE(after.home_write_faults - before.home_write_faults,
               static_cast<std::uint64_t>(rounds / ranks()));
+  } else if (!away) {  // of the home's node: it reads and writes the page in place
+    EXPECT_EQ(after.invalidations - before.invalidations, 0u);
+    EXPECT_EQ(after.fetches - before.fetches, 0u);
   } else {  // a copy from round 1 on, dropped in each round another rank wrote
     EXPECT_GE(after.invalidations - before.invalidations,
               std::uint64_t(rounds - rounds / ranks() - 1));
-    // Its own writes go to the other readers (the home only takes the diff).
-    if (ranks() > 2) {
+    // Its own writes go to the other readers (the home only takes the diff;
+    // its node reads the page in place).
+    if (away_ranks > 1) {
       EXPECT_GE(after.notices_sent - before.notices_sent, 1u);
     }
   }
@@ -732,9 +781,11 @@ TEST(dsm, globals_are_shared_like_allocated_memory) {
 // A release keeps the memory of its pages' twins for their next write (no
 // first-touch fault then, no madvise now) while at most 16 MiB of twins are
 // kept on the rank; a release that would go beyond gives all of its back.
-// Rank 1 writes pages homed on rank 0: a few, then more than the bound.
+// The last rank (on another node than rank 0's) writes pages homed on rank
+// 0: a few, then more than the bound.
 TEST(dsm, released_twins_are_kept_up_to_sixteen_mebibytes) {
   constexpr std::size_t bound = (16u << 20) / 4096, few = 8, many = bound + 64;
+  const int writer = ranks() - 1;
   auto* v = static_cast<char*>(
       ito::dist::alloc_collective(static_cast<std::size_t>(ranks()) * many * 4096));  // rank 0: the first `many`
   ito::dist::barrier();
@@ -745,19 +796,19 @@ TEST(dsm, released_twins_are_kept_up_to_sixteen_mebibytes) {
   }
   const std::uint64_t before = ito::dist::current_dsm_stats().twin_pages_kept;
   ASSERT_LE(before, bound);
-  if (me() == 1)
+  if (me() == writer)
     for (std::size_t page = 0; page < few; ++page) v[page * 4096] = 1;
   ito::dist::barrier();
   const std::uint64_t after_few = ito::dist::current_dsm_stats().twin_pages_kept;
-  if (me() == 1 && before + few <= bound) {
+  if (me() == writer && before + few <= bound) {
     EXPECT_EQ(after_few, before + few);
   }
-  if (me() == 1)
+  if (me() == writer)
     for (std::size_t page = 0; page < many; ++page) v[page * 4096 + 1] = 2;
   ito::dist::barrier();
   const std::uint64_t after_many = ito::dist::current_dsm_stats().twin_pages_kept;
   EXPECT_LE(after_many, bound) << "twins kept beyond the bound on rank " << me();
-  if (me() == 1) {
+  if (me() == writer) {
     EXPECT_EQ(after_many, after_few - few) << "the big release kept some of its twins";
   }
   long wrong = 0;  // and the writes all arrived
@@ -778,6 +829,8 @@ TEST(dsm, a_checkout_straddling_homes_takes_one_transfer_per_home) {
   const std::size_t per = (pages + static_cast<std::size_t>(ranks()) - 1) / static_cast<std::size_t>(ranks());
   for (std::size_t i = 0; i < longs; ++i)
     if (static_cast<int>(i / 512 / per) == me()) v[i] = static_cast<long>(i) * 3;
+  std::vector<bool> home_on_this_node;  // part r is rank r's
+  for (int r = 0; r < ranks(); ++r) home_on_this_node.push_back(same_node(r));
   ito::dist::barrier();
   if (me() == 0) {
     const ito::dist::dsm_stats before = ito::dist::current_dsm_stats();
@@ -789,10 +842,15 @@ TEST(dsm, a_checkout_straddling_homes_takes_one_transfer_per_home) {
     }
     EXPECT_EQ(wrong, 0);
     const ito::dist::dsm_stats after = ito::dist::current_dsm_stats();
-    const std::uint64_t other_homes = static_cast<std::uint64_t>((pages + per - 1) / per - 1);
+    std::uint64_t other_homes = 0, pages_elsewhere = 0;  // homes on other nodes, their pages
+    for (std::size_t part = 0; part * per < pages; ++part) {
+      if (home_on_this_node[part]) continue;
+      ++other_homes;
+      pages_elsewhere += std::min(per, pages - part * per);
+    }
     if (!one_copy()) {
       EXPECT_EQ(after.fetch_transfers - before.fetch_transfers, other_homes);
-      EXPECT_EQ(after.fetches - before.fetches, pages - per) << "pages fetched one by one";
+      EXPECT_EQ(after.fetches - before.fetches, pages_elsewhere) << "pages fetched one by one";
     }
   }
   ito::dist::barrier();
@@ -941,14 +999,17 @@ TEST(dsm, a_release_sends_one_diff_transfer_per_home) {
   auto* v = static_cast<char*>(ito::dist::alloc_collective(pages * 4096));  // block: 8 pages each
   ito::dist::barrier();
   const int writer = ranks() - 1;
+  std::uint64_t other_homes = 0;  // of the ranks before the writer, those on other nodes
+  for (int r = 0; r < writer; ++r) other_homes += !same_node(r);
   if (me() == writer) {
     const ito::dist::dsm_stats before = ito::dist::current_dsm_stats();
     for (std::size_t p = 0; p < per_rank * static_cast<std::size_t>(writer); ++p)
       v[p * 4096 + p % 4096] = static_cast<char>(p + 1);
     ito::dist::sd_fence();
     const ito::dist::dsm_stats after = ito::dist::current_dsm_stats();
-    EXPECT_EQ(after.diffs_sent - before.diffs_sent, per_rank * static_cast<std::size_t>(writer));
-    EXPECT_EQ(after.diff_transfers - before.diff_transfers, static_cast<std::uint64_t>(writer))
+    EXPECT_EQ(after.diffs_sent - before.diffs_sent, per_rank * other_homes)
+        << "a page homed on this node is written in place";
+    EXPECT_EQ(after.diff_transfers - before.diff_transfers, other_homes)
         << "one transfer per home";
     v[7] = 9;  // one page, homed on rank 0: one put
     ito::dist::sd_fence();

@@ -19,6 +19,7 @@
 
 #include "distributed/dist_state.hpp"
 #include "distributed/dsm/diff_mail.hpp"
+#include "distributed/dsm/node_memory.hpp"
 #include "distributed/dsm/page_board.hpp"
 #include "distributed/dsm/race_check.hpp"
 #include "distributed/dsm/reserved_array.hpp"
@@ -41,6 +42,10 @@ constexpr std::size_t page_bytes = 4096;
 // arrays others read would otherwise compare every page it ever wrote at
 // every release (a sort at two ranks: ~1,000 pages, 4 MiB, per release,
 // 7-13 % of its time), where a page written again costs one fault (~3 us).
+// With node homes, a page homed on another rank of this node that this rank
+// has only read is home_read (read-only: a write faults and makes it home),
+// so that a rank which only reads its node's pages notifies nobody when
+// others begin to read them.
 enum page_state : std::uint8_t {
   invalid = 0,
   shared,
@@ -49,6 +54,7 @@ enum page_state : std::uint8_t {
   home,
   home_watched,
   home_hot,
+  home_read,
 };
 
 // Process-local bookkeeping, in MAP_NORESERVE arrays indexed by page (only the
@@ -58,8 +64,16 @@ struct dsm {
   // copy read-write, so there is no protocol: no fault, twin or message, and
   // a fence is a memory fence. Only pins are counted (unpin's errors).
   bool one_copy = false;
+  // Several nodes, some of several ranks: pages homed on this node are
+  // mapped from node_fd (node_alias), others from this rank's own memory.
+  bool node_homes = false;
   char* view = nullptr;
-  char* alias = nullptr;
+  char* alias = nullptr;       // this rank's memory: copies of pages homed elsewhere
+  char* node_alias = nullptr;  // its node's (the same as alias unless node_homes)
+  int node_fd = -1;
+  int node = 0;
+  std::vector<int> node_of_rank;
+  std::vector<std::vector<int>> ranks_of_node;
   std::size_t pages = 0;         // the region's, then the globals' (pages are numbered so)
   std::size_t region_pages = 0;  // pages of the region proper; the globals' follow
   char* globals = nullptr;       // where the globals' pages are in the program (or null)
@@ -70,10 +84,12 @@ struct dsm {
   std::int64_t* entries = nullptr;   // this rank's: home + 1 of page rank + k * ranks
   std::size_t entry_count = 0;
   // The sharing window: at word p, the readers of page p if this rank is its
-  // home (a bit per rank, rank % 64), then two boards: `stale` (write
-  // notices: pages others wrote that this rank may hold copies of) and
-  // `read_elsewhere` (pages of this home that another rank began to read).
+  // home (a bit per rank, rank % 64; in the node's memory), then two boards:
+  // `stale` (write notices: pages others wrote that this rank may hold
+  // copies of) and `read_elsewhere` (pages homed on this node that another
+  // rank began to read).
   MPI_Win sharing = MPI_WIN_NULL;
+  std::size_t readers_words = 0;  // whole pages of words (node_memory.hpp)
   std::uint64_t* sharing_words = nullptr;
   std::size_t sharing_count = 0;
   page_board stale, read_elsewhere;
@@ -133,11 +149,8 @@ bool page_at(const dsm& d, const char* at, std::size_t* page) noexcept {
   return false;
 }
 
-// Pages [page, page + pages), all in the region or all in the globals.
-// Every run of pages with one protection is a mapping of its own to Linux,
-// which allows vm.max_map_count of them per process (65530 by default).
-void protect(dsm& d, std::size_t page, int prot, std::size_t pages = 1) {
-  if (mprotect(view_of(d, page), pages * page_bytes, prot) == 0) return;
+// A change of the view's mappings failed (errno says why): ends the process.
+[[noreturn]] void mapping_failed(const dsm& d, const char* call) {
   if (errno == ENOMEM) {
     unsigned long limit = 0;
     if (std::FILE* f = std::fopen("/proc/sys/vm/max_map_count", "r")) {
@@ -152,8 +165,36 @@ void protect(dsm& d, std::size_t page, int prot, std::size_t pages = 1) {
                  d.rank, limit);
     std::_Exit(2);
   }
-  std::fprintf(stderr, "ito: dsm: mprotect failed: %s\n", std::strerror(errno));
+  std::fprintf(stderr, "ito: dsm: %s failed: %s\n", call, std::strerror(errno));
   std::abort();
+}
+
+// Pages [page, page + pages), all in the region or all in the globals.
+// Every run of pages with one protection is a mapping of its own to Linux,
+// which allows vm.max_map_count of them per process (65530 by default).
+void protect(dsm& d, std::size_t page, int prot, std::size_t pages = 1) {
+  if (mprotect(view_of(d, page), pages * page_bytes, prot) != 0) mapping_failed(d, "mprotect");
+}
+
+// Whether rank h is of this rank's node (h itself, with one node per rank).
+bool on_this_node(const dsm& d, int h) noexcept {
+  return d.node_of_rank[static_cast<std::size_t>(h)] == d.node;
+}
+
+// Where this rank's copy of `page`, whose home it knows, is: the node's
+// memory for a page homed on this node, else its own.
+char* copy_of(const dsm& d, std::size_t page) noexcept {
+  const bool node_page = d.node_homes && on_this_node(d, d.home_plus1[page] - 1);
+  return (node_page ? d.node_alias : d.alias) + page * page_bytes;
+}
+
+// Node homes: pages [first, first + pages), just found to be homed on this
+// node, are mapped from the node's memory (no access yet, as before).
+void map_from_node(dsm& d, std::size_t first, std::size_t pages = 1) {
+  if (!d.node_homes) return;
+  if (mmap(view_of(d, first), pages * page_bytes, PROT_NONE, MAP_SHARED | MAP_FIXED, d.node_fd,
+           static_cast<off_t>(first * page_bytes)) == MAP_FAILED)
+    mapping_failed(d, "mapping a page of the node's memory (mmap)");
 }
 
 // Calls each(first, count, value) for every run of pages of the ascending
@@ -198,7 +239,10 @@ void ask_directory(dsm& d, std::size_t page, const std::int64_t* mine, std::int6
 int settle_home(dsm& d, std::size_t page, std::int64_t found) {
   const int h = found == 0 ? d.rank : static_cast<int>(found - 1);
   __atomic_store_n(&d.home_plus1[page], h + 1, __ATOMIC_RELAXED);  // placement_rank reads it
-  if (h == d.rank) d.read_elsewhere.watch(page);
+  if (on_this_node(d, h)) {
+    map_from_node(d, page);
+    d.read_elsewhere.watch(page);
+  }
   return h;
 }
 
@@ -236,7 +280,8 @@ void join_readers(dsm& d, std::size_t first, std::size_t count, int h, const std
   for (std::size_t page = first; page < first + count; ++page) {
     d.registered[page] = 1;
     d.stale.watch(page);
-    d.posts.post(h, d.read_elsewhere, page);
+    for (const int r : d.ranks_of_node[static_cast<std::size_t>(d.node_of_rank[h])])
+      d.posts.post(r, d.read_elsewhere, page);
   }
 }
 
@@ -253,14 +298,14 @@ void register_reader(dsm& d, std::size_t page, int h) {
 }
 
 void take_twin(dsm& d, std::size_t page) {
-  std::memcpy(d.twins + page * page_bytes, d.alias + page * page_bytes, page_bytes);
+  std::memcpy(d.twins + page * page_bytes, copy_of(d, page), page_bytes);
 }
 
 // Whether a hot page of this home changed since its twin was taken; the
 // twin becomes what was compared, word by word, so that a store from
 // another thread meanwhile differs from it at the next release.
 bool hot_page_changed(dsm& d, std::size_t page) {
-  auto* now = reinterpret_cast<std::uint64_t*>(d.alias + page * page_bytes);
+  auto* now = reinterpret_cast<std::uint64_t*>(copy_of(d, page));
   auto* twin = reinterpret_cast<std::uint64_t*>(d.twins + page * page_bytes);
   bool changed = false;
   for (std::size_t i = 0; i < page_bytes / 8; ++i) {
@@ -278,7 +323,7 @@ bool hot_page_changed(dsm& d, std::size_t page) {
 // either goes at once (no batch) or joins the run, which flush() protects.
 class writable_runs {
  public:
-  explicit writable_runs(dsm& d) : d_(d) {}
+  explicit writable_runs(dsm& d, int prot = PROT_READ | PROT_WRITE) : d_(d), prot_(prot) {}
   writable_runs(const writable_runs&) = delete;
   writable_runs& operator=(const writable_runs&) = delete;
   void add(std::size_t page) {
@@ -291,12 +336,13 @@ class writable_runs {
     count_ = 1;
   }
   void flush() {
-    if (count_) protect(d_, first_, PROT_READ | PROT_WRITE, count_);
+    if (count_) protect(d_, first_, prot_, count_);
     count_ = 0;
   }
 
  private:
   dsm& d_;
+  int prot_;
   std::size_t first_ = 0, count_ = 0;
 };
 
@@ -320,7 +366,12 @@ void bring_in_block(dsm& d, std::size_t page);
 void serve_fault(dsm& d, std::size_t page, bool write) {
   const std::uint8_t s = d.state[page];
   if (s == modified || s == pinned || s == home || s == home_hot) return;
-  if ((s == shared || s == home_watched) && !write) return;
+  if ((s == shared || s == home_watched || s == home_read) && !write) return;
+  if (s == home_read) {  // unwatched: notified as written when a reader comes
+    protect(d, page, PROT_READ | PROT_WRITE);
+    d.state[page] = home;
+    return;
+  }
   if (s == home_watched) {  // this home writes a page others read: hot till a release finds
                             // it unchanged
     take_twin(d, page);
@@ -331,9 +382,10 @@ void serve_fault(dsm& d, std::size_t page, bool write) {
     return;
   }
   const int h = home_of(d, page);
-  if (h == d.rank) {
-    protect(d, page, PROT_READ | PROT_WRITE);
-    d.state[page] = home;
+  if (on_this_node(d, h)) {
+    const bool read_only = !write && h != d.rank;  // another's page: see home_read
+    protect(d, page, read_only ? PROT_READ : PROT_READ | PROT_WRITE);
+    d.state[page] = read_only ? home_read : home;
     return;
   }
   if (s == invalid) {
@@ -514,7 +566,7 @@ void post_notices(dsm& d, std::size_t page, std::uint64_t readers) {
 // a notice never arrives before the data. With two ranks the only reader of
 // a page away from its home is this rank itself: nothing to send.
 void note_written(dsm& d, std::size_t page) {
-  if (home_of(d, page) == d.rank)
+  if (on_this_node(d, home_of(d, page)))
     post_notices(d, page, __atomic_load_n(&d.sharing_words[page], __ATOMIC_ACQUIRE));
   else if (d.ranks > 2)
     d.written[d.written_count++] = page;
@@ -578,6 +630,10 @@ void release(dsm& d) {
   // here must fault to be known; what this rank wrote since the last
   // release, unknown, is notified as written.
   d.read_elsewhere.take([&](std::size_t page) {
+    if (d.state[page] == home_read) {  // read-only already, and not written here
+      d.state[page] = home_watched;
+      return;
+    }
     if (d.state[page] != home) return;  // watched already, or listed below
     protect(d, page, PROT_READ);
     d.state[page] = home_watched;
@@ -609,7 +665,7 @@ void release(dsm& d) {
   for (std::size_t k = 0; k < count; ++k) {
     const std::size_t page = list[k];
     if (d.state[page] == home_hot && !d.pins[page] &&
-        std::memcmp(d.alias + page * page_bytes, d.twins + page * page_bytes, page_bytes) == 0)
+        std::memcmp(copy_of(d, page), d.twins + page * page_bytes, page_bytes) == 0)
       d.state[page] = home_watched;
   }
   auto new_access = [&](std::size_t page) {
@@ -788,6 +844,15 @@ void start_dsm(dist_state& st) {
   d->pages = d->region_pages + st.region.globals_bytes / page_bytes;
   d->rank = st.rank;
   d->ranks = st.size;
+  d->node_alias = st.region.node_alias;
+  d->node_fd = st.region.node_memfd;
+  d->node = st.node.node;
+  d->node_of_rank = st.node.node_of_rank;
+  d->ranks_of_node.resize(static_cast<std::size_t>(st.node.nodes));
+  for (int r = 0; r < d->ranks; ++r)
+    d->ranks_of_node[static_cast<std::size_t>(d->node_of_rank[static_cast<std::size_t>(r)])]
+        .push_back(r);
+  d->node_homes = st.node.nodes > 1 && st.node.nodes < st.size;
   d->check_races = st.check_races;
   d->fault_block_pages = st.fault_block_pages ? st.fault_block_pages : 1;
   d->entry_count = (d->pages + static_cast<std::size_t>(d->ranks) - 1) / static_cast<std::size_t>(d->ranks);
@@ -806,19 +871,27 @@ void start_dsm(dist_state& st) {
   d->noticed_list = reserve_array<std::size_t>(d->pages);
   d->dropped = reserve_array<std::size_t>(d->pages);
   const std::size_t board_words = page_board::words_for(d->pages);  // each board's
-  d->sharing_count = d->pages + 2 * board_words;
+  d->readers_words = readers_words_for(d->pages);
+  d->sharing_count = d->readers_words + 2 * board_words;
   d->sharing_words = reserve_array<std::uint64_t>(d->sharing_count);
-  d->stale = page_board(d->sharing_words, d->pages, d->pages);
-  d->read_elsewhere = page_board(d->sharing_words, d->pages + board_words, d->pages);
+  if (d->node_homes &&  // the readers masks: the node's, in its memory
+      mmap(d->sharing_words, d->readers_words * sizeof(std::uint64_t), PROT_READ | PROT_WRITE,
+           MAP_SHARED | MAP_FIXED | MAP_NORESERVE, d->node_fd,
+           static_cast<off_t>(readers_offset(d->pages * page_bytes))) == MAP_FAILED)
+    mapping_failed(*d, "mapping the node's readers masks (mmap)");
+  d->stale = page_board(d->sharing_words, d->readers_words, d->pages);
+  d->read_elsewhere = page_board(d->sharing_words, d->readers_words + board_words, d->pages);
   d->targets = target_set(d->ranks);
-  d->posts.reserve(64);  // register_reader posts from the fault handler: no allocation there
+  // register_reader posts from the fault handler (a mark for each rank of the
+  // home's node): no allocation there.
+  d->posts.reserve(64 + static_cast<std::size_t>(d->ranks));
   d->one_copy = st.node.nodes == 1;
   if (d->one_copy) {
     protect_all(*d, PROT_READ | PROT_WRITE);
     g_dsm.store(d, std::memory_order_release);
     return;
   }
-  if (MPI_Win_create(d->alias, static_cast<MPI_Aint>(st.region.bytes + st.region.globals_bytes), 1,
+  if (MPI_Win_create(d->node_alias, static_cast<MPI_Aint>(st.region.bytes + st.region.globals_bytes), 1,
                      MPI_INFO_NULL,
                      MPI_COMM_WORLD, &d->data) != MPI_SUCCESS ||
       MPI_Win_create(d->entries, static_cast<MPI_Aint>(d->entry_count * sizeof(std::int64_t)),
@@ -832,7 +905,7 @@ void start_dsm(dist_state& st) {
       MPI_Win_lock_all(MPI_MODE_NOCHECK, d->directory) != MPI_SUCCESS ||
       MPI_Win_lock_all(MPI_MODE_NOCHECK, d->sharing) != MPI_SUCCESS)
     mpi_failed("creating the DSM's windows");
-  start_diff_mail(d->alias, st.region.bytes + st.region.globals_bytes, d->ranks);
+  start_diff_mail(d->node_alias, st.region.bytes + st.region.globals_bytes, d->ranks);
   // After MPI_Init, which installs a SIGSEGV handler of its own: ours serves
   // the region and hands every other fault to it.
   struct sigaction sa {};
@@ -945,19 +1018,23 @@ void place_pages(void* p, std::size_t bytes, const distribution& where) {
       cyclic ? std::max<std::size_t>(1, (where.block_bytes + page_bytes - 1) / page_bytes)
              : (pages + ranks - 1) / ranks;
   std::lock_guard hold(d.lock);
-  std::size_t own_run = 0;  // pages of this rank's run so far, ending at `page`
+  // Runs of pages homed on this node (this rank's own, with one node per
+  // rank) are mapped from the node's memory and made read-write at once.
+  std::size_t own_run = 0;  // pages of such a run so far, ending at `page`
   for (std::size_t k = 0; k < pages; ++k) {
     const std::size_t part = k / per_part;
     const int home = static_cast<int>(cyclic ? part % ranks : part);
     const std::size_t page = first + k;
     __atomic_store_n(&d.home_plus1[page], home + 1, __ATOMIC_RELAXED);  // placement_rank reads it
-    if (home == d.rank) {
+    const bool ours = on_this_node(d, home);
+    if (ours) {
       d.read_elsewhere.watch(page);
       d.state[page] = page_state::home;
       ++own_run;
     }
-    if (own_run && (home != d.rank || k + 1 == pages)) {  // a run of this rank's pages ended
-      const std::size_t end = home == d.rank ? page + 1 : page;
+    if (own_run && (!ours || k + 1 == pages)) {  // a run of this node's pages ended
+      const std::size_t end = ours ? page + 1 : page;
+      map_from_node(d, end - own_run, own_run);
       protect(d, end - own_run, PROT_READ | PROT_WRITE, own_run);
       own_run = 0;
     }
@@ -984,9 +1061,10 @@ void pin_page(dsm& d, std::size_t page, writable_runs* batch = nullptr) {
     case shared: make_modified(d, page, pinned, batch); break;
     case modified: d.state[page] = pinned; break;
     case home_watched:
+    case home_read:
     case home:  // hot: a reader that arrives later does not make it fault
       take_twin(d, page);
-      if (d.state[page] == home_watched) make_writable(d, page, batch);
+      if (d.state[page] != home) make_writable(d, page, batch);
       else note_written(d, page);  // unwatched until now: its past writes are unknown
       d.state[page] = home_hot;
       d.modified_list[d.modified_count++] = page;
@@ -1092,7 +1170,7 @@ void bring_in(dsm& d, const char* begin, const char* end, std::size_t first, std
   constexpr std::size_t most_pages = (std::size_t{1} << 30) / page_bytes;  // MPI counts are ints
   learn_homes(d, first, last);
   auto away = [&](std::size_t page) {
-    return d.state[page] == invalid && home_of(d, page) != d.rank;
+    return d.state[page] == invalid && !on_this_node(d, home_of(d, page));
   };
   auto unregistered = [&](std::size_t page) { return away(page) && !d.registered[page]; };
   std::vector<std::uint64_t> bits;
@@ -1181,25 +1259,28 @@ bool check_out_locked(dsm& d, void* p, std::size_t bytes, access how, bool held_
   page_range(d, p, bytes, "checkout", &first, &last);
   if (held_only && !d.one_copy) {
     for (std::size_t page = first; page <= last; ++page)
-      if (d.state[page] == invalid && home_of(d, page) != d.rank) return false;
+      if (d.state[page] == invalid && !on_this_node(d, home_of(d, page))) return false;
   }
   count_pins(d, first, last, "checkout");
   if (d.one_copy) return true;
   const char* begin = static_cast<const char*>(p);
   if (!held_only) bring_in(d, begin, begin + bytes, first, last, how == access::write);
-  writable_runs batch(d);
+  writable_runs batch(d), read_only(d, PROT_READ);
   for (std::size_t page = first; page <= last; ++page) {
-    // Every page is held or homed here now; this home's own untouched
-    // pages become read-write (what serve_fault does for them).
-    if (d.state[page] == invalid && home_of(d, page) == d.rank) {
-      d.state[page] = home;
-      batch.add(page);
+    // Every page is held or homed here now; this node's untouched pages
+    // become read-write, or read-only to read another rank's (what
+    // serve_fault does for them).
+    if (d.state[page] == invalid && on_this_node(d, home_of(d, page))) {
+      const bool read = how == access::read && home_of(d, page) != d.rank;
+      d.state[page] = read ? home_read : home;
+      (read ? read_only : batch).add(page);
     }
     // To read, a copy stays read-only and is refreshed in place at acquires
     // while pinned (act_on_notice); a home's page is the master already.
     if (how != access::read) pin_page(d, page, &batch);
   }
   batch.flush();
+  read_only.flush();
   return true;
 }
 

@@ -23,9 +23,18 @@
 //   other copies stay.
 //   Data moves only at faults and at this rank's own fences.
 //
-// All of this runs between nodes of one rank. A job whose ranks all form one
-// node (node_memory.hpp) maps one copy read-write in every rank and runs
-// none of it: fences are memory fences, pins and checkouts are counted.
+// All of this runs between nodes. A job whose ranks all form one node
+// (node_memory.hpp) maps one copy read-write in every rank and runs none of
+// it: fences are memory fences, pins and checkouts are counted. In a job of
+// several nodes, some of several ranks ("node homes"), a rank is home of the
+// pages homed on any rank of its node: its view maps them from the node's
+// memory, where they are read and written in place, and it runs the home's
+// side of the protocol for them with its own protections and twins (its own
+// stores are what it notifies); a page homed on another node is copied into
+// this rank's own memory, as with one node per rank. The readers of a node's
+// pages are kept in the node's memory, so that any rank of it notifies them,
+// and a rank that begins to read a page marks the read-elsewhere boards of
+// every rank of the home's node.
 //
 // MPI only ever reads and writes the region's alias (never a protected page).
 // A rank that services a fault calls MPI from its SIGSEGV handler: the fault

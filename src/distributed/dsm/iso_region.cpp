@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <vector>
 
 #include "distributed/dist_state.hpp"
 #include "distributed/dsm/dsm_globals.hpp"
@@ -40,22 +41,28 @@ char* map_view_at(std::uintptr_t at, std::size_t bytes, int memfd) {
   return static_cast<char*>(p);
 }
 
+char* map_alias(std::size_t bytes, int memfd) {
+  void* alias = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, memfd, 0);
+  if (alias == MAP_FAILED) stop("cannot map the region's alias (try a smaller ITO_DSM_SIZE)", errno);
+  return static_cast<char*>(alias);
+}
+
 }  // namespace
 
-void reserve_region(std::size_t bytes, bool per_rank, iso_region& r, node_info& node) {
+void reserve_region(std::size_t bytes, node_shape shape, iso_region& r, node_info& node) {
   const globals_section g = find_globals_section();
-  r.memfd = open_node_memory(bytes + g.bytes, per_rank, node);
-  void* alias = mmap(nullptr, bytes + g.bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE,
-                     r.memfd, 0);
-  if (alias == MAP_FAILED) stop("cannot map the region's alias (try a smaller ITO_DSM_SIZE)", errno);
-  r.alias = static_cast<char*>(alias);
+  const node_files files = open_node_memory(bytes + g.bytes, shape, node);
+  r.memfd = files.own_fd;
+  r.node_memfd = files.node_fd;
+  r.alias = map_alias(bytes + g.bytes, r.memfd);
+  r.node_alias = files.node_fd == files.own_fd ? r.alias : map_alias(bytes + g.bytes, files.node_fd);
   r.bytes = bytes;
   if (g.bytes != 0) {
     // The globals' values as the program initialised them (on a node of
     // several ranks, as its first rank did: every rank ran the same code),
     // then the section becomes DSM pages (no access until the DSM grants it)
     // over that copy.
-    if (node.first_in_node) std::memcpy(r.alias + bytes, g.begin, g.bytes);
+    if (node.first_in_node) std::memcpy(r.node_alias + bytes, g.begin, g.bytes);
     if (mmap(g.begin, g.bytes, PROT_NONE, MAP_SHARED | MAP_FIXED, r.memfd,
              static_cast<off_t>(bytes)) == MAP_FAILED)
       stop("cannot map the ITO_DSM_GLOBAL variables into the DSM", errno);
@@ -80,13 +87,19 @@ void reserve_region(std::size_t bytes, bool per_rank, iso_region& r, node_info& 
 
 void release_region(iso_region& r) noexcept {
   if (r.globals) {
-    // Plain memory again, holding what this rank last saw of each page.
+    // Plain memory again, holding what this rank last saw of each page
+    // (its view maps each page from the node's memory or its own).
+    std::vector<char> seen(r.globals_bytes);
+    if (mprotect(r.globals, r.globals_bytes, PROT_READ) == 0)
+      std::memcpy(seen.data(), r.globals, r.globals_bytes);
     void* p = mmap(r.globals, r.globals_bytes, PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
-    if (p != MAP_FAILED) std::memcpy(r.globals, r.alias + r.bytes, r.globals_bytes);
+    if (p != MAP_FAILED) std::memcpy(r.globals, seen.data(), r.globals_bytes);
   }
   if (r.view) munmap(r.view, r.bytes);
+  if (r.node_alias && r.node_alias != r.alias) munmap(r.node_alias, r.bytes + r.globals_bytes);
   if (r.alias) munmap(r.alias, r.bytes + r.globals_bytes);
+  if (r.node_memfd >= 0 && r.node_memfd != r.memfd) close(r.node_memfd);
   if (r.memfd >= 0) close(r.memfd);
   r = iso_region{};
 }

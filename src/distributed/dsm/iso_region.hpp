@@ -8,15 +8,16 @@
 
 #include <cstddef>
 
+#include "distributed/dsm/node_memory.hpp"
+
 namespace ito::dist::detail {
 
 struct iso_region;
-struct node_info;
 
 // Collective. Exits with an `ito: dsm:` message when no candidate address
-// fits on every rank, or the memory cannot be had. `per_rank`: one node per
-// rank (ITO_DIST_NODE=rank); `node` says what came out.
-void reserve_region(std::size_t bytes, bool per_rank, iso_region& r, node_info& node);
+// fits on every rank, or the memory cannot be had. `shape`: what a node is
+// (ITO_DIST_NODE); `node` says what came out.
+void reserve_region(std::size_t bytes, node_shape shape, iso_region& r, node_info& node);
 void release_region(iso_region& r) noexcept;
 
 }  // namespace ito::dist::detail

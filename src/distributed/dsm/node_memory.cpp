@@ -22,6 +22,11 @@ namespace {
 
 // After the region's bytes: where the ranks of a node prove they share it.
 constexpr std::size_t check_bytes = 4096;
+constexpr std::size_t page_bytes = 4096;
+
+std::size_t file_bytes(std::size_t bytes) {
+  return readers_offset(bytes) + readers_words_for(bytes / page_bytes) * sizeof(std::uint64_t);
+}
 
 [[noreturn]] void stop(const char* what, int err) {
   std::fprintf(stderr, "ito: dsm: %s: %s\n", what, std::strerror(err));
@@ -31,7 +36,7 @@ constexpr std::size_t check_bytes = 4096;
 int own_memory(std::size_t bytes) {
   const int fd = memfd_create("ito-dsm", MFD_CLOEXEC);
   if (fd < 0) stop("cannot create the region's memory (memfd_create)", errno);
-  if (ftruncate(fd, static_cast<off_t>(bytes + check_bytes)) != 0)
+  if (ftruncate(fd, static_cast<off_t>(file_bytes(bytes))) != 0)
     stop("cannot size the region (ftruncate; try a smaller ITO_DSM_SIZE)", errno);
   return fd;
 }
@@ -69,7 +74,7 @@ int open_first_ranks(const first_rank_card& card, std::size_t bytes) {
   if (fd < 0) return -1;
   struct stat s {};
   std::uint64_t* check = nullptr;
-  if (fstat(fd, &s) == 0 && static_cast<std::size_t>(s.st_size) == bytes + check_bytes)
+  if (fstat(fd, &s) == 0 && static_cast<std::size_t>(s.st_size) == file_bytes(bytes))
     check = map_check_page(fd, bytes);
   const bool ours = check && __atomic_load_n(&check[0], __ATOMIC_ACQUIRE) == card.token;
   if (ours) __atomic_fetch_add(&check[1], 1, __ATOMIC_SEQ_CST);
@@ -79,15 +84,22 @@ int open_first_ranks(const first_rank_card& card, std::size_t bytes) {
   return -1;
 }
 
-// The ranks MPI puts on this rank's host try to share its first rank's
-// memory. Returns this rank's memfd and sets `first` to the world rank of its
-// node's first rank: the host's first if all its ranks now share it, else
-// this rank (a host that fails is one node per rank).
-int share_within_host(std::size_t bytes, int world_rank, int& first) {
+// The ranks MPI puts on this rank's host (cut in pairs, for `pair`) try to
+// share their first rank's memory. Returns this rank's memfd and sets `first`
+// to the world rank of its node's first rank: the host's first if all its
+// ranks now share it, else this rank (a host that fails is one node per rank).
+int share_within_host(std::size_t bytes, int world_rank, node_shape shape, int& first) {
   MPI_Comm host;
   MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, world_rank, MPI_INFO_NULL, &host);
   int me = 0, ranks = 1;
   MPI_Comm_rank(host, &me);
+  if (shape == node_shape::pair) {
+    MPI_Comm pair;
+    MPI_Comm_split(host, me / 2, me, &pair);
+    MPI_Comm_free(&host);
+    host = pair;
+    MPI_Comm_rank(host, &me);
+  }
   MPI_Comm_size(host, &ranks);
   first = world_rank;
   if (ranks == 1) {
@@ -137,39 +149,39 @@ int share_within_host(std::size_t bytes, int world_rank, int& first) {
 
 }  // namespace
 
-int open_node_memory(std::size_t bytes, bool per_rank, node_info& node) {
+std::size_t readers_words_for(std::size_t pages) noexcept {
+  constexpr std::size_t words_per_page = page_bytes / sizeof(std::uint64_t);
+  return (pages + words_per_page - 1) / words_per_page * words_per_page;
+}
+
+std::size_t readers_offset(std::size_t bytes) noexcept { return bytes + check_bytes; }
+
+node_files open_node_memory(std::size_t bytes, node_shape shape, node_info& node) {
   int world_rank = 0, size = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   int first = world_rank;  // a node is named by its first rank
-  int fd = per_rank ? own_memory(bytes) : share_within_host(bytes, world_rank, first);
+  const int fd = shape == node_shape::rank ? own_memory(bytes)
+                                           : share_within_host(bytes, world_rank, shape, first);
   std::vector<int> firsts(static_cast<std::size_t>(size));
   MPI_Allgather(&first, 1, MPI_INT, firsts.data(), 1, MPI_INT, MPI_COMM_WORLD);
   std::vector<int> distinct = firsts;
   std::sort(distinct.begin(), distinct.end());
   distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
-  const int nodes = static_cast<int>(distinct.size());
-  if (nodes > 1 && nodes < size) {
-    // Nodes of several ranks, and more than one node: the protocol between
-    // such nodes is not built yet, so every rank is a node of its own.
-    if (first != world_rank || std::count(firsts.begin(), firsts.end(), first) > 1) {
-      close(fd);
-      fd = own_memory(bytes);
-    }
-    if (world_rank == 0)
-      std::fprintf(stderr,
-                   "ito: dist: %d ranks on %d hosts: sharing memory within a host while the DSM "
-                   "runs between hosts is not built yet: one node per rank\n",
-                   size, nodes);
-    node = {world_rank, size, 1, true};
-    return fd;
-  }
-  node.nodes = nodes;
-  node.node = static_cast<int>(std::lower_bound(distinct.begin(), distinct.end(), first) -
-                               distinct.begin());
+  auto node_named = [&](int first_rank) {
+    return static_cast<int>(std::lower_bound(distinct.begin(), distinct.end(), first_rank) -
+                            distinct.begin());
+  };
+  node.nodes = static_cast<int>(distinct.size());
+  node.node = node_named(first);
   node.ranks_in_node = static_cast<int>(std::count(firsts.begin(), firsts.end(), first));
   node.first_in_node = first == world_rank;
-  return fd;
+  node.node_of_rank.resize(firsts.size());
+  for (std::size_t r = 0; r < firsts.size(); ++r) node.node_of_rank[r] = node_named(firsts[r]);
+  // A node of several ranks among several nodes: pages homed elsewhere are
+  // copied into memory of this rank's own.
+  const bool own_copies = node.nodes > 1 && node.ranks_in_node > 1;
+  return {fd, own_copies ? own_memory(bytes) : fd};
 }
 
 }  // namespace ito::dist::detail

@@ -6,28 +6,52 @@
 // it that the first rank must see. Ranks in other pid namespaces, or whose
 // open or store fails, are nodes of their own (one line says so).
 //
-// The DSM today runs in one of two shapes: every rank of the job in one node
+// The DSM runs in one of three shapes: every rank of the job in one node
 // (the region is one shared mapping: plain loads and stores, fences are
-// memory fences) or one node per rank (every page through the protocol of
-// dsm.hpp). A job whose nodes differ in size uses the second, saying so:
-// the protocol between nodes of several ranks is not built yet.
+// memory fences), one node per rank (every page through the protocol of
+// dsm.hpp), or several nodes of which some hold several ranks: a page homed
+// on a rank of this rank's node is read and written in the node's memory
+// with plain loads and stores, one homed on another node through the
+// protocol, into a copy of this rank's own (dsm.cpp, "node homes").
 #pragma once
 
 #include <cstddef>
+#include <vector>
 
 namespace ito::dist::detail {
+
+// ITO_DIST_NODE: what a node is.
+enum class node_shape {
+  host,  // the ranks of a host that can map one copy of memory
+  rank,  // every rank alone
+  pair,  // a host's ranks in nodes of two (the protocol between nodes of
+         // several ranks, tested on one machine)
+};
 
 struct node_info {
   int node = 0;           // this rank's node, 0 .. nodes - 1
   int nodes = 1;
   int ranks_in_node = 1;  // ranks of this node
   bool first_in_node = true;  // created the node's memory (and initialised it)
+  std::vector<int> node_of_rank;  // every rank's node
 };
 
-// Collective. Returns the memfd (`bytes` long) this rank maps as its region:
-// its node's when the whole job is one node, else its own. `per_rank`: one
-// node per rank without trying (ITO_DIST_NODE=rank). Exits with an `ito:
-// dsm:` message when no memory can be had.
-int open_node_memory(std::size_t bytes, bool per_rank, node_info& node);
+// The memory of a node: the region's pages (`bytes`), a page where its ranks
+// prove they share it, then the readers masks of the pages (a word each,
+// readers_words_for(pages) of them): a home's readers are read by every rank
+// of its node.
+std::size_t readers_words_for(std::size_t pages) noexcept;
+std::size_t readers_offset(std::size_t bytes) noexcept;
+
+// The files a rank maps: its node's memory and its own (the same file
+// unless its node is one of several and holds several ranks: then pages
+// homed on other nodes are copied into its own).
+struct node_files {
+  int node_fd = -1;
+  int own_fd = -1;
+};
+
+// Collective. Exits with an `ito: dsm:` message when no memory can be had.
+node_files open_node_memory(std::size_t bytes, node_shape shape, node_info& node);
 
 }  // namespace ito::dist::detail
