@@ -117,6 +117,7 @@ void run_dist(const dist_params& p, reporter& out) {
     std::map<std::string, double> one_rank_ms;  // per mode and access
     for (unsigned ranks : p.ranks) {
       for (const node_mode& mode : p.modes) {
+        if (mode.env == "pair" && ranks == 2) continue;  // one node of two: as `host`
         for (const bool checkout : p.checkouts) {
           const std::string how = checkout ? ", checkout" : "";
           result r =

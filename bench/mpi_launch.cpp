@@ -15,11 +15,13 @@
 namespace bench {
 
 std::vector<node_mode> parse_node_modes(const std::string& v) {
-  const node_mode host{"host", "node"}, rank{"rank", "rank-nodes"};
+  const node_mode host{"host", "node"}, rank{"rank", "rank-nodes"}, pair{"pair", "pair-nodes"};
   if (v == "both") return {host, rank};
+  if (v == "all") return {host, rank, pair};
   if (v == "host") return {host};
   if (v == "rank") return {rank};
-  throw usage_error("--node must be host, rank or both, not '" + v + "'");
+  if (v == "pair") return {pair};
+  throw usage_error("--node must be host, rank, pair, both (host and rank) or all, not '" + v + "'");
 }
 
 std::string beside_this_executable(const std::string& name) {
