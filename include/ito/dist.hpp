@@ -86,6 +86,8 @@ dsm_stats current_dsm_stats() noexcept;
 // the running) start_main_thread; ITO_STATS=1 prints it at the end of each.
 struct scheduler_stats {
   std::uint64_t steal_requests = 0;  // remote steal requests this rank sent
+  std::uint64_t steal_requests_in_node = 0;  // of those, to a rank of its own node (asked
+                                             // first where there are other nodes)
   std::uint64_t ults_received = 0;   // ULTs that arrived here, stolen or placed
   std::uint64_t ults_sent = 0;       // ULTs other ranks took from here
   std::uint64_t ults_placed = 0;     // new ULTs sent to their data's rank (create_thread(near))

@@ -36,7 +36,7 @@ void run_main_thread(void (*body)(void*), void* arg, void* result, std::size_t r
   }
   stack_area area;
   reserve_stack_area(st.rank, st.size, area);
-  start_migration(area, st.rank, st.size);
+  start_migration(area, st.rank, st.size, st.node.node_of_rank);
   std::exception_ptr error;
   {
     ito::runtime rt;  // ITO_WORKERS workers; this thread becomes the main ULT

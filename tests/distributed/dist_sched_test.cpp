@@ -47,6 +47,37 @@ TEST(DistScheduler, FibIsRightOnEveryRank) {
   }
 }
 
+// Locality first: where a rank's node holds other ranks and there are other
+// nodes (ITO_DIST_NODE=pair), a steal request goes to a rank of its own node,
+// and to any rank only after one of those had nothing, so no rank sends more
+// requests beyond its node than within it. Elsewhere none counts as within.
+TEST(DistScheduler, StealsAskTheRanksOfTheirOwnNodeFirst) {
+  std::vector<int> node_of(static_cast<std::size_t>(ito::dist::size()));
+  const int mine = ito::dist::node();
+  MPI_Allgather(&mine, 1, MPI_INT, node_of.data(), 1, MPI_INT, MPI_COMM_WORLD);
+  int in_node = 0;
+  bool other_nodes = false;
+  for (int n : node_of) {
+    in_node += n == mine;
+    other_nodes |= n != mine;
+  }
+  const bool has_mates = in_node > 1 && other_nodes;
+  EXPECT_EQ(ito::dist::start_main_thread(fib_kernel::fib, 22), fib_sequential(22));
+  const ito::dist::scheduler_stats s = ito::dist::last_scheduler_stats();
+  const std::uint64_t near = s.steal_requests_in_node, far = s.steal_requests - near;
+  if (has_mates) {
+    EXPECT_LE(far, near) << "rank " << ito::dist::rank() << " asked beyond its node first";
+  } else {
+    EXPECT_EQ(near, 0u);
+  }
+  std::uint64_t near_everywhere = 0, mine_with_mates = has_mates ? s.steal_requests : 0, all = 0;
+  MPI_Allreduce(&near, &near_everywhere, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
+  MPI_Allreduce(&mine_with_mates, &all, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
+  if (all > 0) {
+    EXPECT_GT(near_everywhere, 0u) << "ranks with node mates asked none of them";
+  }
+}
+
 // A ULT that yields between writing and reading its stack: after each yield
 // it may run on another rank, at the same addresses.
 struct stack_check {

@@ -9,7 +9,7 @@ scheduler_counts g_counts;
 scheduler_counts& counts() noexcept { return g_counts; }
 
 void reset_counts() noexcept {
-  for (auto* c : {&g_counts.steal_requests, &g_counts.ults_received, &g_counts.ults_sent,
+  for (auto* c : {&g_counts.steal_requests, &g_counts.steal_requests_in_node, &g_counts.ults_received, &g_counts.ults_sent,
                   &g_counts.ults_placed, &g_counts.remote_joins, &g_counts.remote_ends, &g_counts.stack_bytes_moved,
                   &g_counts.releases, &g_counts.acquires})
     c->store(0, std::memory_order_relaxed);
@@ -18,6 +18,7 @@ void reset_counts() noexcept {
 ito::dist::scheduler_stats snapshot(const scheduler_counts& c) noexcept {
   ito::dist::scheduler_stats s;
   s.steal_requests = c.steal_requests.load(std::memory_order_relaxed);
+  s.steal_requests_in_node = c.steal_requests_in_node.load(std::memory_order_relaxed);
   s.ults_received = c.ults_received.load(std::memory_order_relaxed);
   s.ults_sent = c.ults_sent.load(std::memory_order_relaxed);
   s.ults_placed = c.ults_placed.load(std::memory_order_relaxed);

@@ -11,7 +11,7 @@
 namespace ito::dist::detail {
 
 struct scheduler_counts {
-  std::atomic<std::uint64_t> steal_requests{0}, ults_received{0}, ults_sent{0}, ults_placed{0},
+  std::atomic<std::uint64_t> steal_requests{0}, steal_requests_in_node{0}, ults_received{0}, ults_sent{0}, ults_placed{0},
       remote_joins{0}, remote_ends{0}, stack_bytes_moved{0}, releases{0}, acquires{0};
 };
 

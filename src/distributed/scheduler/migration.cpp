@@ -54,12 +54,13 @@ void poll_from_progress() {
 
 }  // namespace
 
-void start_migration(const stack_area& area, int rank, int size) {
+void start_migration(const stack_area& area, int rank, int size,
+                     const std::vector<int>& node_of_rank) {
   reset_counts();
   wire::open(rank, size);
   remote_join::start();
   ult_moves::start();
-  remote_steal::start(rank);
+  remote_steal::start(rank, node_of_rank);
   placement::start();
   quiescence::start();
   g_processes = new processes;
@@ -85,10 +86,12 @@ void stop_migration() noexcept {
   if (stats_requested()) {
     const ito::dist::scheduler_stats& c = g_last_counts;
     std::fprintf(stderr,
-                 "ito: dist: stats: rank %d: remote steals: %llu requests sent, %llu ULTs "
-                 "received, %llu given, %llu placed elsewhere; %llu remote joins, %llu ends "
-                 "away from home, %llu stack bytes moved; %llu releases, %llu acquires\n",
+                 "ito: dist: stats: rank %d: remote steals: %llu requests sent (%llu within "
+                 "its node), %llu ULTs received, %llu given, %llu placed elsewhere; %llu remote "
+                 "joins, %llu ends away from home, %llu stack bytes moved; %llu releases, %llu "
+                 "acquires\n",
                  wire::rank(), static_cast<unsigned long long>(c.steal_requests),
+                 static_cast<unsigned long long>(c.steal_requests_in_node),
                  static_cast<unsigned long long>(c.ults_received),
                  static_cast<unsigned long long>(c.ults_sent),
                  static_cast<unsigned long long>(c.ults_placed),

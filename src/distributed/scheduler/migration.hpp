@@ -15,6 +15,8 @@
 // docs/DISTRIBUTED.md has the protocol as sequence diagrams.
 #pragma once
 
+#include <vector>
+
 #include "ito/dist.hpp"
 
 namespace ito::sched {
@@ -27,7 +29,9 @@ struct stack_area;
 
 // Collective. Installs the processes extension (with the stack area's chunk
 // source) and the progress thread's poller; before the ito runtime starts.
-void start_migration(const stack_area& area, int rank, int size);
+// node_of_rank: every rank's node (steals ask this rank's node first).
+void start_migration(const stack_area& area, int rank, int size,
+                     const std::vector<int>& node_of_rank);
 // The rank's runtime, once started (before that, steal requests find no
 // work); null before it stops.
 void set_runtime(sched::runtime_state* rt);

@@ -25,6 +25,9 @@ struct thief {
   bool outstanding = false;
   std::int64_t next_ns = 0, backoff_ns = 0;
   std::uint64_t rng = 0;
+  std::vector<int> mates;  // the other ranks of this node, when there are other nodes too
+  bool asked_mate = false;      // the outstanding request went to a node mate
+  bool mates_refused = false;   // the last one did, and had nothing: ask any rank next
   std::atomic<bool> stopped{false};
   std::atomic<std::int64_t> last_nudge_ns{0};
   std::atomic<std::int64_t> next_ns_shared{0};  // next_ns, for the workers' nudges
@@ -34,7 +37,10 @@ thief g;
 void answered(bool got_one) {
   const std::int64_t now = sched::monotonic_ns();
   g.outstanding = false;
-  if (got_one) {
+  g.mates_refused = !got_one && g.asked_mate;
+  if (g.mates_refused) {  // farther at once: no back-off
+    g.next_ns = now;
+  } else if (got_one) {
     g.backoff_ns = 0;
     g.next_ns = now;
   } else {
@@ -67,8 +73,15 @@ void on_ult(const header& h, const char* payload, int) {
 
 }  // namespace
 
-void start(int rank) {
+void start(int rank, const std::vector<int>& node_of_rank) {
   g.outstanding = false;
+  g.asked_mate = g.mates_refused = false;
+  g.mates.clear();
+  const auto mine = node_of_rank[static_cast<std::size_t>(rank)];
+  const bool other_nodes =
+      std::any_of(node_of_rank.begin(), node_of_rank.end(), [&](int n) { return n != mine; });
+  for (std::size_t r = 0; other_nodes && r < node_of_rank.size(); ++r)
+    if (node_of_rank[r] == mine && static_cast<int>(r) != rank) g.mates.push_back(static_cast<int>(r));
   g.next_ns = g.backoff_ns = 0;
   g.rng = 0x9E3779B97F4A7C15ull * static_cast<std::uint64_t>(rank + 1);
   g.stopped.store(false, std::memory_order_relaxed);
@@ -88,8 +101,15 @@ void maybe_request(std::int64_t now) {
   // Runnable work here: our own workers take it first. (Counting idle
   // workers instead missed a rank whose workers wake every few microseconds.)
   if (sched::ults_waiting(rt)) return;
-  auto victim = static_cast<int>(common::next_random(g.rng) % static_cast<unsigned>(size - 1));
-  if (victim >= wire::rank()) ++victim;
+  int victim = 0;
+  g.asked_mate = !g.mates.empty() && !g.mates_refused;
+  if (g.asked_mate) {
+    victim = g.mates[common::next_random(g.rng) % g.mates.size()];
+    bump(counts().steal_requests_in_node);
+  } else {
+    victim = static_cast<int>(common::next_random(g.rng) % static_cast<unsigned>(size - 1));
+    if (victim >= wire::rank()) ++victim;
+  }
   g.outstanding = true;
   bump(counts().steal_requests);
   wire::queue(wire::make(victim, msg::steal_request, nullptr));
