@@ -115,6 +115,14 @@ struct dsm {
   std::uint8_t* noticed = nullptr;     // release_and_invalidate: modified pages left invalid
   std::size_t* noticed_list = nullptr;
   std::size_t* dropped = nullptr;      // an acquire's shared copies to drop, a run at a time
+  // Scratch of a checkout or a block fault (nothing allocated on the fault
+  // path), as long as the DSM and touched only as far as a range needs: the
+  // range's directory entries, the words read from the directory, and copies
+  // of this rank's readers bit (the first reader_bits_filled are written).
+  std::int64_t* range_entries = nullptr;
+  std::int64_t* range_words = nullptr;
+  std::uint64_t* reader_bits = nullptr;
+  std::size_t reader_bits_filled = 0;
   dsm_stats stats;
   bool check_races = false;   // ITO_DSM_CHECK: read the home's bytes back before each diff
   bool mail_open = false;  // this release may send diffs by message (diff_mail.hpp)
@@ -870,6 +878,9 @@ void start_dsm(dist_state& st) {
   d->noticed = reserve_array<std::uint8_t>(d->pages);
   d->noticed_list = reserve_array<std::size_t>(d->pages);
   d->dropped = reserve_array<std::size_t>(d->pages);
+  d->range_entries = reserve_array<std::int64_t>(d->pages);
+  d->range_words = reserve_array<std::int64_t>(d->pages);
+  d->reader_bits = reserve_array<std::uint64_t>(d->pages);
   const std::size_t board_words = page_board::words_for(d->pages);  // each board's
   d->readers_words = readers_words_for(d->pages);
   d->sharing_count = d->readers_words + 2 * board_words;
@@ -882,9 +893,9 @@ void start_dsm(dist_state& st) {
   d->stale = page_board(d->sharing_words, d->readers_words, d->pages);
   d->read_elsewhere = page_board(d->sharing_words, d->readers_words + board_words, d->pages);
   d->targets = target_set(d->ranks);
-  // register_reader posts from the fault handler (a mark for each rank of the
-  // home's node): no allocation there.
-  d->posts.reserve(64 + static_cast<std::size_t>(d->ranks));
+  // A fault posts from the handler (a mark for each rank of the home's node,
+  // for each page it brings in): no allocation there.
+  d->posts.reserve(64 + d->fault_block_pages * static_cast<std::size_t>(d->ranks));
   d->one_copy = st.node.nodes == 1;
   if (d->one_copy) {
     protect_all(*d, PROT_READ | PROT_WRITE);
@@ -960,6 +971,9 @@ void stop_dsm(dist_state&) noexcept {
   release_array(d->written_readers, d->pages);
   release_array(d->noticed, d->pages);
   release_array(d->dropped, d->pages);
+  release_array(d->range_entries, d->pages);
+  release_array(d->range_words, d->pages);
+  release_array(d->reader_bits, d->pages);
   release_array(d->noticed_list, d->pages);
   d->stale.release();
   d->read_elsewhere.release();
@@ -1116,20 +1130,21 @@ void learn_homes(dsm& d, std::size_t first, std::size_t last) {
     unknown += d.home_plus1[page] == 0;
   if (unknown < 2) return;  // home_of asks for one
   const auto ranks = static_cast<std::size_t>(d.ranks);
-  std::vector<std::int64_t> seen(last - first + 1);
+  std::int64_t* const seen = d.range_entries;
+  std::fill(seen, seen + (last - first + 1), std::int64_t{0});
   // seen[k] is page first + k's entry: rank r's slice starts at page
   // first + shift (shift < ranks), its j-th word is page first + shift + j*ranks.
   auto slice = [&](std::size_t r, std::size_t* shift, std::size_t* count) {
     *shift = (r + ranks - first % ranks) % ranks;
     *count = *shift > last - first ? 0 : (last - first - *shift) / ranks + 1;
   };
-  std::vector<std::int64_t> words(last - first + 1);
+  std::int64_t* const words = d.range_words;
   std::size_t at = 0;
   for (std::size_t r = 0; r < ranks; ++r) {
     std::size_t shift = 0, count = 0;
     slice(r, &shift, &count);
     if (count == 0) continue;
-    if (MPI_Get_accumulate(nullptr, 0, MPI_INT64_T, words.data() + at, static_cast<int>(count),
+    if (MPI_Get_accumulate(nullptr, 0, MPI_INT64_T, words + at, static_cast<int>(count),
                            MPI_INT64_T, static_cast<int>(r),
                            static_cast<MPI_Aint>((first + shift) / ranks), static_cast<int>(count),
                            MPI_INT64_T, MPI_NO_OP, d.directory) != MPI_SUCCESS)
@@ -1173,10 +1188,10 @@ void bring_in(dsm& d, const char* begin, const char* end, std::size_t first, std
     return d.state[page] == invalid && !on_this_node(d, home_of(d, page));
   };
   auto unregistered = [&](std::size_t page) { return away(page) && !d.registered[page]; };
-  std::vector<std::uint64_t> bits;
   for_each_run(d, first, last, most_pages, unregistered, [&](std::size_t start, std::size_t n) {
-    if (bits.size() < n) bits.assign(n, reader_bit(d.rank));
-    join_readers(d, start, n, home_of(d, start), bits.data());
+    for (; d.reader_bits_filled < n; ++d.reader_bits_filled)
+      d.reader_bits[d.reader_bits_filled] = reader_bit(d.rank);
+    join_readers(d, start, n, home_of(d, start), d.reader_bits);
   });
   d.posts.send(d.sharing);
   auto whole = [&](std::size_t page) {
