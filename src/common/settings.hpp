@@ -134,7 +134,8 @@ inline constexpr setting settings[] = {
             "ranks' one-sided transfers complete while it computes "
             "([DISTRIBUTED.md](DISTRIBUTED.md))"},
     {.id = setting_id::dist_idle_progress_us, .name = "ITO_DIST_IDLE_PROGRESS_US",
-     .kind = setting_kind::integer, .min = 0, .max = 1'000'000, .fallback = 0,
+     .kind = setting_kind::integer, .min = 0, .max = 1'000'000, .fallback = 20,
+     .default_text = "20 where the host's CPUs hold every rank's workers, else 0",
      .accepts_note = "0: ITO_DIST_PROGRESS_US's",
      .doc = "microseconds between the progress thread's entries into MPI while every worker of its "
             "rank is idle, on a precise timer: a rank with nothing to run serves others' transfers "

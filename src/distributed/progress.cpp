@@ -3,6 +3,7 @@
 
 #include <mpi.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <time.h>
@@ -11,6 +12,7 @@
 #include <cstdio>
 #include <mutex>
 #include <thread>
+#include <vector>
 
 #include "common/setting_values.hpp"
 #include "distributed/peer_watch.hpp"
@@ -28,6 +30,7 @@ std::mutex g_hook_lock;  // held while a hook runs: unsetting one waits for that
 std::atomic<std::uint32_t> g_nudged{0};  // a futex word: the hook has work waiting
 constexpr unsigned long precise_slack_ns = 1000;
 std::atomic<bool> g_rank_idle{false};  // every worker of this rank is parked
+long g_idle_interval_us = 0;            // as start_progress decided
 
 // Sleeps between rounds: interval_us, or idle_us (non-zero) while the rank is
 // idle, then on a precise timer: the kernel's default slack (50 us) would make
@@ -57,14 +60,58 @@ long interval_setting(config::setting_id id) {
   return static_cast<long>(config::number_setting(id).value_or(config::declared(id).fallback));
 }
 
+// The workers this rank's runtime will start: ITO_WORKERS, else the CPUs of
+// its affinity mask (`allowed`); 0 for a bad ITO_WORKERS (the runtime's
+// start says so).
+unsigned workers_to_come(unsigned allowed) noexcept {
+  try {
+    const auto n = config::number_setting(config::setting_id::workers);
+    return n ? static_cast<unsigned>(*n) : allowed;
+  } catch (...) {
+    return 0;
+  }
+}
+
+// ITO_DIST_IDLE_PROGRESS_US unset: the default where the workers of this
+// host's ranks all fit the CPUs their affinity masks allow together, else 0.
+// Collective.
+long automatic_idle_interval_us() {
+  MPI_Comm host;
+  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &host);
+  int ranks = 1;
+  MPI_Comm_size(host, &ranks);
+  cpu_set_t mine;
+  CPU_ZERO(&mine);
+  if (sched_getaffinity(0, sizeof mine, &mine) != 0) CPU_ZERO(&mine);
+  std::vector<cpu_set_t> masks(static_cast<std::size_t>(ranks));
+  MPI_Allgather(&mine, sizeof mine, MPI_BYTE, masks.data(), sizeof mine, MPI_BYTE, host);
+  const unsigned my_workers = workers_to_come(static_cast<unsigned>(CPU_COUNT(&mine)));
+  unsigned workers = 0;
+  MPI_Allreduce(&my_workers, &workers, 1, MPI_UNSIGNED, MPI_SUM, host);
+  int unknown = my_workers == 0, any_unknown = 0;
+  MPI_Allreduce(&unknown, &any_unknown, 1, MPI_INT, MPI_LOR, host);
+  MPI_Comm_free(&host);
+  cpu_set_t all;
+  CPU_ZERO(&all);
+  for (cpu_set_t& m : masks) CPU_OR(&all, &all, &m);
+  const auto cpus = static_cast<unsigned>(CPU_COUNT(&all));
+  const bool every_worker_has_a_cpu = !any_unknown && workers <= cpus;
+  return every_worker_has_a_cpu
+             ? static_cast<long>(config::declared(config::setting_id::dist_idle_progress_us).fallback)
+             : 0;
+}
+
 }  // namespace
 
 long resolve_progress_interval_us() { return interval_setting(config::setting_id::dist_progress_us); }
 long resolve_idle_progress_interval_us() {
-  return interval_setting(config::setting_id::dist_idle_progress_us);
+  const auto set = config::number_setting(config::setting_id::dist_idle_progress_us);
+  return set ? static_cast<long>(*set) : -1;
 }
 
 void start_progress(long interval_us, long idle_interval_us) {
+  if (idle_interval_us < 0) idle_interval_us = automatic_idle_interval_us();  // on every rank
+  g_idle_interval_us = interval_us == 0 ? 0 : idle_interval_us;
   if (interval_us == 0) return;
   MPI_Comm_dup(MPI_COMM_WORLD, &g_comm);
   name_mpi_failures(g_comm);
@@ -80,6 +127,8 @@ void start_progress(long interval_us, long idle_interval_us) {
 }
 
 bool progress_running() noexcept { return g_thread != nullptr; }
+
+long idle_progress_interval_us() noexcept { return g_idle_interval_us; }
 
 void set_rank_idle(bool idle) noexcept { g_rank_idle.store(idle, std::memory_order_relaxed); }
 

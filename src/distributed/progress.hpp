@@ -12,11 +12,16 @@
 namespace ito::dist::detail {
 
 // The interval from ITO_DIST_PROGRESS_US, and the one while the rank is idle
-// from ITO_DIST_IDLE_PROGRESS_US (0: the same); config_error (from the
-// environment) for a bad value.
+// from ITO_DIST_IDLE_PROGRESS_US (0: the same; -1: unset, decided at start);
+// config_error (from the environment) for a bad value.
 long resolve_progress_interval_us();
 long resolve_idle_progress_interval_us();
-// Starts the thread (interval 0: none). After MPI is up.
+// Starts the thread (interval 0: none). After MPI is up. Collective when
+// idle_interval_us is -1: the ranks of each host then compare the workers they
+// will run with the CPUs their affinity masks allow together, and poll sooner
+// while idle (ITO_DIST_IDLE_PROGRESS_US's default) only where every worker
+// has a CPU: where ranks share CPUs, an idle rank's frequent polls take them
+// from the ranks that compute.
 void start_progress(long interval_us, long idle_interval_us);
 // What the progress thread calls after each probe, one slot each: the
 // distributed scheduler's poller, the exchange of remotely freed blocks, the
@@ -26,6 +31,9 @@ enum class progress_hook { scheduler, remote_frees, dsm_diffs, count };
 void set_progress_hook(progress_hook slot, void (*hook)()) noexcept;
 // True while the thread runs.
 bool progress_running() noexcept;
+// The interval it waits while the rank is idle, in microseconds, as decided
+// at its start (0: the interval it waits otherwise).
+long idle_progress_interval_us() noexcept;
 // Whether every worker of this rank is parked (the scheduler's poller says
 // so each round): the thread then waits the idle interval.
 void set_rank_idle(bool idle) noexcept;

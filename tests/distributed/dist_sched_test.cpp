@@ -4,14 +4,17 @@
 // (mpi_test_main.cpp); rank 0 runs each main function.
 #include <gtest/gtest.h>
 #include <mpi.h>
+#include <sched.h>
 
 #include <chrono>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "distributed/progress.hpp"  // src/
 #include "distributed/checkout_access.hpp"  // bench/: the kernels ito-bench dist-fib and dist-sort time
 #include "distributed/fib_kernel.hpp"
 #include "distributed/sort_kernel.hpp"
@@ -76,6 +79,38 @@ TEST(DistScheduler, StealsAskTheRanksOfTheirOwnNodeFirst) {
   if (all > 0) {
     EXPECT_GT(near_everywhere, 0u) << "ranks with node mates asked none of them";
   }
+}
+
+// ITO_DIST_IDLE_PROGRESS_US unset: an idle rank polls MPI every 20 us only
+// where the workers of all the ranks of its host fit the CPUs their affinity
+// masks allow together (ITO_WORKERS, else a worker per CPU of the mask);
+// where ranks share CPUs, such polls take them from the ranks that compute.
+// Set, it is the value asked for. (This suite runs at 1, 2 and 4 ranks with 1
+// and 2 workers each: on a 2-CPU machine, both answers.)
+TEST(DistScheduler, AnIdleRankPollsSoonerOnlyWhereEveryWorkerHasACpu) {
+  long expected = 0;
+  if (const char* set = std::getenv("ITO_DIST_IDLE_PROGRESS_US")) {
+    expected = std::strtol(set, nullptr, 10);
+  } else {
+    MPI_Comm host;
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &host);
+    cpu_set_t mine, all;
+    CPU_ZERO(&mine);
+    ASSERT_EQ(sched_getaffinity(0, sizeof mine, &mine), 0);
+    int ranks = 0;
+    MPI_Comm_size(host, &ranks);
+    std::vector<cpu_set_t> masks(static_cast<std::size_t>(ranks));
+    MPI_Allgather(&mine, sizeof mine, MPI_BYTE, masks.data(), sizeof mine, MPI_BYTE, host);
+    CPU_ZERO(&all);
+    for (cpu_set_t& m : masks) CPU_OR(&all, &all, &m);
+    const char* w = std::getenv("ITO_WORKERS");
+    const long my_workers = w ? std::strtol(w, nullptr, 10) : CPU_COUNT(&mine);
+    long workers = 0;
+    MPI_Allreduce(&my_workers, &workers, 1, MPI_LONG, MPI_SUM, host);
+    MPI_Comm_free(&host);
+    expected = workers <= CPU_COUNT(&all) ? 20 : 0;
+  }
+  EXPECT_EQ(ito::dist::detail::idle_progress_interval_us(), expected);
 }
 
 // A ULT that yields between writing and reading its stack: after each yield
