@@ -158,7 +158,11 @@ bool page_at(const dsm& d, const char* at, std::size_t* page) noexcept {
 }
 
 // A change of the view's mappings failed (errno says why): ends the process.
-[[noreturn]] void mapping_failed(const dsm& d, const char* call) {
+// Neither declared nor inferred [[noreturn]] (noipa): ASan unpoisons the
+// stack before a call to such a function, which maps memory, and at the
+// mapping limit that fails, ending the process before this can say why
+// (test dsm_more_pages_than_mappings_allowed).
+[[gnu::noipa]] void mapping_failed(const dsm& d, const char* call) {
   if (errno == ENOMEM) {
     unsigned long limit = 0;
     if (std::FILE* f = std::fopen("/proc/sys/vm/max_map_count", "r")) {
