@@ -50,12 +50,16 @@ extern "C" [[gnu::weak]] const int ito_split_stack_runtime;
 
 bool split_stack_runtime_linked() noexcept { return &ito_split_stack_runtime != nullptr; }
 
+unsigned config::default_workers() {
+  const auto n = config::number_setting(setting_id::workers);
+  return n ? static_cast<unsigned>(*n) : allowed_cpus();
+}
+
 options resolve_options(options o) {
   warn_about_unknown_variables();
   const config::setting& workers = declared(setting_id::workers);
   if (o.workers == 0) {
-    const auto n = config::number_setting(setting_id::workers);
-    o.workers = n ? static_cast<unsigned>(*n) : allowed_cpus();
+    o.workers = config::default_workers();
   } else if (o.workers > workers.max) {
     throw config::invalid_option("options.workers", std::to_string(o.workers), workers);
   }

@@ -52,4 +52,8 @@ std::optional<std::size_t> choice_setting(setting_id id);
 // The raw text of a signal, path or marker variable; nullptr when unset or empty.
 const char* text_setting(setting_id id) noexcept;
 
+// The workers of a runtime started without a count: ITO_WORKERS, else the
+// CPUs of the calling thread's affinity mask (config_error for a bad value).
+unsigned default_workers();
+
 }  // namespace ito::config

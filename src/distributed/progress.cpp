@@ -60,15 +60,13 @@ long interval_setting(config::setting_id id) {
   return static_cast<long>(config::number_setting(id).value_or(config::declared(id).fallback));
 }
 
-// The workers this rank's runtime will start: ITO_WORKERS, else the CPUs of
-// its affinity mask (`allowed`); 0 for a bad ITO_WORKERS (the runtime's
-// start says so).
-unsigned workers_to_come(unsigned allowed) noexcept {
+// The workers this rank's runtime will start; for a bad ITO_WORKERS (the
+// runtime's start says so), more than any host has CPUs.
+unsigned workers_to_come() noexcept {
   try {
-    const auto n = config::number_setting(config::setting_id::workers);
-    return n ? static_cast<unsigned>(*n) : allowed;
+    return config::default_workers();
   } catch (...) {
-    return 0;
+    return CPU_SETSIZE + 1;
   }
 }
 
@@ -85,17 +83,15 @@ long automatic_idle_interval_us() {
   if (sched_getaffinity(0, sizeof mine, &mine) != 0) CPU_ZERO(&mine);
   std::vector<cpu_set_t> masks(static_cast<std::size_t>(ranks));
   MPI_Allgather(&mine, sizeof mine, MPI_BYTE, masks.data(), sizeof mine, MPI_BYTE, host);
-  const unsigned my_workers = workers_to_come(static_cast<unsigned>(CPU_COUNT(&mine)));
+  const unsigned my_workers = workers_to_come();
   unsigned workers = 0;
   MPI_Allreduce(&my_workers, &workers, 1, MPI_UNSIGNED, MPI_SUM, host);
-  int unknown = my_workers == 0, any_unknown = 0;
-  MPI_Allreduce(&unknown, &any_unknown, 1, MPI_INT, MPI_LOR, host);
   MPI_Comm_free(&host);
   cpu_set_t all;
   CPU_ZERO(&all);
   for (cpu_set_t& m : masks) CPU_OR(&all, &all, &m);
   const auto cpus = static_cast<unsigned>(CPU_COUNT(&all));
-  const bool every_worker_has_a_cpu = !any_unknown && workers <= cpus;
+  const bool every_worker_has_a_cpu = workers <= cpus;
   return every_worker_has_a_cpu
              ? static_cast<long>(config::declared(config::setting_id::dist_idle_progress_us).fallback)
              : 0;

@@ -1289,8 +1289,9 @@ bool check_out_locked(dsm& d, void* p, std::size_t bytes, access how, bool held_
     // Every page is held or homed here now; this node's untouched pages
     // become read-write, or read-only to read another rank's (what
     // serve_fault does for them).
-    if (d.state[page] == invalid && on_this_node(d, home_of(d, page))) {
-      const bool read = how == access::read && home_of(d, page) != d.rank;
+    const int h = d.state[page] == invalid ? home_of(d, page) : -1;
+    if (h >= 0 && on_this_node(d, h)) {
+      const bool read = how == access::read && h != d.rank;
       d.state[page] = read ? home_read : home;
       (read ? read_only : batch).add(page);
     }
