@@ -119,7 +119,7 @@ void start_progress(long interval_us, long idle_interval_us) {
   g_rank_idle.store(false, std::memory_order_relaxed);
   g_thread = new std::thread(progress_loop, interval_us, idle_interval_us);
   pthread_sigmask(SIG_SETMASK, &old, nullptr);
-  pthread_setname_np(g_thread->native_handle(), "ito-mpi-progress");
+  pthread_setname_np(g_thread->native_handle(), "ito-progress");
 }
 
 bool progress_running() noexcept { return g_thread != nullptr; }

@@ -9,9 +9,13 @@
 
 #include <cstdint>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <string>
 #include <vector>
 
 #include "distributed/dist_state.hpp"
+#include "distributed/progress.hpp"
 #include "ito/dist.h"
 #include "ito/dist.hpp"
 
@@ -32,6 +36,21 @@ TEST(dist, ranks_are_numbered_from_zero_and_counted) {
   EXPECT_EQ(ito::dist::size(), mpi_size);
   const auto ranks = everyone(static_cast<std::uint64_t>(ito::dist::rank()));
   for (std::size_t i = 0; i < ranks.size(); ++i) EXPECT_EQ(ranks[i], i);
+  ito::dist::barrier();
+}
+
+// The runtime's own threads carry names top and gdb show (Linux allows 15
+// characters: a longer name is refused and the thread stays "dist_test").
+TEST(dist, the_progress_thread_has_a_name_of_its_own) {
+  ASSERT_TRUE(ito::dist::detail::progress_running());
+  bool found = false;
+  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
+    std::ifstream comm(task.path() / "comm");
+    std::string name;
+    std::getline(comm, name);
+    found = found || name == "ito-progress";
+  }
+  EXPECT_TRUE(found);
   ito::dist::barrier();
 }
 
