@@ -22,6 +22,7 @@ enum class stack_alloc { mmap, malloc };
 
 struct options {
   unsigned workers = 0;          // 0: ITO_WORKERS, else the CPUs in the affinity mask
+                                 // (under ito::dist: the rank's share of its host's CPUs)
   std::size_t stack_size = 0;    // bytes; 0: ITO_STACK_SIZE, else default_stack_size
   std::optional<bool> bind;      // pin worker i to the i-th allowed CPU; unset: ITO_BIND
   std::optional<bool> stats;     // print per-worker counters at exit; unset: ITO_STATS

@@ -5,6 +5,7 @@
 #include <sched.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <string>
@@ -50,9 +51,17 @@ extern "C" [[gnu::weak]] const int ito_split_stack_runtime;
 
 bool split_stack_runtime_linked() noexcept { return &ito_split_stack_runtime != nullptr; }
 
+namespace {
+std::atomic<unsigned> g_cpu_share{0};
+}  // namespace
+
+void config::set_cpu_share(unsigned cpus) noexcept { g_cpu_share.store(cpus, std::memory_order_relaxed); }
+
 unsigned config::default_workers() {
   const auto n = config::number_setting(setting_id::workers);
-  return n ? static_cast<unsigned>(*n) : allowed_cpus();
+  if (n) return static_cast<unsigned>(*n);
+  const unsigned share = g_cpu_share.load(std::memory_order_relaxed);
+  return share != 0 ? share : allowed_cpus();
 }
 
 options resolve_options(options o) {

@@ -52,8 +52,13 @@ std::optional<std::size_t> choice_setting(setting_id id);
 // The raw text of a signal, path or marker variable; nullptr when unset or empty.
 const char* text_setting(setting_id id) noexcept;
 
-// The workers of a runtime started without a count: ITO_WORKERS, else the
-// CPUs of the calling thread's affinity mask (config_error for a bad value).
+// The workers of a runtime started without a count: ITO_WORKERS, else this
+// process's share of CPUs where one is set, else the CPUs of the calling
+// thread's affinity mask (config_error for a bad ITO_WORKERS).
 unsigned default_workers();
+// Several processes split the CPUs of their masks (ito::dist's ranks of one
+// host): this one's part, taken as its default worker count; 0: none (the
+// whole mask).
+void set_cpu_share(unsigned cpus) noexcept;
 
 }  // namespace ito::config

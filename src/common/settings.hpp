@@ -53,7 +53,7 @@ inline constexpr unsigned long long kib = 1024, mib = kib << 10, gib = mib << 10
 // clang-format off
 inline constexpr setting settings[] = {
     {.id = setting_id::workers, .name = "ITO_WORKERS", .kind = setting_kind::integer,
-     .min = 1, .max = options::max_workers, .default_text = "CPUs in the affinity mask",
+     .min = 1, .max = options::max_workers, .default_text = "CPUs in the affinity mask (ito::dist: the rank's share of its host's)",
      .doc = "worker OS threads of the runtime"},
     {.id = setting_id::stack_size, .name = "ITO_STACK_SIZE", .kind = setting_kind::size,
      .min = options::min_stack_size, .max = options::max_stack_size,

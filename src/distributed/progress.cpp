@@ -3,7 +3,6 @@
 
 #include <mpi.h>
 #include <pthread.h>
-#include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <time.h>
@@ -12,9 +11,9 @@
 #include <cstdio>
 #include <mutex>
 #include <thread>
-#include <vector>
 
 #include "common/setting_values.hpp"
+#include "distributed/host_cpus.hpp"
 #include "distributed/peer_watch.hpp"
 #include "os/futex.hpp"
 
@@ -60,43 +59,6 @@ long interval_setting(config::setting_id id) {
   return static_cast<long>(config::number_setting(id).value_or(config::declared(id).fallback));
 }
 
-// The workers this rank's runtime will start; for a bad ITO_WORKERS (the
-// runtime's start says so), more than any host has CPUs.
-unsigned workers_to_come() noexcept {
-  try {
-    return config::default_workers();
-  } catch (...) {
-    return CPU_SETSIZE + 1;
-  }
-}
-
-// ITO_DIST_IDLE_PROGRESS_US unset: the default where the workers of this
-// host's ranks all fit the CPUs their affinity masks allow together, else 0.
-// Collective.
-long automatic_idle_interval_us() {
-  MPI_Comm host;
-  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &host);
-  int ranks = 1;
-  MPI_Comm_size(host, &ranks);
-  cpu_set_t mine;
-  CPU_ZERO(&mine);
-  if (sched_getaffinity(0, sizeof mine, &mine) != 0) CPU_ZERO(&mine);
-  std::vector<cpu_set_t> masks(static_cast<std::size_t>(ranks));
-  MPI_Allgather(&mine, sizeof mine, MPI_BYTE, masks.data(), sizeof mine, MPI_BYTE, host);
-  const unsigned my_workers = workers_to_come();
-  unsigned workers = 0;
-  MPI_Allreduce(&my_workers, &workers, 1, MPI_UNSIGNED, MPI_SUM, host);
-  MPI_Comm_free(&host);
-  cpu_set_t all;
-  CPU_ZERO(&all);
-  for (cpu_set_t& m : masks) CPU_OR(&all, &all, &m);
-  const auto cpus = static_cast<unsigned>(CPU_COUNT(&all));
-  const bool every_worker_has_a_cpu = workers <= cpus;
-  return every_worker_has_a_cpu
-             ? static_cast<long>(config::declared(config::setting_id::dist_idle_progress_us).fallback)
-             : 0;
-}
-
 }  // namespace
 
 long resolve_progress_interval_us() { return interval_setting(config::setting_id::dist_progress_us); }
@@ -105,8 +67,13 @@ long resolve_idle_progress_interval_us() {
   return set ? static_cast<long>(*set) : -1;
 }
 
-void start_progress(long interval_us, long idle_interval_us) {
-  if (idle_interval_us < 0) idle_interval_us = automatic_idle_interval_us();  // on every rank
+void start_progress(long interval_us, long idle_interval_us, const host_cpus& host) {
+  // Unset: sooner only where every worker of the host's ranks has a CPU.
+  if (idle_interval_us < 0)
+    idle_interval_us =
+        host.workers <= host.cpus
+            ? static_cast<long>(config::declared(config::setting_id::dist_idle_progress_us).fallback)
+            : 0;
   g_idle_interval_us = interval_us == 0 ? 0 : idle_interval_us;
   if (interval_us == 0) return;
   MPI_Comm_dup(MPI_COMM_WORLD, &g_comm);

@@ -16,13 +16,13 @@ namespace ito::dist::detail {
 // config_error (from the environment) for a bad value.
 long resolve_progress_interval_us();
 long resolve_idle_progress_interval_us();
-// Starts the thread (interval 0: none). After MPI is up. Collective when
-// idle_interval_us is -1: the ranks of each host then compare the workers they
-// will run with the CPUs their affinity masks allow together, and poll sooner
-// while idle (ITO_DIST_IDLE_PROGRESS_US's default) only where every worker
-// has a CPU: where ranks share CPUs, an idle rank's frequent polls take them
-// from the ranks that compute.
-void start_progress(long interval_us, long idle_interval_us);
+// Starts the thread (interval 0: none). After MPI is up. With
+// idle_interval_us -1 it polls sooner while idle (ITO_DIST_IDLE_PROGRESS_US's
+// default) only where every worker of the host's ranks has a CPU (`host`):
+// where ranks share CPUs, an idle rank's frequent polls take them from the
+// ranks that compute.
+struct host_cpus;
+void start_progress(long interval_us, long idle_interval_us, const host_cpus& host);
 // What the progress thread calls after each probe, one slot each: the
 // distributed scheduler's poller, the exchange of remotely freed blocks, the
 // DSM's diffs arriving at their home. Unsetting one (null) waits until it is

@@ -21,6 +21,7 @@
 #include "distributed/scheduler/migration.hpp"
 #include "distributed/mpi_session.hpp"
 #include "distributed/peer_watch.hpp"
+#include "distributed/host_cpus.hpp"
 #include "distributed/progress.hpp"
 #include "distributed/dsm/race_check.hpp"
 #include "distributed/dsm/remote_free.hpp"
@@ -107,7 +108,9 @@ runtime::runtime(int* argc, char*** argv, const options& o) {
   detail::reserve_region(bytes, shape, st->region, st->node);
   detail::start_dsm(*st);
   detail::start_allocator(*st);
-  detail::start_progress(progress_us, idle_progress_us);
+  const detail::host_cpus host = detail::look_at_host_cpus();
+  config::set_cpu_share(host.share);
+  detail::start_progress(progress_us, idle_progress_us, host);
   detail::start_remote_frees(st->size);
   detail::start_peer_watch(st->rank, st->size, watch_options);
   detail::g_state.store(st, std::memory_order_release);
@@ -127,6 +130,7 @@ runtime::~runtime() {
   detail::stop_dsm(*st);
   detail::release_region(st->region);
   detail::stop_mpi(*st);
+  config::set_cpu_share(0);
   delete st;
   detail::g_starting.store(false);
 }

@@ -4,10 +4,13 @@
 // runs every test; a test fails when it fails on any rank.
 #include <gtest/gtest.h>
 #include <mpi.h>
+#include <sched.h>
 #include <sys/mman.h>
 #include <sys/personality.h>
 
+#include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -18,6 +21,7 @@
 #include "distributed/progress.hpp"
 #include "ito/dist.h"
 #include "ito/dist.hpp"
+#include "ito/runtime.hpp"
 
 namespace {
 
@@ -51,6 +55,50 @@ TEST(dist, the_progress_thread_has_a_name_of_its_own) {
     found = found || name == "ito-progress";
   }
   EXPECT_TRUE(found);
+  ito::dist::barrier();
+}
+
+// Without ITO_WORKERS, the ranks of one host split the CPUs their masks
+// share instead of each running a worker per CPU (mpiexec -n 2 on 2 cores
+// ran 4 workers): at least one each, parts differing by at most one, the
+// earlier ranks taking the extra ones, all of the CPUs used; and the idle
+// progress poll is then the fast one (every worker has a CPU).
+TEST(dist, ranks_of_one_host_split_its_cpus_by_default) {
+  ASSERT_EQ(std::getenv("ITO_WORKERS"), nullptr) << "this suite runs with the default";
+  MPI_Comm host;
+  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &host);
+  int host_ranks = 0;
+  MPI_Comm_size(host, &host_ranks);
+  cpu_set_t mine;
+  ASSERT_EQ(sched_getaffinity(0, sizeof mine, &mine), 0);
+  std::vector<cpu_set_t> masks(static_cast<std::size_t>(host_ranks));
+  MPI_Allgather(&mine, sizeof mine, MPI_BYTE, masks.data(), sizeof mine, MPI_BYTE, host);
+  unsigned workers = 0;
+  {
+    ito::runtime rt;
+    workers = rt.workers();
+  }
+  std::vector<unsigned> all(static_cast<std::size_t>(host_ranks));
+  MPI_Allgather(&workers, 1, MPI_UNSIGNED, all.data(), 1, MPI_UNSIGNED, host);
+  MPI_Comm_free(&host);
+  bool same_masks = true;
+  for (const cpu_set_t& m : masks) same_masks = same_masks && CPU_EQUAL(&m, &mine);
+  if (same_masks) {  // mpiexec's default here: no binding
+    const auto cpus = static_cast<unsigned>(CPU_COUNT(&mine));
+    unsigned sum = 0;
+    for (std::size_t r = 0; r < all.size(); ++r) {
+      EXPECT_GE(all[r], 1u);
+      if (r > 0) {
+        EXPECT_LE(all[r], all[r - 1]) << "earlier ranks take the extra CPUs";
+      }
+      EXPECT_LE(all.front() - all[r], 1u);
+      sum += all[r];
+    }
+    EXPECT_EQ(sum, std::max(cpus, static_cast<unsigned>(host_ranks)));
+    if (sum <= cpus) {
+      EXPECT_EQ(ito::dist::detail::idle_progress_interval_us(), 20);
+    }
+  }
   ito::dist::barrier();
 }
 

@@ -1,0 +1,28 @@
+// SPDX-License-Identifier: Apache-2.0
+// The CPUs of this rank's host, as the host's ranks see them at start. By
+// default a process runs a worker per CPU of its affinity mask; ranks that
+// mpiexec starts on one host without binding them all have the whole host in
+// their masks, so `mpiexec -n 2` on 2 cores ran 4 workers and 2 progress
+// threads on 2 cores (and each rank's waits for the other spin on a core the
+// other needs). The ranks of a host now split the CPUs their masks share:
+// each takes its part as its default worker count (ITO_WORKERS and an
+// explicit options::workers still decide where given).
+#pragma once
+
+namespace ito::dist::detail {
+
+struct host_cpus {
+  int ranks = 1;         // ranks on this host (MPI_COMM_TYPE_SHARED)
+  unsigned cpus = 1;     // CPUs in the union of their affinity masks
+  unsigned share = 1;    // this rank's part of the CPUs of its mask: at least 1
+  unsigned workers = 1;  // the workers the host's ranks will run together
+};
+
+// Collective. The ranks whose masks overlap this rank's split its mask's CPUs
+// among themselves in rank order (the first ones take one more where they do
+// not divide); `workers` adds up ITO_WORKERS, else the share, over the host
+// (a bad ITO_WORKERS counts as more than any host has CPUs: the runtime's
+// start names it).
+host_cpus look_at_host_cpus();
+
+}  // namespace ito::dist::detail
