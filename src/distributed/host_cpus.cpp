@@ -24,6 +24,12 @@ unsigned workers_to_come(unsigned share) noexcept {
 
 }  // namespace
 
+unsigned cpu_share(unsigned own, unsigned sharing, unsigned before_me) noexcept {
+  if (own == 0 || sharing == 0) return 1;  // no mask read: as the runtime's own default
+  const unsigned share = own / sharing + (before_me < own % sharing ? 1 : 0);
+  return share == 0 ? 1 : share;  // more ranks than CPUs
+}
+
 host_cpus look_at_host_cpus() {
   MPI_Comm host;
   MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &host);
@@ -51,10 +57,7 @@ host_cpus look_at_host_cpus() {
     if (r < me) ++before_me;
   }
   h.cpus = static_cast<unsigned>(CPU_COUNT(&all));
-  const auto own = static_cast<unsigned>(CPU_COUNT(&mine));
-  // (No mask to read: one, as the runtime's own default would take.)
-  if (own != 0) h.share = own / sharing + (before_me < own % sharing ? 1 : 0);
-  if (h.share == 0) h.share = 1;  // more ranks than CPUs
+  h.share = cpu_share(static_cast<unsigned>(CPU_COUNT(&mine)), sharing, before_me);
 
   const unsigned my_workers = workers_to_come(h.share);
   MPI_Allreduce(&my_workers, &h.workers, 1, MPI_UNSIGNED, MPI_SUM, host);

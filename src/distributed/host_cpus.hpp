@@ -25,4 +25,9 @@ struct host_cpus {
 // start names it).
 host_cpus look_at_host_cpus();
 
+// The rule: a rank's part of the `own` CPUs of its mask, which `sharing`
+// ranks' masks overlap (itself included), `before_me` of them earlier in
+// rank order. At least 1 (more ranks than CPUs, or no mask read).
+unsigned cpu_share(unsigned own, unsigned sharing, unsigned before_me) noexcept;
+
 }  // namespace ito::dist::detail
