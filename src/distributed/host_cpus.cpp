@@ -11,12 +11,11 @@
 namespace ito::dist::detail {
 namespace {
 
-// The workers this rank will run by default, given its share; for a bad
-// ITO_WORKERS, more than any host has CPUs.
-unsigned workers_to_come(unsigned share) noexcept {
+// The workers this rank will run by default; for a bad ITO_WORKERS, more
+// than any host has CPUs.
+unsigned workers_to_come() noexcept {
   try {
-    const auto set = config::number_setting(config::setting_id::workers);
-    return set ? static_cast<unsigned>(*set) : share;
+    return config::default_workers();
   } catch (...) {
     return CPU_SETSIZE + 1;
   }
@@ -30,7 +29,7 @@ unsigned cpu_share(unsigned own, unsigned sharing, unsigned before_me) noexcept 
   return share == 0 ? 1 : share;  // more ranks than CPUs
 }
 
-host_cpus look_at_host_cpus() {
+host_cpus share_host_cpus() {
   MPI_Comm host;
   MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &host);
   int me = 0, ranks = 1;
@@ -43,7 +42,6 @@ host_cpus look_at_host_cpus() {
   MPI_Allgather(&mine, sizeof mine, MPI_BYTE, masks.data(), sizeof mine, MPI_BYTE, host);
 
   host_cpus h;
-  h.ranks = ranks;
   cpu_set_t all;
   CPU_ZERO(&all);
   unsigned sharing = 0, before_me = 0;  // ranks whose masks overlap mine (me included)
@@ -57,9 +55,9 @@ host_cpus look_at_host_cpus() {
     if (r < me) ++before_me;
   }
   h.cpus = static_cast<unsigned>(CPU_COUNT(&all));
-  h.share = cpu_share(static_cast<unsigned>(CPU_COUNT(&mine)), sharing, before_me);
+  config::set_cpu_share(cpu_share(static_cast<unsigned>(CPU_COUNT(&mine)), sharing, before_me));
 
-  const unsigned my_workers = workers_to_come(h.share);
+  const unsigned my_workers = workers_to_come();
   MPI_Allreduce(&my_workers, &h.workers, 1, MPI_UNSIGNED, MPI_SUM, host);
   MPI_Comm_free(&host);
   return h;

@@ -12,18 +12,18 @@
 namespace ito::dist::detail {
 
 struct host_cpus {
-  int ranks = 1;         // ranks on this host (MPI_COMM_TYPE_SHARED)
-  unsigned cpus = 1;     // CPUs in the union of their affinity masks
-  unsigned share = 1;    // this rank's part of the CPUs of its mask: at least 1
+  unsigned cpus = 1;     // CPUs in the union of the host's ranks' affinity masks
   unsigned workers = 1;  // the workers the host's ranks will run together
 };
 
-// Collective. The ranks whose masks overlap this rank's split its mask's CPUs
-// among themselves in rank order (the first ones take one more where they do
-// not divide); `workers` adds up ITO_WORKERS, else the share, over the host
-// (a bad ITO_WORKERS counts as more than any host has CPUs: the runtime's
-// start names it).
-host_cpus look_at_host_cpus();
+// Collective over the host's ranks (MPI_COMM_TYPE_SHARED). The ranks whose
+// masks overlap this rank's split its mask's CPUs among themselves in rank
+// order (the first ones take one more where they do not divide); the share
+// becomes this process's default worker count (config::set_cpu_share; the
+// caller sets it back to 0 at the end). `workers` adds up each rank's
+// config::default_workers() over the host (a bad ITO_WORKERS counts as more
+// than any host has CPUs: the runtime's start names it).
+host_cpus share_host_cpus();
 
 // The rule: a rank's part of the `own` CPUs of its mask, which `sharing`
 // ranks' masks overlap (itself included), `before_me` of them earlier in

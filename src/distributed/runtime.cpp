@@ -108,8 +108,7 @@ runtime::runtime(int* argc, char*** argv, const options& o) {
   detail::reserve_region(bytes, shape, st->region, st->node);
   detail::start_dsm(*st);
   detail::start_allocator(*st);
-  const detail::host_cpus host = detail::look_at_host_cpus();
-  config::set_cpu_share(host.share);
+  const detail::host_cpus host = detail::share_host_cpus();
   detail::start_progress(progress_us, idle_progress_us, host);
   detail::start_remote_frees(st->size);
   detail::start_peer_watch(st->rank, st->size, watch_options);
