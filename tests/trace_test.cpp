@@ -5,6 +5,7 @@
 // cannot be written stops the program at start.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -115,6 +116,31 @@ TEST(trace, slices_on_one_thread_follow_each_other_without_overlap) {
       EXPECT_LE(spans[i - 1].second, spans[i].first + 0.002)  // printed to the ns
           << "thread " << tid << ": slice " << i - 1 << " overlaps the next";
   }
+}
+
+// Stamps are the host's CLOCK_MONOTONIC in microseconds, so the traces of
+// several processes (the ranks of a distributed job) line up on one timeline
+// (scripts/merge-traces.py): every slice lies between the clock read before
+// the runtime started and after it ended.
+TEST(trace, stamps_are_the_monotonic_clock_every_process_of_the_host_shares) {
+  auto monotonic_us = [] {
+    timespec t{};
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return static_cast<double>(t.tv_sec) * 1e6 + static_cast<double>(t.tv_nsec) / 1e3;
+  };
+  const double before = monotonic_us();
+  const std::string text = run_traced_program();
+  const double after = monotonic_us();
+  std::istringstream lines(text);
+  std::size_t slices = 0;
+  for (std::string line; std::getline(lines, line);) {
+    if (line.find("\"ph\":\"X\"") == std::string::npos) continue;
+    const double ts = std::stod(field(line, "ts")), dur = std::stod(field(line, "dur"));
+    EXPECT_GE(ts, before - 1) << line;  // printed to the ns; the clocks' conversion rounds
+    EXPECT_LE(ts + dur, after + 1) << line;
+    ++slices;
+  }
+  EXPECT_GE(slices, 300u);
 }
 
 // A child forked from a traced runtime that exits (atexit handlers run)

@@ -13,9 +13,11 @@
 #include <thread>
 
 #include "common/setting_values.hpp"
+#include "distributed/doorbells.hpp"
 #include "distributed/host_cpus.hpp"
 #include "distributed/peer_watch.hpp"
 #include "os/futex.hpp"
+#include "trace/trace.hpp"
 
 namespace ito::dist::detail {
 namespace {
@@ -26,7 +28,11 @@ MPI_Comm g_comm = MPI_COMM_NULL;  // a duplicate: probing it never sees the prog
 constexpr auto hook_slots = static_cast<std::size_t>(progress_hook::count);
 std::atomic<void (*)()> g_hooks[hook_slots] = {};
 std::mutex g_hook_lock;  // held while a hook runs: unsetting one waits for that
-std::atomic<std::uint32_t> g_nudged{0};  // a futex word: the hook has work waiting
+// Set when a hook has work waiting (a futex word): this rank's doorbell in
+// its node's memory, which node mates ring too (doorbells.hpp), or, in a node
+// of one rank, a word of its own.
+os::futex_word g_own_bell{0};
+std::atomic<os::futex_word*> g_bell{&g_own_bell};
 constexpr unsigned long precise_slack_ns = 1000;
 std::atomic<bool> g_rank_idle{false};  // every worker of this rank is parked
 long g_idle_interval_us = 0;            // as start_progress decided
@@ -38,6 +44,7 @@ long g_idle_interval_us = 0;            // as start_progress decided
 void progress_loop(long interval_us, long idle_us) {
   bool precise = false;
   while (!g_stop.load(std::memory_order_acquire)) {
+    trace::record(trace::kind::poll_begin);
     int flag = 0;
     MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, g_comm, &flag, MPI_STATUS_IGNORE);
     for (auto& slot : g_hooks) {
@@ -45,13 +52,14 @@ void progress_loop(long interval_us, long idle_us) {
       std::lock_guard hold(g_hook_lock);
       if (auto hook = slot.load(std::memory_order_acquire)) hook();
     }
+    trace::record(trace::kind::poll_end);
     const bool idle = idle_us != 0 && g_rank_idle.load(std::memory_order_relaxed);
     if (idle != precise) {
       prctl(PR_SET_TIMERSLACK, idle ? precise_slack_ns : 0UL, 0UL, 0UL, 0UL);  // 0: the default
       precise = idle;
     }
-    if (g_nudged.exchange(0, std::memory_order_acq_rel) == 0)
-      os::futex_wait_for(&g_nudged, 0, (idle ? idle_us : interval_us) * 1000);
+    doorbell_board::wait(g_bell.load(std::memory_order_relaxed),
+                         (idle ? idle_us : interval_us) * 1000);
   }
 }
 
@@ -84,6 +92,8 @@ void start_progress(long interval_us, long idle_interval_us, const host_cpus& ho
   sigfillset(&all);
   pthread_sigmask(SIG_BLOCK, &all, &old);
   g_rank_idle.store(false, std::memory_order_relaxed);
+  os::futex_word* doorbell = own_doorbell();
+  g_bell.store(doorbell ? doorbell : &g_own_bell, std::memory_order_relaxed);
   g_thread = new std::thread(progress_loop, interval_us, idle_interval_us);
   pthread_sigmask(SIG_SETMASK, &old, nullptr);
   pthread_setname_np(g_thread->native_handle(), "ito-progress");
@@ -96,7 +106,7 @@ long idle_progress_interval_us() noexcept { return g_idle_interval_us; }
 void set_rank_idle(bool idle) noexcept { g_rank_idle.store(idle, std::memory_order_relaxed); }
 
 void nudge_progress() noexcept {
-  if (g_nudged.exchange(1, std::memory_order_acq_rel) == 0) os::futex_wake_one(&g_nudged);
+  doorbell_board::ring(g_bell.load(std::memory_order_relaxed));
 }
 
 void set_progress_hook(progress_hook slot, void (*hook)()) noexcept {
@@ -110,6 +120,7 @@ void stop_progress() noexcept {
   g_thread->join();
   delete g_thread;
   g_thread = nullptr;
+  g_bell.store(&g_own_bell, std::memory_order_relaxed);  // the doorbells close next
   MPI_Comm_free(&g_comm);
 }
 

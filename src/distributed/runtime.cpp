@@ -13,6 +13,7 @@
 #include "distributed/aslr.hpp"
 #include "distributed/dsm/async_fence.hpp"
 #include "distributed/dist_state.hpp"
+#include "distributed/doorbells.hpp"
 #include "distributed/dsm/diff_mail.hpp"
 #include "distributed/dsm/dsm.hpp"
 #include "distributed/dsm/dsm_alloc.hpp"
@@ -107,6 +108,8 @@ runtime::runtime(int* argc, char*** argv, const options& o) {
   detail::start_mpi(argc, argv, *st);
   detail::reserve_region(bytes, shape, st->region, st->node);
   detail::start_dsm(*st);
+  detail::open_doorbells(st->region.node_memfd, st->region.bytes + st->region.globals_bytes,
+                         st->node, st->rank);
   detail::start_allocator(*st);
   const detail::host_cpus host = detail::share_host_cpus();
   detail::start_progress(progress_us, idle_progress_us, host);
@@ -125,6 +128,7 @@ runtime::~runtime() {
   detail::g_state.store(nullptr, std::memory_order_release);
   detail::stop_remote_frees();
   detail::stop_progress();
+  detail::close_doorbells();
   detail::stop_allocator();
   detail::stop_dsm(*st);
   detail::release_region(st->region);

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // ITO_TRACE=file.json: a Chrome/Perfetto trace of what every worker and pool
 // thread did (ULT run slices, steals, parks, pool jobs such as delegated
-// calls, flow node runs), written when the runtime ends.
+// calls, flow node runs; in the distributed mode, the messages between
+// ranks), written when the runtime ends.
 //
 // Recording is per OS thread, into a buffer only that thread writes, stamped
 // with the TSC: no lock, no system call. When tracing is off, each record
@@ -23,7 +24,23 @@ enum class kind : std::uint32_t {
   job_end,
   node_begin,  // a flow node's body starts
   node_end,
+  message_sent,      // the distributed mode's wire sent a message (message_arg)
+  message_received,  // ... and one arrived
+  poll_begin,        // the distributed mode's progress thread starts a round
+  poll_end,
 };
+
+// A message between processes, packed into an event's argument: sender and
+// receiver ranks (16 bits each), its type (8) and its number among those the
+// sender sent the receiver (24; MPI keeps their order, so the receiver counts
+// the same): the two ends become one flow arrow between the ranks' tracks.
+inline std::uint64_t message_arg(unsigned from, unsigned to, unsigned type,
+                                 std::uint64_t number) noexcept {
+  return std::uint64_t{from & 0xffffu} << 48 | std::uint64_t{to & 0xffffu} << 32 |
+         std::uint64_t{type & 0xffu} << 24 | (number & 0xffffffu);
+}
+// The names of the message types (the wire's, set once), for the slices.
+void set_message_names(const char* const* names, unsigned count) noexcept;
 
 // Set before a traced runtime's threads start, cleared after they end (pool
 // threads outlive runtimes, hence atomic; a relaxed load is a plain load).

@@ -59,10 +59,12 @@ clock_reading read_clocks() noexcept;
 
 struct clock_span {
   clock_reading start, end;
-  // Microseconds since the trace's start, for a TSC stamp.
+  // CLOCK_MONOTONIC in microseconds, for a TSC stamp: one clock for every
+  // process of a host, so the traces of a job's ranks merge onto one
+  // timeline (scripts/merge-traces.py).
   double micros(std::uint64_t tsc) const noexcept {
     const double ns_per_tick = end.tsc > start.tsc ? double(end.ns - start.ns) / double(end.tsc - start.tsc) : 0;
-    return (double(tsc) - double(start.tsc)) * ns_per_tick / 1000.0;
+    return ((double(tsc) - double(start.tsc)) * ns_per_tick + double(start.ns)) / 1000.0;
   }
 };
 

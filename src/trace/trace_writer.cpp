@@ -1,8 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 // The trace as Chrome trace-event JSON (ui.perfetto.dev and chrome://tracing
 // open it): one track per OS thread, named as the thread is; a ULT's run is a
-// slice from the switch to it to the next switch on that thread.
+// slice from the switch to it to the next switch on that thread; a message
+// between ranks is a slice at each end joined by a flow arrow.
 #include <unistd.h>
+
+#include <atomic>
 
 #include <cstdio>
 
@@ -10,6 +13,14 @@
 
 namespace ito::trace {
 namespace {
+
+std::atomic<const char* const*> g_message_names{nullptr};
+std::atomic<unsigned> g_message_types{0};
+
+const char* message_name(unsigned type) {
+  const char* const* names = g_message_names.load(std::memory_order_acquire);
+  return names && type < g_message_types.load(std::memory_order_relaxed) ? names[type] : "message";
+}
 
 struct json_out {
   std::FILE* f;
@@ -41,6 +52,22 @@ struct json_out {
                    pid, tid, cat, name, static_cast<unsigned long long>(id), ts, end - ts,
                    static_cast<unsigned long long>(id));
   }
+  // One end of a message: a slice (of no length) on this thread, and the
+  // arrow's start or end, keyed by both ranks and the message's number.
+  void message(long tid, std::uint64_t arg, bool sent, double ts) {
+    const unsigned from = static_cast<unsigned>(arg >> 48), to = static_cast<unsigned>(arg >> 32) & 0xffffu;
+    const unsigned type = static_cast<unsigned>(arg >> 24) & 0xffu;
+    const unsigned long long number = arg & 0xffffffu;
+    begin_event();
+    std::fprintf(f,
+                 R"({"ph":"X","pid":%d,"tid":%ld,"cat":"message","name":"%s %s %s rank %u","ts":%.3f,"dur":0,"args":{"from_rank":%u,"to_rank":%u,"number":%llu}})",
+                 pid, tid, sent ? "send" : "receive", message_name(type), sent ? "to" : "from",
+                 sent ? to : from, ts, from, to, number);
+    begin_event();
+    std::fprintf(f,
+                 R"({"ph":"%s",%s"pid":%d,"tid":%ld,"cat":"message","name":"message","id":"%u.%u.%llu","ts":%.3f})",
+                 sent ? "s" : "f", sent ? "" : R"("bp":"e",)", pid, tid, from, to, number, ts);
+  }
   void steal(long tid, std::uint64_t victim, double ts) {
     begin_event();
     std::fprintf(f,
@@ -64,7 +91,7 @@ void close(json_out& out, long tid, open_slice& s, const char* name, const char*
 
 void write_thread(json_out& out, const thread_buffer& b, std::size_t n, const clock_span& clocks) {
   out.thread_name(b.tid, b.name[0] ? b.name : "thread");
-  open_slice ult, park, job, node;
+  open_slice ult, park, job, node, poll;
   const double end = clocks.micros(clocks.end.tsc);
   for (std::size_t i = 0; i < n; ++i) {
     const event& e = b.events[i];
@@ -99,15 +126,31 @@ void write_thread(json_out& out, const thread_buffer& b, std::size_t n, const cl
       case kind::node_end:
         close(out, b.tid, node, "flow node", "flow", at);
         break;
+      case kind::poll_begin:
+        poll = {at, no_id};
+        break;
+      case kind::poll_end:
+        close(out, b.tid, poll, "poll", "progress", at);
+        break;
+      case kind::message_sent:
+      case kind::message_received:
+        out.message(b.tid, e.arg, e.what == kind::message_sent, at);
+        break;
     }
   }
   close(out, b.tid, ult, "ULT", "ult", end);
   close(out, b.tid, park, "park", "sched", end);
   close(out, b.tid, job, "pool job", "pool", end);
   close(out, b.tid, node, "flow node", "flow", end);
+  close(out, b.tid, poll, "poll", "progress", end);
 }
 
 }  // namespace
+
+void set_message_names(const char* const* names, unsigned count) noexcept {
+  g_message_types.store(count, std::memory_order_relaxed);
+  g_message_names.store(names, std::memory_order_release);
+}
 
 void write_trace(const char* path, const thread_buffer* buffers, unsigned trace,
                  const clock_span& clocks) noexcept {

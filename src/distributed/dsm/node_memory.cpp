@@ -20,8 +20,9 @@
 namespace ito::dist::detail {
 namespace {
 
-// After the region's bytes: where the ranks of a node prove they share it.
-constexpr std::size_t check_bytes = 4096;
+// After the region's bytes: where the ranks of a node prove they share it
+// (words 0 and 1; doorbells after doorbells_at).
+constexpr std::size_t check_bytes = node_page_bytes;
 constexpr std::size_t page_bytes = 4096;
 
 std::size_t file_bytes(std::size_t bytes) {
@@ -59,7 +60,7 @@ std::uint64_t random_token() {
 
 std::uint64_t* map_check_page(int fd, std::size_t bytes) {
   void* p = mmap(nullptr, check_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
-                 static_cast<off_t>(bytes));
+                 static_cast<off_t>(node_page_offset(bytes)));
   return p == MAP_FAILED ? nullptr : static_cast<std::uint64_t*>(p);
 }
 
@@ -154,7 +155,9 @@ std::size_t readers_words_for(std::size_t pages) noexcept {
   return (pages + words_per_page - 1) / words_per_page * words_per_page;
 }
 
-std::size_t readers_offset(std::size_t bytes) noexcept { return bytes + check_bytes; }
+std::size_t readers_offset(std::size_t bytes) noexcept {
+  return node_page_offset(bytes) + check_bytes;
+}
 
 node_files open_node_memory(std::size_t bytes, node_shape shape, node_info& node) {
   int world_rank = 0, size = 1;

@@ -37,10 +37,14 @@ struct node_info {
 };
 
 // The memory of a node: the region's pages (`bytes`), a page where its ranks
-// prove they share it, then the readers masks of the pages (a word each,
+// prove they share it (its first line) and keep their doorbells (the rest:
+// doorbells.hpp), then the readers masks of the pages (a word each,
 // readers_words_for(pages) of them): a home's readers are read by every rank
 // of its node.
 std::size_t readers_words_for(std::size_t pages) noexcept;
+inline constexpr std::size_t node_page_bytes = 4096;
+inline constexpr std::size_t doorbells_at = 64;  // within the node's page
+inline std::size_t node_page_offset(std::size_t bytes) noexcept { return bytes; }
 std::size_t readers_offset(std::size_t bytes) noexcept;
 
 // The files a rank maps: its node's memory and its own (the same file

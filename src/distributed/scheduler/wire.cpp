@@ -2,13 +2,16 @@
 #include "distributed/scheduler/wire.hpp"
 
 #include <cstring>
+#include <iterator>
 
+#include "distributed/doorbells.hpp"
 #include "distributed/dsm/dsm.hpp"
 #include "distributed/mpi_receive.hpp"
 #include "distributed/peer_watch.hpp"
 #include "distributed/progress.hpp"
 #include "distributed/scheduler/counts.hpp"
 #include "sched/ult.hpp"
+#include "trace/trace.hpp"
 
 #if ITO_ASAN
 #include <sanitizer/asan_interface.h>
@@ -18,6 +21,11 @@ namespace ito::dist::detail::wire {
 namespace {
 
 constexpr int message_tag = 0x170;
+// msg's names, in its order, for ITO_TRACE's message slices.
+constexpr const char* message_names[] = {"steal_request", "steal_none", "ult",  "join_request",
+                                          "detach_request", "ended",    "done", "free_stack",
+                                          "come_home",     "joiner",     "placed", "stop"};
+static_assert(std::size(message_names) == static_cast<std::size_t>(msg::count));
 // Messages handled per round, so that one round never starves the sends.
 constexpr int receive_batch = 64;
 
@@ -31,6 +39,9 @@ struct state {
   std::vector<std::unique_ptr<outgoing>> in_flight;
   std::vector<char> inbox;
   std::uint64_t sent = 0, received = 0;
+  // Per peer, numbering each one's messages for the trace (MPI keeps a
+  // pair's messages in order: both ends count alike).
+  std::vector<std::uint64_t> sent_to, received_from;
 };
 state* g = nullptr;
 handler g_handlers[static_cast<std::size_t>(msg::count)] = {};
@@ -41,6 +52,9 @@ void open(int rank, int size) {
   g = new state;
   g->rank = rank;
   g->size = size;
+  g->sent_to.assign(static_cast<std::size_t>(size), 0);
+  g->received_from.assign(static_cast<std::size_t>(size), 0);
+  trace::set_message_names(message_names, static_cast<unsigned>(std::size(message_names)));
   MPI_Comm_dup(MPI_COMM_WORLD, &g->comm);
   name_mpi_failures(g->comm);
 }
@@ -98,6 +112,10 @@ void receive_all() {
     ++g->received;
     header h;
     std::memcpy(&h, g->inbox.data(), sizeof h);
+    trace::record(trace::kind::message_received,
+                  trace::message_arg(static_cast<unsigned>(from), static_cast<unsigned>(g->rank),
+                                     static_cast<unsigned>(h.type),
+                                     ++g->received_from[static_cast<std::size_t>(from)]));
     g_handlers[static_cast<std::size_t>(h.type)](h, g->inbox.data() + sizeof h, from);
   }
 }
@@ -118,6 +136,13 @@ void send_all() {
     MPI_Isend(o->bytes.data(), static_cast<int>(o->bytes.size()), MPI_BYTE, o->to, message_tag,
               g->comm, &o->request);
     ++g->sent;
+    header h;
+    std::memcpy(&h, o->bytes.data(), sizeof h);
+    trace::record(trace::kind::message_sent,
+                  trace::message_arg(static_cast<unsigned>(g->rank), static_cast<unsigned>(o->to),
+                                     static_cast<unsigned>(h.type),
+                                     ++g->sent_to[static_cast<std::size_t>(o->to)]));
+    ring_doorbell(o->to);  // a node mate handles it now, not at its next poll  // a node mate handles it now, not at its next poll
     g->in_flight.push_back(std::move(o));
   }
   std::erase_if(g->in_flight, [](std::unique_ptr<outgoing>& o) {
