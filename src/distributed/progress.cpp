@@ -3,9 +3,12 @@
 
 #include <mpi.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cstdio>
@@ -35,13 +38,39 @@ os::futex_word g_own_bell{0};
 std::atomic<os::futex_word*> g_bell{&g_own_bell};
 constexpr unsigned long precise_slack_ns = 1000;
 std::atomic<bool> g_rank_idle{false};  // every worker of this rank is parked
+os::futex_word g_started{0};            // the thread runs, with its scheduling set
 long g_idle_interval_us = 0;            // as start_progress decided
+
+// Wake-ups that preempt. Where the workers keep every CPU busy, this thread
+// woke on time and then waited in the run queue for a worker's slice to end:
+// up to 4 ms (perf sched, two ranks on 2 cores), and every message to this
+// rank with it. Linux 6.12 and later (EEVDF) let a thread ask for a shorter
+// slice, with no privilege (sched_attr.sched_runtime, 100 us to 100 ms): its
+// deadline comes sooner and its wake-up preempts the worker, for the few
+// microseconds a round takes. Older kernels ignore the field for ordinary
+// threads; a refusal changes nothing either.
+void request_short_slices() {
+  struct {
+    std::uint32_t size, policy;
+    std::uint64_t flags;
+    std::int32_t nice;
+    std::uint32_t priority;
+    std::uint64_t runtime, deadline, period;
+  } attr{};
+  attr.size = sizeof attr;
+  attr.policy = SCHED_OTHER;
+  attr.runtime = 100'000;  // ns
+  syscall(SYS_sched_setattr, 0, &attr, 0);
+}
 
 // Sleeps between rounds: interval_us, or idle_us (non-zero) while the rank is
 // idle, then on a precise timer: the kernel's default slack (50 us) would make
 // a 20 us wait ~70, and a precise 100 us wait while the rank computes took
 // the workers' cores more often (measured slower).
 void progress_loop(long interval_us, long idle_us) {
+  request_short_slices();
+  g_started.store(1, std::memory_order_release);  // start_progress waits for this
+  os::futex_wake(&g_started, 1);
   bool precise = false;
   while (!g_stop.load(std::memory_order_acquire)) {
     trace::record(trace::kind::poll_begin);
@@ -94,7 +123,10 @@ void start_progress(long interval_us, long idle_interval_us, const host_cpus& ho
   g_rank_idle.store(false, std::memory_order_relaxed);
   os::futex_word* doorbell = own_doorbell();
   g_bell.store(doorbell ? doorbell : &g_own_bell, std::memory_order_relaxed);
+  g_started.store(0, std::memory_order_relaxed);
   g_thread = new std::thread(progress_loop, interval_us, idle_interval_us);
+  // Once the runtime is up, the thread is as described (its slices asked for).
+  while (g_started.load(std::memory_order_acquire) == 0) os::futex_wait(&g_started, 0);
   pthread_sigmask(SIG_SETMASK, &old, nullptr);
   pthread_setname_np(g_thread->native_handle(), "ito-progress");
 }

@@ -7,6 +7,8 @@
 #include <sched.h>
 #include <sys/mman.h>
 #include <sys/personality.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdint>
@@ -15,6 +17,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "distributed/dist_state.hpp"
@@ -55,6 +58,51 @@ TEST(dist, the_progress_thread_has_a_name_of_its_own) {
     found = found || name == "ito-progress";
   }
   EXPECT_TRUE(found);
+  ito::dist::barrier();
+}
+
+// The scheduling attributes of thread `tid` (sched_getattr): its slice
+// request is `runtime`, in ns (0 where the kernel keeps none).
+struct sched_attributes {
+  std::uint32_t size, policy;
+  std::uint64_t flags;
+  std::int32_t nice;
+  std::uint32_t priority;
+  std::uint64_t runtime, deadline, period;
+};
+bool scheduling_of(long tid, sched_attributes& a) {
+  a = {};
+  return syscall(SYS_sched_getattr, tid, &a, sizeof a, 0) == 0;
+}
+
+// Its wake-ups preempt a computing worker: it asks for 100 us slices
+// (sched_attr.sched_runtime, EEVDF), where the kernel keeps such a request
+// (tried on a thread of the test's own; older kernels keep none).
+TEST(dist, the_progress_thread_asks_for_short_slices_where_the_kernel_has_them) {
+  bool kernel_keeps_slices = false;
+  std::thread probe([&] {
+    sched_attributes a{};
+    a.size = sizeof a;
+    a.runtime = 300'000;
+    sched_attributes back{};
+    kernel_keeps_slices = syscall(SYS_sched_setattr, 0, &a, 0) == 0 &&
+                          scheduling_of(0, back) && back.runtime == 300'000;
+  });
+  probe.join();
+  long progress_tid = -1;
+  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
+    std::ifstream comm(task.path() / "comm");
+    std::string name;
+    std::getline(comm, name);
+    if (name == "ito-progress") progress_tid = std::stol(task.path().filename().string());
+  }
+  ASSERT_GT(progress_tid, 0);
+  sched_attributes a{};
+  ASSERT_TRUE(scheduling_of(progress_tid, a));
+  EXPECT_EQ(a.policy, static_cast<std::uint32_t>(SCHED_OTHER));
+  if (kernel_keeps_slices) {
+    EXPECT_EQ(a.runtime, 100'000u) << "the kernel keeps slice requests";
+  }
   ito::dist::barrier();
 }
 
