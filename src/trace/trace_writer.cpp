@@ -6,8 +6,8 @@
 #include <unistd.h>
 
 #include <atomic>
-
 #include <cstdio>
+#include <iterator>
 
 #include "trace/trace_buffer.hpp"
 
@@ -89,9 +89,21 @@ void close(json_out& out, long tid, open_slice& s, const char* name, const char*
   s = {};
 }
 
+// Slices that one kind of event opens and another closes.
+struct span_kind {
+  kind begin, end;
+  const char* name;
+  const char* cat;
+};
+constexpr span_kind spans[] = {
+    {kind::job_begin, kind::job_end, "pool job", "pool"},
+    {kind::node_begin, kind::node_end, "flow node", "flow"},
+    {kind::poll_begin, kind::poll_end, "poll", "progress"},
+};
+
 void write_thread(json_out& out, const thread_buffer& b, std::size_t n, const clock_span& clocks) {
   out.thread_name(b.tid, b.name[0] ? b.name : "thread");
-  open_slice ult, park, job, node, poll;
+  open_slice ult, park, open_spans[std::size(spans)];
   const double end = clocks.micros(clocks.end.tsc);
   for (std::size_t i = 0; i < n; ++i) {
     const event& e = b.events[i];
@@ -114,35 +126,22 @@ void write_thread(json_out& out, const thread_buffer& b, std::size_t n, const cl
       case kind::steal:
         out.steal(b.tid, e.arg, at);
         break;
-      case kind::job_begin:
-        job = {at, no_id};
-        break;
-      case kind::job_end:
-        close(out, b.tid, job, "pool job", "pool", at);
-        break;
-      case kind::node_begin:
-        node = {at, no_id};
-        break;
-      case kind::node_end:
-        close(out, b.tid, node, "flow node", "flow", at);
-        break;
-      case kind::poll_begin:
-        poll = {at, no_id};
-        break;
-      case kind::poll_end:
-        close(out, b.tid, poll, "poll", "progress", at);
-        break;
       case kind::message_sent:
       case kind::message_received:
         out.message(b.tid, e.arg, e.what == kind::message_sent, at);
+        break;
+      default:
+        for (std::size_t k = 0; k < std::size(spans); ++k) {
+          if (e.what == spans[k].begin) open_spans[k] = {at, no_id};
+          if (e.what == spans[k].end) close(out, b.tid, open_spans[k], spans[k].name, spans[k].cat, at);
+        }
         break;
     }
   }
   close(out, b.tid, ult, "ULT", "ult", end);
   close(out, b.tid, park, "park", "sched", end);
-  close(out, b.tid, job, "pool job", "pool", end);
-  close(out, b.tid, node, "flow node", "flow", end);
-  close(out, b.tid, poll, "poll", "progress", end);
+  for (std::size_t k = 0; k < std::size(spans); ++k)
+    close(out, b.tid, open_spans[k], spans[k].name, spans[k].cat, end);
 }
 
 }  // namespace

@@ -46,6 +46,15 @@ struct state {
 state* g = nullptr;
 handler g_handlers[static_cast<std::size_t>(msg::count)] = {};
 
+// One end of a message from `from` to `to`, numbered by `count` (the sender's
+// count for `to`, or the receiver's for `from`): ITO_TRACE joins the two.
+void trace_message(trace::kind end, int from, int to, const char* bytes, std::uint64_t& count) {
+  header h;
+  std::memcpy(&h, bytes, sizeof h);
+  trace::record(end, trace::message_arg(static_cast<unsigned>(from), static_cast<unsigned>(to),
+                                        static_cast<unsigned>(h.type), ++count));
+}
+
 }  // namespace
 
 void open(int rank, int size) {
@@ -112,10 +121,8 @@ void receive_all() {
     ++g->received;
     header h;
     std::memcpy(&h, g->inbox.data(), sizeof h);
-    trace::record(trace::kind::message_received,
-                  trace::message_arg(static_cast<unsigned>(from), static_cast<unsigned>(g->rank),
-                                     static_cast<unsigned>(h.type),
-                                     ++g->received_from[static_cast<std::size_t>(from)]));
+    trace_message(trace::kind::message_received, from, g->rank, g->inbox.data(),
+                  g->received_from[static_cast<std::size_t>(from)]);
     g_handlers[static_cast<std::size_t>(h.type)](h, g->inbox.data() + sizeof h, from);
   }
 }
@@ -136,13 +143,9 @@ void send_all() {
     MPI_Isend(o->bytes.data(), static_cast<int>(o->bytes.size()), MPI_BYTE, o->to, message_tag,
               g->comm, &o->request);
     ++g->sent;
-    header h;
-    std::memcpy(&h, o->bytes.data(), sizeof h);
-    trace::record(trace::kind::message_sent,
-                  trace::message_arg(static_cast<unsigned>(g->rank), static_cast<unsigned>(o->to),
-                                     static_cast<unsigned>(h.type),
-                                     ++g->sent_to[static_cast<std::size_t>(o->to)]));
-    ring_doorbell(o->to);  // a node mate handles it now, not at its next poll  // a node mate handles it now, not at its next poll
+    trace_message(trace::kind::message_sent, g->rank, o->to, o->bytes.data(),
+                  g->sent_to[static_cast<std::size_t>(o->to)]);
+    ring_doorbell(o->to);  // a node mate handles it now, not at its next poll
     g->in_flight.push_back(std::move(o));
   }
   std::erase_if(g->in_flight, [](std::unique_ptr<outgoing>& o) {
