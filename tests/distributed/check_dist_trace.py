@@ -26,6 +26,10 @@ with tempfile.TemporaryDirectory() as d:
                             check=True, capture_output=True, text=True, timeout=120).stdout
 
 sent, received = {}, {}
+# A rank's trace covers its runtime: a message it answered before its own
+# runtime started (a steal request refused) is received by the other rank,
+# but sent before the sender's trace began.
+trace_start = [min(e["ts"] for e in events if e.get("ph") == "X") for events in traces]
 for rank, events in enumerate(traces):
     names = {e["args"]["name"] for e in events if e["ph"] == "M"}
     assert "ito-progress" in names, (rank, names)
@@ -38,9 +42,14 @@ for rank, events in enumerate(traces):
         elif e["ph"] == "f":
             assert e["id"].split(".")[1] == str(rank), e
             received[e["id"]] = e["ts"]
-assert len(received) >= 2, f"too few messages traced: {received}"
+matched = 0
 for key, at in received.items():
-    assert key in sent, f"message {key} was received but its sender's trace has no send"
+    sender = int(key.split(".")[0])
+    if key not in sent:
+        assert at < trace_start[sender], f"message {key} was received but its sender's trace has no send"
+        continue
     assert at >= sent[key] - 1.0, f"message {key} received at {at}, sent at {sent[key]}"
+    matched += 1
+assert matched >= 2, f"too few messages traced at both ends: {received}"
 assert "  all " in merged, merged
-print(f"dist trace ok: {len(sent)} sent, {len(received)} received, every receipt matched")
+print(f"dist trace ok: {len(sent)} sent, {len(received)} received, {matched} matched at both ends")

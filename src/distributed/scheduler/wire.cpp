@@ -140,11 +140,13 @@ void send_all() {
     sd_fence();  // DAG consistency: what went before is at its homes
   }
   for (auto& o : batch) {
+    // Stamped before it leaves: stamped after, a sender preempted there showed
+    // a message received before it was sent.
+    trace_message(trace::kind::message_sent, g->rank, o->to, o->bytes.data(),
+                  g->sent_to[static_cast<std::size_t>(o->to)]);
     MPI_Isend(o->bytes.data(), static_cast<int>(o->bytes.size()), MPI_BYTE, o->to, message_tag,
               g->comm, &o->request);
     ++g->sent;
-    trace_message(trace::kind::message_sent, g->rank, o->to, o->bytes.data(),
-                  g->sent_to[static_cast<std::size_t>(o->to)]);
     ring_doorbell(o->to);  // a node mate handles it now, not at its next poll
     g->in_flight.push_back(std::move(o));
   }
