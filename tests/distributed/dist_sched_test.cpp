@@ -370,17 +370,24 @@ TEST(DistScheduler, UltsCreatedNearDataStartOnTheRankThatHoldsIt) {
 // (first touch: no home known), and a result that cannot be copied to
 // another process leave the child where it was created. Created from a
 // ULT that is not the main one, a child runs at once where its creator
-// runs (child first), so it reports the creator's rank.
+// runs (child first), so it reports the rank its creator was on when it
+// forked. The creator itself may move between forks: its continuation
+// can be stolen while a child runs, so each fork records its own rank.
 struct where_they_ran {
-  int creator = -1, not_dsm = -1, untouched = -1, string_result = -1;
+  int creator = -1;  // where the creator started
+  int not_dsm = -1, untouched = -1, string_result = -1;
+  int forked_not_dsm = -2, forked_untouched = -2, forked_string_result = -2;
 };
 
 where_they_ran create_near_what_does_not_move(const long* elsewhere, const long* untouched) {
   const long on_the_stack = 0;
   where_they_ran w;
   w.creator = ito::dist::rank();
+  w.forked_not_dsm = ito::dist::rank();
   w.not_dsm = ito::create_thread(ito::near(&on_the_stack), [] { return ito::dist::rank(); }).get();
+  w.forked_untouched = ito::dist::rank();
   w.untouched = ito::create_thread(ito::near(untouched), [] { return ito::dist::rank(); }).get();
+  w.forked_string_result = ito::dist::rank();
   const std::string s =
       ito::create_thread(ito::near(elsewhere), [] { return std::to_string(ito::dist::rank()); })
           .get();
@@ -405,9 +412,9 @@ TEST(DistScheduler, NearIsOnlyAHintWhereTheChildCannotOrNeedNotMove) {
   if (one_placed) {
     EXPECT_EQ(w.creator, ranks - 1);
   }
-  EXPECT_EQ(w.not_dsm, w.creator);
-  EXPECT_EQ(w.untouched, w.creator);
-  EXPECT_EQ(w.string_result, w.creator);
+  EXPECT_EQ(w.not_dsm, w.forked_not_dsm);
+  EXPECT_EQ(w.untouched, w.forked_untouched);
+  EXPECT_EQ(w.string_result, w.forked_string_result);
   std::uint64_t placed = ito::dist::last_scheduler_stats().ults_placed, all = 0;
   MPI_Allreduce(&placed, &all, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
   EXPECT_EQ(all, one_placed ? 1u : 0u);  // the creator only
