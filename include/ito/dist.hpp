@@ -77,8 +77,8 @@ struct dsm_stats {
   std::uint64_t diff_transfers = 0;   // transfers that carried diffs: one per home per release
                                       // (one per page for releases of one or two pages, or
                                       // without a progress thread)
-  std::uint64_t twin_pages_kept = 0;  // now: released pages whose twin's memory is kept for
-                                      // their next write (at most 16 MiB worth)
+  std::uint64_t twin_pages_kept = 0;  // now: free twin frames whose memory is kept for the
+                                      // next page written (at most 16 MiB worth)
 };
 dsm_stats current_dsm_stats() noexcept;
 

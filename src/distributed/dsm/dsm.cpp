@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -24,6 +25,7 @@
 #include "distributed/dsm/race_check.hpp"
 #include "distributed/dsm/reserved_array.hpp"
 #include "distributed/dsm/target_flush.hpp"
+#include "distributed/dsm/twin_frames.hpp"
 #include "ito/dist.hpp"
 #include "ito/error.hpp"
 
@@ -103,10 +105,7 @@ struct dsm {
   // it goes at the next release, whatever its twin, and no merge touches it
   // until then.
   std::uint8_t* overwrite = nullptr;
-  char* twins = nullptr;               // page i's twin at twins + i * page_bytes
-  // 1 for a released page whose twin's memory was kept (release_twins;
-  // stats.twin_pages_kept counts them).
-  std::uint8_t* twin_kept = nullptr;
+  std::unique_ptr<twin_frames> twins;  // of modified, pinned and hot pages
   std::size_t* modified_list = nullptr;  // pages now modified, pinned or home_hot
   std::size_t modified_count = 0;
   std::size_t* written = nullptr;      // a release's pages to send write notices for
@@ -310,7 +309,7 @@ void register_reader(dsm& d, std::size_t page, int h) {
 }
 
 void take_twin(dsm& d, std::size_t page) {
-  std::memcpy(d.twins + page * page_bytes, copy_of(d, page), page_bytes);
+  std::memcpy(d.twins->take(page), copy_of(d, page), page_bytes);
 }
 
 // Whether a hot page of this home changed since its twin was taken; the
@@ -318,7 +317,7 @@ void take_twin(dsm& d, std::size_t page) {
 // another thread meanwhile differs from it at the next release.
 bool hot_page_changed(dsm& d, std::size_t page) {
   auto* now = reinterpret_cast<std::uint64_t*>(copy_of(d, page));
-  auto* twin = reinterpret_cast<std::uint64_t*>(d.twins + page * page_bytes);
+  auto* twin = reinterpret_cast<std::uint64_t*>(d.twins->of(page));
   bool changed = false;
   for (std::size_t i = 0; i < page_bytes / 8; ++i) {
     const std::uint64_t w = __atomic_load_n(&now[i], __ATOMIC_RELAXED);
@@ -513,7 +512,7 @@ int whole_page_run(dsm& d) {
 // twin says nothing, since the new bytes may equal anything it could hold.
 bool send_diff(dsm& d, std::size_t page, bool keep_twin) {
   const char* now = d.alias + page * page_bytes;
-  char* twin = d.twins + page * page_bytes;
+  char* twin = d.twins->of(page);
   if (keep_twin) {
     const auto* words = reinterpret_cast<const std::uint64_t*>(now);
     for (std::size_t i = 0; i < page_bytes / 8; ++i) {
@@ -605,33 +604,13 @@ void complete_release(dsm& d) {
   d.stats.notices_sent += d.posts.send(d.sharing);
 }
 
-// Twins of pages a release is done with. Their memory is kept while at most
-// kept_twins_max pages' twins are (16 MiB a rank): a page written again in
-// the next interval, the usual loop, then takes its twin without the
-// kernel's first-touch fault, and the release makes no madvise (in a
-// process with several threads, each one shoots down the others' TLBs).
-// A release that would go beyond gives back all of its twins, as before.
+// The memory of free twin frames is kept while at most kept_twins_max are
+// (16 MiB a rank): a page written in the next interval, the usual loop, or a
+// new page then takes its twin without the kernel's first-touch fault, and
+// the release makes no madvise (in a process with several threads, each one
+// shoots down the others' TLBs). A release that would go beyond gives back
+// the memory of all the frames it frees.
 constexpr std::size_t kept_twins_max = (16u << 20) / page_bytes;
-
-template <class Released>
-void release_twins(dsm& d, const std::size_t* list, std::size_t count, Released&& released) {
-  std::size_t newly = 0;
-  for (std::size_t k = 0; k < count; ++k) newly += released(list[k]) && !d.twin_kept[list[k]];
-  std::uint64_t& kept_twins = d.stats.twin_pages_kept;
-  const bool keep = kept_twins + newly <= kept_twins_max;
-  if (!keep) {
-    for_each_listed_run(d, list, count, 0, released, [&](std::size_t first, std::size_t n, int) {
-      madvise(d.twins + first * page_bytes, n * page_bytes, MADV_DONTNEED);
-    });
-  }
-  for (std::size_t k = 0; k < count; ++k) {
-    const std::size_t page = list[k];
-    if (!released(page) || d.twin_kept[page] == keep) continue;
-    d.twin_kept[page] = keep;
-    if (keep) ++kept_twins;
-    else --kept_twins;
-  }
-}
 
 // A release: sends the diffs of this rank's modified and pinned pages to
 // their homes, then write notices to the readers of every page this rank
@@ -677,7 +656,7 @@ void release(dsm& d) {
   for (std::size_t k = 0; k < count; ++k) {
     const std::size_t page = list[k];
     if (d.state[page] == home_hot && !d.pins[page] &&
-        std::memcmp(copy_of(d, page), d.twins + page * page_bytes, page_bytes) == 0)
+        std::memcmp(copy_of(d, page), d.twins->of(page), page_bytes) == 0)
       d.state[page] = home_watched;
   }
   auto new_access = [&](std::size_t page) {
@@ -710,7 +689,8 @@ void release(dsm& d) {
     return d.state[page] == home_hot || d.state[page] == pinned ? 0 : 1;
   };
   if (d.mail_open) d.stats.diff_transfers += deliver_diffs();  // complete at their homes
-  release_twins(d, list, count, released);
+  d.twins->give_back(list, count, released);
+  d.stats.twin_pages_kept = d.twins->kept();
   std::size_t kept = 0;
   for (std::size_t k = 0; k < count; ++k)
     if (!released(list[k])) list[kept++] = list[k];
@@ -736,7 +716,7 @@ void merge_master(dsm& d, std::size_t page) {
   protect(d, page, PROT_READ);
   fetch_master(d, page);
   char* now = d.alias + page * page_bytes;
-  char* twin = d.twins + page * page_bytes;
+  char* twin = d.twins->of(page);
   for (std::size_t k = 0; k < page_bytes; ++k)
     if (now[k] == twin[k]) now[k] = d.master[k];
   std::memcpy(twin, d.master, page_bytes);
@@ -756,7 +736,7 @@ void merge_master(dsm& d, std::size_t page) {
 void merge_pinned(dsm& d, std::size_t page) {
   fetch_master(d, page);
   char* now = d.alias + page * page_bytes;
-  char* twin = d.twins + page * page_bytes;
+  char* twin = d.twins->of(page);
   for (std::size_t i = 0; i < page_bytes; i += 8) {
     std::uint64_t m, t;
     std::memcpy(&m, d.master + i, 8);
@@ -874,8 +854,7 @@ void start_dsm(dist_state& st) {
   d->registered = reserve_array<std::uint8_t>(d->pages);
   d->pins = reserve_array<std::uint32_t>(d->pages);
   d->overwrite = reserve_array<std::uint8_t>(d->pages);
-  d->twins = reserve_array<char>(d->pages * page_bytes);
-  d->twin_kept = reserve_array<std::uint8_t>(d->pages);
+  d->twins = std::make_unique<twin_frames>(d->pages, kept_twins_max);
   d->modified_list = reserve_array<std::size_t>(d->pages);
   d->written = reserve_array<std::size_t>(d->pages);
   d->written_readers = reserve_array<std::uint64_t>(d->pages);
@@ -968,8 +947,6 @@ void stop_dsm(dist_state&) noexcept {
   release_array(d->registered, d->pages);
   release_array(d->pins, d->pages);
   release_array(d->overwrite, d->pages);
-  release_array(d->twins, d->pages * page_bytes);
-  release_array(d->twin_kept, d->pages);
   release_array(d->modified_list, d->pages);
   release_array(d->written, d->pages);
   release_array(d->written_readers, d->pages);
