@@ -957,6 +957,28 @@ TEST(dsm, a_write_checkout_sends_its_whole_pages_whatever_the_bytes) {
   }
 }
 
+// A fence while a write checkout is held: its pages are pinned, so the
+// release sends them whole and keeps them writable, with a twin from then on
+// (they had none: an overwritten page needs none until that release; the
+// first version of reused twin frames crashed there). Writes after the fence
+// go at the next one as an ordinary diff.
+TEST(dsm, a_fence_inside_a_write_checkout_sends_it_and_later_writes_too) {
+  auto* v = static_cast<long*>(ito::dist::alloc_collective(2 * 4096));  // homed on ranks 0 and 1
+  const int writer = ranks() - 1;
+  if (me() == writer) {
+    ito::dist::checkout out(v, 2 * 512, ito::dist::access::write);
+    for (std::size_t i = 0; i < out.size(); ++i) out[i] = 3;
+    ito::dist::sd_fence();  // inside the checkout
+    out[9] = 4;
+    out[600] = 5;
+  }
+  ito::dist::barrier();
+  long wrong = 0;
+  for (int i = 0; i < 2 * 512; ++i) wrong += v[i] != (i == 9 ? 4 : i == 600 ? 5 : 3);
+  EXPECT_EQ(wrong, 0) << "bytes of the write checkout lost on rank " << me();
+  ito::dist::barrier();
+}
+
 // ITO_DSM_BLOCK (the suite runs at 4K, its default, and again at 64K): a
 // fault on a page homed elsewhere brings in the aligned block around it,
 // only pages whose homes are known (here: one placed array, all of it on

@@ -512,7 +512,9 @@ int whole_page_run(dsm& d) {
 // twin says nothing, since the new bytes may equal anything it could hold.
 bool send_diff(dsm& d, std::size_t page, bool keep_twin) {
   const char* now = d.alias + page * page_bytes;
-  char* twin = d.twins->of(page);
+  // A pinned page keeps a twin from here on; one a write checkout overwrote
+  // whole has none yet (its diff is the whole page, whatever a twin holds).
+  char* twin = keep_twin ? d.twins->take(page) : d.twins->of(page);
   if (keep_twin) {
     const auto* words = reinterpret_cast<const std::uint64_t*>(now);
     for (std::size_t i = 0; i < page_bytes / 8; ++i) {
