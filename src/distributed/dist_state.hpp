@@ -26,6 +26,10 @@ struct iso_region {
   // unless pages homed on this node and on others live apart.
   int node_memfd = -1;
   char* node_alias = nullptr;
+  // Address space reserved right after node_alias's region and globals
+  // (no access): the DSM maps its sharing words there, so that one window
+  // covers the pages and the words (dsm.hpp, sharing_bytes_for).
+  std::size_t tail_bytes = 0;
 };
 
 struct dist_state {

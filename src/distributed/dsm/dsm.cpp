@@ -81,16 +81,23 @@ struct dsm {
   char* globals = nullptr;       // where the globals' pages are in the program (or null)
   int rank = 0;
   int ranks = 1;
-  MPI_Win data = MPI_WIN_NULL;       // over every rank's alias
+  // Over every rank's node alias (the region and the globals), then its
+  // sharing words (below): one window, so that MPI orders a rank's
+  // accumulates on a home's words before its get-accumulate of a page there
+  // (a first fetch: one round trip; MPI orders accumulates to one target only
+  // within a window).
+  MPI_Win data = MPI_WIN_NULL;
   MPI_Win directory = MPI_WIN_NULL;  // over every rank's managed directory entries
   std::int64_t* entries = nullptr;   // this rank's: home + 1 of page rank + k * ranks
   std::size_t entry_count = 0;
-  // The sharing window: at word p, the readers of page p if this rank is its
-  // home (a bit per rank, rank % 64; in the node's memory), then two boards:
-  // `stale` (write notices: pages others wrote that this rank may hold
-  // copies of) and `read_elsewhere` (pages homed on this node that another
-  // rank began to read).
+  // The sharing words, in the data window from byte sharing_at on: at word
+  // p, the readers of page p if this rank is its home (a bit per rank,
+  // rank % 64; in the node's memory), then two boards: `stale` (write
+  // notices: pages others wrote that this rank may hold copies of) and
+  // `read_elsewhere` (pages homed on this node that another rank began to
+  // read). `sharing` names the data window where they are meant.
   MPI_Win sharing = MPI_WIN_NULL;
+  MPI_Aint sharing_at = 0;
   std::size_t readers_words = 0;  // whole pages of words (node_memory.hpp)
   std::uint64_t* sharing_words = nullptr;
   std::size_t sharing_count = 0;
@@ -161,6 +168,15 @@ bool page_at(const dsm& d, const char* at, std::size_t* page) noexcept {
 // stack before a call to such a function, which maps memory, and at the
 // mapping limit that fails, ending the process before this can say why
 // (test dsm_more_pages_than_mappings_allowed).
+std::size_t round_up_to_page(std::size_t bytes) noexcept {
+  return (bytes + page_bytes - 1) & ~(page_bytes - 1);
+}
+
+// Where sharing word `word` lies in the data window.
+MPI_Aint sharing_disp(const dsm& d, std::size_t word) noexcept {
+  return d.sharing_at + static_cast<MPI_Aint>(word * sizeof(std::uint64_t));
+}
+
 [[gnu::noipa]] void mapping_failed(const dsm& d, const char* call) {
   if (errno == ENOMEM) {
     unsigned long limit = 0;
@@ -285,7 +301,7 @@ std::uint64_t reader_bit(int rank) noexcept { return std::uint64_t{1} << (rank %
 // (`bits`: count copies of this rank's bit); the read-elsewhere marks are
 // posted, and go with the caller's posts.send, which flushes both.
 void join_readers(dsm& d, std::size_t first, std::size_t count, int h, const std::uint64_t* bits) {
-  if (MPI_Accumulate(bits, static_cast<int>(count), MPI_UINT64_T, h, static_cast<MPI_Aint>(first),
+  if (MPI_Accumulate(bits, static_cast<int>(count), MPI_UINT64_T, h, sharing_disp(d, first),
                      static_cast<int>(count), MPI_UINT64_T, MPI_BOR, d.sharing) != MPI_SUCCESS)
     mpi_failed("registering a reader at the home");
   for (std::size_t page = first; page < first + count; ++page) {
@@ -305,7 +321,32 @@ void register_reader(dsm& d, std::size_t page, int h) {
   if (d.registered[page]) return;
   const std::uint64_t bit = reader_bit(d.rank);
   join_readers(d, page, 1, h, &bit);
-  d.posts.send(d.sharing);
+  d.posts.send(d.sharing, d.sharing_at);
+}
+
+// A fetch that makes this rank one of the page's readers first
+// (register_reader's order), in one round trip where the home's node is the
+// home alone: the readers bit and the read-elsewhere mark are accumulates to
+// the home in the data window, and the page comes by a get-accumulate after
+// them, which MPI orders after them (accumulates to one target, one window).
+// Where the home's node has other ranks, their marks go to other targets and
+// complete first.
+void fetch_as_reader(dsm& d, std::size_t page, int h) {
+  const auto& home_node = d.ranks_of_node[static_cast<std::size_t>(d.node_of_rank[static_cast<std::size_t>(h)])];
+  if (d.registered[page] || home_node.size() != 1) {
+    register_reader(d, page, h);
+    return fetch(d, page, h);
+  }
+  const std::uint64_t bit = reader_bit(d.rank);
+  join_readers(d, page, 1, h, &bit);
+  d.posts.issue(d.sharing, d.sharing_at);
+  constexpr int words = static_cast<int>(page_bytes / sizeof(std::uint64_t));
+  if (MPI_Get_accumulate(nullptr, 0, MPI_UINT64_T, d.alias + page * page_bytes, words, MPI_UINT64_T,
+                         h, static_cast<MPI_Aint>(page * page_bytes), words, MPI_UINT64_T,
+                         MPI_NO_OP, d.data) != MPI_SUCCESS ||
+      MPI_Win_flush(h, d.data) != MPI_SUCCESS)
+    mpi_failed("fetching a page from its home");
+  d.posts.completed();
 }
 
 void take_twin(dsm& d, std::size_t page) {
@@ -403,8 +444,7 @@ void serve_fault(dsm& d, std::size_t page, bool write) {
     if (d.fault_block_pages > 1) {
       bring_in_block(d, page);  // shared now, with its block's other missing pages
     } else {
-      register_reader(d, page, h);
-      fetch(d, page, h);
+      fetch_as_reader(d, page, h);
       ++d.stats.fetches;
     }
   }
@@ -594,7 +634,7 @@ void complete_release(dsm& d) {
     for (std::size_t k = 0; k < d.written_count; ++k) {
       const std::size_t page = d.written[k];
       if (MPI_Get(&d.written_readers[k], 1, MPI_UINT64_T, home_of(d, page),
-                  static_cast<MPI_Aint>(page), 1, MPI_UINT64_T, d.sharing) != MPI_SUCCESS)
+                  sharing_disp(d, page), 1, MPI_UINT64_T, d.sharing) != MPI_SUCCESS)
         mpi_failed("reading a page's readers");
       d.targets.add(home_of(d, page));
     }
@@ -603,7 +643,7 @@ void complete_release(dsm& d) {
       post_notices(d, d.written[k], d.written_readers[k]);
     d.written_count = 0;
   }
-  d.stats.notices_sent += d.posts.send(d.sharing);
+  d.stats.notices_sent += d.posts.send(d.sharing, d.sharing_at);
 }
 
 // The memory of free twin frames is kept while at most kept_twins_max are
@@ -829,6 +869,11 @@ void page_range(dsm& d, const void* p, std::size_t bytes, const char* what, std:
 
 }  // namespace
 
+std::size_t sharing_bytes_for(std::size_t pages) noexcept {
+  return round_up_to_page((readers_words_for(pages) + 2 * page_board::words_for(pages)) *
+                          sizeof(std::uint64_t));
+}
+
 void start_dsm(dist_state& st) {
   auto* d = new dsm;
   d->view = st.region.view;
@@ -869,7 +914,14 @@ void start_dsm(dist_state& st) {
   const std::size_t board_words = page_board::words_for(d->pages);  // each board's
   d->readers_words = readers_words_for(d->pages);
   d->sharing_count = d->readers_words + 2 * board_words;
-  d->sharing_words = reserve_array<std::uint64_t>(d->sharing_count);
+  // In the address space reserved after the node alias (iso_region), so
+  // that the data window covers them too.
+  d->sharing_at = static_cast<MPI_Aint>(round_up_to_page(st.region.bytes + st.region.globals_bytes));
+  d->sharing_words = reinterpret_cast<std::uint64_t*>(d->node_alias + d->sharing_at);
+  if (st.region.tail_bytes < d->sharing_count * sizeof(std::uint64_t) ||
+      mmap(d->sharing_words, st.region.tail_bytes, PROT_READ | PROT_WRITE,
+           MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0) == MAP_FAILED)
+    mapping_failed(*d, "mapping the DSM's sharing words (mmap)");
   if (d->node_homes &&  // the readers masks: the node's, in its memory
       mmap(d->sharing_words, d->readers_words * sizeof(std::uint64_t), PROT_READ | PROT_WRITE,
            MAP_SHARED | MAP_FIXED | MAP_NORESERVE, d->node_fd,
@@ -887,20 +939,16 @@ void start_dsm(dist_state& st) {
     g_dsm.store(d, std::memory_order_release);
     return;
   }
-  if (MPI_Win_create(d->node_alias, static_cast<MPI_Aint>(st.region.bytes + st.region.globals_bytes), 1,
-                     MPI_INFO_NULL,
-                     MPI_COMM_WORLD, &d->data) != MPI_SUCCESS ||
+  if (MPI_Win_create(d->node_alias,
+                     d->sharing_at + static_cast<MPI_Aint>(d->sharing_count * sizeof(std::uint64_t)),
+                     1, MPI_INFO_NULL, MPI_COMM_WORLD, &d->data) != MPI_SUCCESS ||
       MPI_Win_create(d->entries, static_cast<MPI_Aint>(d->entry_count * sizeof(std::int64_t)),
                      sizeof(std::int64_t), MPI_INFO_NULL, MPI_COMM_WORLD,
                      &d->directory) != MPI_SUCCESS ||
-      MPI_Win_create(d->sharing_words,
-                     static_cast<MPI_Aint>(d->sharing_count * sizeof(std::uint64_t)),
-                     sizeof(std::uint64_t), MPI_INFO_NULL, MPI_COMM_WORLD,
-                     &d->sharing) != MPI_SUCCESS ||
       MPI_Win_lock_all(MPI_MODE_NOCHECK, d->data) != MPI_SUCCESS ||
-      MPI_Win_lock_all(MPI_MODE_NOCHECK, d->directory) != MPI_SUCCESS ||
-      MPI_Win_lock_all(MPI_MODE_NOCHECK, d->sharing) != MPI_SUCCESS)
+      MPI_Win_lock_all(MPI_MODE_NOCHECK, d->directory) != MPI_SUCCESS)
     mpi_failed("creating the DSM's windows");
+  d->sharing = d->data;
   start_diff_mail(d->node_alias, st.region.bytes + st.region.globals_bytes, d->ranks);
   // After MPI_Init, which installs a SIGSEGV handler of its own: ours serves
   // the region and hands every other fault to it.
@@ -936,10 +984,8 @@ void stop_dsm(dist_state&) noexcept {
     sigaction(SIGSEGV, &d->previous, nullptr);
     MPI_Win_unlock_all(d->data);
     MPI_Win_unlock_all(d->directory);
-    MPI_Win_unlock_all(d->sharing);
     MPI_Win_free(&d->data);
     MPI_Win_free(&d->directory);
-    MPI_Win_free(&d->sharing);
     stop_diff_mail();
   }
   g_dsm.store(nullptr, std::memory_order_release);
@@ -960,8 +1006,7 @@ void stop_dsm(dist_state&) noexcept {
   release_array(d->noticed_list, d->pages);
   d->stale.release();
   d->read_elsewhere.release();
-  release_array(d->sharing_words, d->sharing_count);
-  protect_all(*d, PROT_NONE);
+  protect_all(*d, PROT_NONE);  // the sharing words go with the region's alias
   delete d;
 }
 
@@ -1176,7 +1221,7 @@ void bring_in(dsm& d, const char* begin, const char* end, std::size_t first, std
       d.reader_bits[d.reader_bits_filled] = reader_bit(d.rank);
     join_readers(d, start, n, home_of(d, start), d.reader_bits);
   });
-  d.posts.send(d.sharing);
+  d.posts.send(d.sharing, d.sharing_at);
   auto whole = [&](std::size_t page) {
     const char* at = view_of(d, page);
     return at >= begin && at + page_bytes <= end;

@@ -52,6 +52,9 @@ namespace ito::dist::detail {
 
 struct dist_state;
 
+// The bytes of the words that follow the pages in the DSM's window (the
+// readers masks and two page boards), page-rounded, for `pages` pages.
+std::size_t sharing_bytes_for(std::size_t pages) noexcept;
 // Collective, after the region is reserved: windows, page tables, the fault
 // handler (installed after MPI's own, which it chains to for other addresses).
 void start_dsm(dist_state& st);

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "distributed/dist_state.hpp"
+#include "distributed/dsm/dsm.hpp"
 #include "distributed/dsm/dsm_globals.hpp"
 #include "distributed/dsm/node_memory.hpp"
 
@@ -41,10 +42,17 @@ char* map_view_at(std::uintptr_t at, std::size_t bytes, int memfd) {
   return static_cast<char*>(p);
 }
 
-char* map_alias(std::size_t bytes, int memfd) {
-  void* alias = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, memfd, 0);
-  if (alias == MAP_FAILED) stop("cannot map the region's alias (try a smaller ITO_DSM_SIZE)", errno);
-  return static_cast<char*>(alias);
+std::size_t page_rounded(std::size_t bytes) noexcept { return (bytes + 4095) & ~std::size_t{4095}; }
+
+// An alias of the file's first `bytes`, with `tail` bytes of address space
+// reserved (no access) from the page after them.
+char* map_alias(std::size_t bytes, int memfd, std::size_t tail = 0) {
+  void* at = mmap(nullptr, page_rounded(bytes) + tail, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (at == MAP_FAILED ||
+      mmap(at, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED | MAP_NORESERVE, memfd, 0) ==
+          MAP_FAILED)
+    stop("cannot map the region's alias (try a smaller ITO_DSM_SIZE)", errno);
+  return static_cast<char*>(at);
 }
 
 }  // namespace
@@ -54,8 +62,10 @@ void reserve_region(std::size_t bytes, node_shape shape, iso_region& r, node_inf
   const node_files files = open_node_memory(bytes + g.bytes, shape, node);
   r.memfd = files.own_fd;
   r.node_memfd = files.node_fd;
-  r.alias = map_alias(bytes + g.bytes, r.memfd);
-  r.node_alias = files.node_fd == files.own_fd ? r.alias : map_alias(bytes + g.bytes, files.node_fd);
+  r.tail_bytes = sharing_bytes_for((bytes + g.bytes) / 4096);
+  const bool one_file = files.node_fd == files.own_fd;
+  r.alias = map_alias(bytes + g.bytes, r.memfd, one_file ? r.tail_bytes : 0);
+  r.node_alias = one_file ? r.alias : map_alias(bytes + g.bytes, files.node_fd, r.tail_bytes);
   r.bytes = bytes;
   if (g.bytes != 0) {
     // The globals' values as the program initialised them (on a node of
@@ -97,8 +107,10 @@ void release_region(iso_region& r) noexcept {
     if (p != MAP_FAILED) std::memcpy(r.globals, seen.data(), r.globals_bytes);
   }
   if (r.view) munmap(r.view, r.bytes);
-  if (r.node_alias && r.node_alias != r.alias) munmap(r.node_alias, r.bytes + r.globals_bytes);
-  if (r.alias) munmap(r.alias, r.bytes + r.globals_bytes);
+  const bool one_file = r.node_alias == r.alias;
+  const std::size_t head = page_rounded(r.bytes + r.globals_bytes);
+  if (r.node_alias && !one_file) munmap(r.node_alias, head + r.tail_bytes);
+  if (r.alias) munmap(r.alias, head + (one_file ? r.tail_bytes : 0));
   if (r.node_memfd >= 0 && r.node_memfd != r.memfd) close(r.node_memfd);
   if (r.memfd >= 0) close(r.memfd);
   r = iso_region{};

@@ -67,10 +67,15 @@ class board_posts {
  public:
   void reserve(std::size_t marks) { marks_.reserve(marks), bits_.reserve(marks); }
   void post(int rank, const page_board& board, std::size_t page);
-  // Issues the accumulates, completes them (and every other operation on
-  // the window to the ranks marked: one flush each), and returns the number
-  // of pages marked.
-  std::size_t send(MPI_Win window);
+  // Issues the accumulates (the boards' words lie in `window` from byte
+  // `words_at`), completes them (and every other operation on the window to
+  // the ranks marked: one flush each), and returns the number of pages marked.
+  std::size_t send(MPI_Win window, MPI_Aint words_at);
+  // Issues them only, and returns the number of pages marked: the caller
+  // flushes the ranks marked (with whatever it issues to them after), then
+  // calls completed(), which frees the origin buffers for the next marks.
+  std::size_t issue(MPI_Win window, MPI_Aint words_at);
+  void completed() noexcept;
 
  private:
   struct mark {
