@@ -26,9 +26,11 @@ struct iso_region {
   // unless pages homed on this node and on others live apart.
   int node_memfd = -1;
   char* node_alias = nullptr;
-  // Address space reserved right after node_alias's region and globals
-  // (no access): the DSM maps its sharing words there, so that one window
-  // covers the pages and the words (dsm.hpp, sharing_bytes_for).
+  // Address space reserved (no access) at node_alias + tail_at, the page
+  // after its region and globals: the DSM maps its sharing words there, so
+  // that one window covers the pages and the words (dsm.hpp,
+  // sharing_bytes_for).
+  std::size_t tail_at = 0;
   std::size_t tail_bytes = 0;
 };
 

@@ -95,8 +95,7 @@ struct dsm {
   // rank % 64; in the node's memory), then two boards: `stale` (write
   // notices: pages others wrote that this rank may hold copies of) and
   // `read_elsewhere` (pages homed on this node that another rank began to
-  // read). `sharing` names the data window where they are meant.
-  MPI_Win sharing = MPI_WIN_NULL;
+  // read).
   MPI_Aint sharing_at = 0;
   std::size_t readers_words = 0;  // whole pages of words (node_memory.hpp)
   std::uint64_t* sharing_words = nullptr;
@@ -163,11 +162,6 @@ bool page_at(const dsm& d, const char* at, std::size_t* page) noexcept {
   return false;
 }
 
-// A change of the view's mappings failed (errno says why): ends the process.
-// Neither declared nor inferred [[noreturn]] (noipa): ASan unpoisons the
-// stack before a call to such a function, which maps memory, and at the
-// mapping limit that fails, ending the process before this can say why
-// (test dsm_more_pages_than_mappings_allowed).
 std::size_t round_up_to_page(std::size_t bytes) noexcept {
   return (bytes + page_bytes - 1) & ~(page_bytes - 1);
 }
@@ -177,6 +171,11 @@ MPI_Aint sharing_disp(const dsm& d, std::size_t word) noexcept {
   return d.sharing_at + static_cast<MPI_Aint>(word * sizeof(std::uint64_t));
 }
 
+// A change of the view's mappings failed (errno says why): ends the process.
+// Neither declared nor inferred [[noreturn]] (noipa): ASan unpoisons the
+// stack before a call to such a function, which maps memory, and at the
+// mapping limit that fails, ending the process before this can say why
+// (test dsm_more_pages_than_mappings_allowed).
 [[gnu::noipa]] void mapping_failed(const dsm& d, const char* call) {
   if (errno == ENOMEM) {
     unsigned long limit = 0;
@@ -302,7 +301,7 @@ std::uint64_t reader_bit(int rank) noexcept { return std::uint64_t{1} << (rank %
 // posted, and go with the caller's posts.send, which flushes both.
 void join_readers(dsm& d, std::size_t first, std::size_t count, int h, const std::uint64_t* bits) {
   if (MPI_Accumulate(bits, static_cast<int>(count), MPI_UINT64_T, h, sharing_disp(d, first),
-                     static_cast<int>(count), MPI_UINT64_T, MPI_BOR, d.sharing) != MPI_SUCCESS)
+                     static_cast<int>(count), MPI_UINT64_T, MPI_BOR, d.data) != MPI_SUCCESS)
     mpi_failed("registering a reader at the home");
   for (std::size_t page = first; page < first + count; ++page) {
     d.registered[page] = 1;
@@ -321,7 +320,7 @@ void register_reader(dsm& d, std::size_t page, int h) {
   if (d.registered[page]) return;
   const std::uint64_t bit = reader_bit(d.rank);
   join_readers(d, page, 1, h, &bit);
-  d.posts.send(d.sharing, d.sharing_at);
+  d.posts.send(d.data, d.sharing_at);
 }
 
 // A fetch that makes this rank one of the page's readers first
@@ -339,7 +338,7 @@ void fetch_as_reader(dsm& d, std::size_t page, int h) {
   }
   const std::uint64_t bit = reader_bit(d.rank);
   join_readers(d, page, 1, h, &bit);
-  d.posts.issue(d.sharing, d.sharing_at);
+  d.posts.issue(d.data, d.sharing_at);
   constexpr int words = static_cast<int>(page_bytes / sizeof(std::uint64_t));
   if (MPI_Get_accumulate(nullptr, 0, MPI_UINT64_T, d.alias + page * page_bytes, words, MPI_UINT64_T,
                          h, static_cast<MPI_Aint>(page * page_bytes), words, MPI_UINT64_T,
@@ -634,16 +633,16 @@ void complete_release(dsm& d) {
     for (std::size_t k = 0; k < d.written_count; ++k) {
       const std::size_t page = d.written[k];
       if (MPI_Get(&d.written_readers[k], 1, MPI_UINT64_T, home_of(d, page),
-                  sharing_disp(d, page), 1, MPI_UINT64_T, d.sharing) != MPI_SUCCESS)
+                  sharing_disp(d, page), 1, MPI_UINT64_T, d.data) != MPI_SUCCESS)
         mpi_failed("reading a page's readers");
       d.targets.add(home_of(d, page));
     }
-    if (!d.targets.flush(d.sharing)) mpi_failed("reading the readers of written pages");
+    if (!d.targets.flush(d.data)) mpi_failed("reading the readers of written pages");
     for (std::size_t k = 0; k < d.written_count; ++k)
       post_notices(d, d.written[k], d.written_readers[k]);
     d.written_count = 0;
   }
-  d.stats.notices_sent += d.posts.send(d.sharing, d.sharing_at);
+  d.stats.notices_sent += d.posts.send(d.data, d.sharing_at);
 }
 
 // The memory of free twin frames is kept while at most kept_twins_max are
@@ -916,7 +915,7 @@ void start_dsm(dist_state& st) {
   d->sharing_count = d->readers_words + 2 * board_words;
   // In the address space reserved after the node alias (iso_region), so
   // that the data window covers them too.
-  d->sharing_at = static_cast<MPI_Aint>(round_up_to_page(st.region.bytes + st.region.globals_bytes));
+  d->sharing_at = static_cast<MPI_Aint>(st.region.tail_at);
   d->sharing_words = reinterpret_cast<std::uint64_t*>(d->node_alias + d->sharing_at);
   if (st.region.tail_bytes < d->sharing_count * sizeof(std::uint64_t) ||
       mmap(d->sharing_words, st.region.tail_bytes, PROT_READ | PROT_WRITE,
@@ -948,7 +947,6 @@ void start_dsm(dist_state& st) {
       MPI_Win_lock_all(MPI_MODE_NOCHECK, d->data) != MPI_SUCCESS ||
       MPI_Win_lock_all(MPI_MODE_NOCHECK, d->directory) != MPI_SUCCESS)
     mpi_failed("creating the DSM's windows");
-  d->sharing = d->data;
   start_diff_mail(d->node_alias, st.region.bytes + st.region.globals_bytes, d->ranks);
   // After MPI_Init, which installs a SIGSEGV handler of its own: ours serves
   // the region and hands every other fault to it.
@@ -1221,7 +1219,7 @@ void bring_in(dsm& d, const char* begin, const char* end, std::size_t first, std
       d.reader_bits[d.reader_bits_filled] = reader_bit(d.rank);
     join_readers(d, start, n, home_of(d, start), d.reader_bits);
   });
-  d.posts.send(d.sharing, d.sharing_at);
+  d.posts.send(d.data, d.sharing_at);
   auto whole = [&](std::size_t page) {
     const char* at = view_of(d, page);
     return at >= begin && at + page_bytes <= end;

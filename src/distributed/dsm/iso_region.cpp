@@ -62,6 +62,7 @@ void reserve_region(std::size_t bytes, node_shape shape, iso_region& r, node_inf
   const node_files files = open_node_memory(bytes + g.bytes, shape, node);
   r.memfd = files.own_fd;
   r.node_memfd = files.node_fd;
+  r.tail_at = page_rounded(bytes + g.bytes);
   r.tail_bytes = sharing_bytes_for((bytes + g.bytes) / 4096);
   const bool one_file = files.node_fd == files.own_fd;
   r.alias = map_alias(bytes + g.bytes, r.memfd, one_file ? r.tail_bytes : 0);
@@ -108,9 +109,8 @@ void release_region(iso_region& r) noexcept {
   }
   if (r.view) munmap(r.view, r.bytes);
   const bool one_file = r.node_alias == r.alias;
-  const std::size_t head = page_rounded(r.bytes + r.globals_bytes);
-  if (r.node_alias && !one_file) munmap(r.node_alias, head + r.tail_bytes);
-  if (r.alias) munmap(r.alias, head + (one_file ? r.tail_bytes : 0));
+  if (r.node_alias && !one_file) munmap(r.node_alias, r.tail_at + r.tail_bytes);
+  if (r.alias) munmap(r.alias, r.tail_at + (one_file ? r.tail_bytes : 0));
   if (r.node_memfd >= 0 && r.node_memfd != r.memfd) close(r.node_memfd);
   if (r.memfd >= 0) close(r.memfd);
   r = iso_region{};

@@ -53,7 +53,7 @@ class twin_frames {
   void give_back_frames(std::size_t n) noexcept;
 
   std::size_t pages_, kept_max_;
-  char* frames_;                  // frame f at frames_ + f * page_bytes
+  char* frames_;                  // frame f at frames_ + f * 4 KiB
   std::size_t* frame_of_;         // per page: its frame + 1, 0 for none
   std::size_t* warm_;             // free frames with memory
   std::size_t warm_count_ = 0;
