@@ -109,7 +109,35 @@ void alternate(bool push_to_head) {
   });
 }
 
+// The main ULT is bound to its worker, so its yield readies it through the
+// worker's own queue of bound ULTs, not the deque: it must still alternate
+// with a child, whichever way either yields.
+void main_ult_alternates_with_a_child(bool push_to_head) {
+  ito::start_main_thread_with_worker_size(1, [push_to_head] {
+    std::string log;
+    const int rounds = 300;
+    auto child = ito::create_thread([&] {  // queued: the main ULT forks help-first
+      for (int i = 0; i < rounds; ++i) {
+        log += 'c';
+        ito::yield(push_to_head);
+      }
+    });
+    for (int i = 0; i < rounds; ++i) {
+      log += 'm';
+      ito::yield(!push_to_head);
+    }
+    ito::join(child);
+    ASSERT_EQ(log.size(), 2u * rounds);
+    for (std::size_t i = 1; i < log.size(); ++i)
+      ASSERT_NE(log[i], log[i - 1]) << "no alternation at " << i << ": " << log;
+  });
+}
+
 TEST(yield, two_ults_alternate_on_one_worker) { alternate(false); }
+TEST(yield, the_main_ult_and_a_child_alternate_on_one_worker) {
+  main_ult_alternates_with_a_child(false);
+  main_ult_alternates_with_a_child(true);
+}
 TEST(yield, two_ults_alternate_on_one_worker_yielding_to_head) { alternate(true); }
 
 // On one worker the main ULT spawns A, B, C, then X (help-first: the main ULT

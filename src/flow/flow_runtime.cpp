@@ -53,7 +53,7 @@ bool run_some(sched::worker* w) {
     run_node(fw, *n);
     ++ran;
     // A node that woke or spawned a ULT: let the scheduler run it now.
-    if (!w->deque.looks_empty() || !w->inbox.looks_empty()) break;
+    if (!w->deque.looks_empty() || !w->bound_ready_looks_empty()) break;
   }
   hand_back_next_local(fw);
   flush_credits(fw);

@@ -64,7 +64,7 @@ __attribute__((no_sanitize("thread"))) bool nothing_runnable(runtime_state* rt) 
   if (rt->tasks && rt->tasks->has_work(rt)) return false;
   for (auto& w : rt->workers) {
     if (w->current) return false;
-    if (!w->inbox.looks_empty() || !w->deque.looks_empty() || !w->yielded.looks_empty())
+    if (!w->bound_ready_looks_empty() || !w->deque.looks_empty() || !w->yielded.looks_empty())
       return false;
   }
   return true;

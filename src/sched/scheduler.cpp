@@ -281,6 +281,7 @@ void fatal(const char* message) {
 
 ult* pop_local_slow(worker* w) noexcept {
   ult* u = nullptr;
+  if ((u = w->bound_here.pop())) return u;
   if (!w->inbox.looks_empty() && (u = w->inbox.pop())) return u;
   if (!w->rt->injector.looks_empty() && (u = w->rt->injector.pop())) return u;
   if (w->yielded.steal(u) == chase_lev_deque<ult*>::steal_result::success) return u;
@@ -300,8 +301,9 @@ void push_ready_slow(worker* w, ult* u, bool deque_was_empty) noexcept {
     notify_work(w->rt);
     return;
   }
+  if (u->bound == w) return w->bound_here.push(u);
   u->bound->inbox.push(u);
-  if (u->bound != w) wake_worker(u->bound);
+  wake_worker(u->bound);
 }
 
 namespace {

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-// An intrusive FIFO of ULTs behind a small lock, for the paths that are not hot:
-// ULTs woken from outside a worker, and ULTs bound to one worker.
+// Intrusive FIFOs of ULTs: one behind a small lock for the paths that are not
+// hot (ULTs woken from outside a worker, or bound to another worker), and one
+// its owner alone uses (a bound ULT made ready on its own worker: the main
+// ULT's yields and wake-ups, which must take no lock).
 #pragma once
 
 #include <atomic>
@@ -37,6 +39,35 @@ class ult_queue {
   ult* head_ = nullptr;
   ult* tail_ = nullptr;
   std::atomic<long> size_{0};
+};
+
+// One worker's own: only that worker pushes and pops, with plain loads and
+// stores. Other threads may ask looks_empty() (a hint, as for the others).
+class owner_ult_fifo {
+ public:
+  void push(ult* u) noexcept {
+    u->next = nullptr;
+    if (tail_) tail_->next = u; else head_ = u;
+    tail_ = u;
+    nonempty_.store(true, std::memory_order_relaxed);
+  }
+  ult* pop() noexcept {
+    ult* u = head_;
+    if (!u) return nullptr;
+    head_ = u->next;
+    if (!head_) {
+      tail_ = nullptr;
+      nonempty_.store(false, std::memory_order_relaxed);
+    }
+    u->next = nullptr;
+    return u;
+  }
+  bool looks_empty() const noexcept { return !nonempty_.load(std::memory_order_relaxed); }
+
+ private:
+  ult* head_ = nullptr;
+  ult* tail_ = nullptr;
+  std::atomic<bool> nonempty_{false};
 };
 
 }  // namespace ito::sched

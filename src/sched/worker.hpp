@@ -59,6 +59,7 @@ struct alignas(64) worker {
   chase_lev_deque<ult*> deque;    // runnable ULTs: owner at the bottom, thieves at the top
   chase_lev_deque<ult*> yielded;  // yield(true): run last here, stolen first elsewhere
   ult_queue inbox;                // ULTs bound to this worker, made runnable elsewhere
+  owner_ult_fifo bound_here;      // ULTs bound to this worker, made runnable by it
 
   ult* current = nullptr;  // the running ULT; null while in the scheduler loop
   // This OS thread's C++ exception globals (__cxa_get_globals()), which hold
@@ -97,6 +98,11 @@ struct alignas(64) worker {
   // In the futex wait (not still re-scanning before it): wake_one prefers
   // such a worker, since one still scanning may leave with work by itself.
   std::atomic<bool> asleep{false};
+
+  // Whether a ULT bound to this worker waits to run (a hint from other threads).
+  bool bound_ready_looks_empty() const noexcept {
+    return bound_here.looks_empty() && inbox.looks_empty();
+  }
 
   // The runtime's stack provider, null for the fixed policy: allocate() tests
   // it where the fixed path starts (stack/provider.hpp). Its per-worker state.

@@ -46,7 +46,7 @@ ult* try_steal(worker* w) noexcept {
 
 bool work_visible(worker* w) noexcept {
   runtime_state* rt = w->rt;
-  if (!w->inbox.looks_empty() || !rt->injector.looks_empty()) return true;
+  if (!w->bound_ready_looks_empty() || !rt->injector.looks_empty()) return true;
   if (rt->timers.next_deadline() <= monotonic_ns()) return true;
   if (rt->tasks && rt->tasks->has_work(rt)) return true;
   return ults_waiting(rt);
