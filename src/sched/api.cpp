@@ -81,6 +81,10 @@ bool ult_finished(ult_id id) noexcept {
 
 void ult_wait(ult_id id) {
   require_ult("ito::join");
+  // The common case first: a ULT of this process that has ended.
+  if (!sched::processes_extension() && id.p &&
+      sched::has_ended(sched::join_word::read(as_ult(id)))) [[likely]]
+    return;
   if (sched::is_foreign(as_ult(id))) [[unlikely]] return sched::wait_finished(as_ult(id));
   if (id.p && ult_finished(id)) return;
   require_joinable(id, "ito::join");
@@ -100,10 +104,10 @@ allocated_ult spawn_prepare(std::size_t size, frame_cleanup_fn cleanup,
                             bool result_local) {
   // A worker's scheduler stack (a flow node's body) may spawn too: fork then
   // queues the child instead of switching to it.
-  if (!sched::current_worker()) [[unlikely]]
-    throw_outside_ult("ito::create_thread");
+  sched::worker* w = sched::current_worker();
+  if (!w) [[unlikely]] throw_outside_ult("ito::create_thread");
   void* frame = nullptr;
-  sched::ult* u = sched::allocate(size, &frame);
+  sched::ult* u = sched::allocate(w, size, &frame);
   u->frame_cleanup = cleanup;
   u->frame_catch = on_exception;
   u->frame_error_offset = error_offset & 0x7fffffffu;

@@ -43,9 +43,6 @@ namespace {
 // that has not run since the fork (descriptors are 64-byte aligned).
 constexpr std::uintptr_t quick_resume_tag = 1;
 
-// Canary written at the bottom of a stack that has no guard page.
-constexpr std::uint64_t stack_canary = 0x17017017DEADBEEFull;
-
 // ITO_TRACE: this worker now runs `next` (its scheduler loop when null).
 inline void trace_switch(const ult* next) noexcept {
   if (next) trace::record(trace::kind::run, next->id);
@@ -328,35 +325,18 @@ ult* place_descriptor(stack::stack_block s, stack_origin origin) {
   return u;
 }
 
-// Readies a descriptor for a new ULT: a fresh id, the frame reserved below it.
-inline ult* prepare(worker* w, ult* u, std::size_t frame_bytes, void** frame) {
-  renew(w, u);
-  auto frame_top = reinterpret_cast<std::uintptr_t>(u);
-  *frame = reinterpret_cast<void*>((frame_top - frame_bytes) & ~std::uintptr_t{15});
-  u->frame = *frame;
-  if (!u->stack.guarded) [[unlikely]] std::memcpy(u->stack.lo, &stack_canary, sizeof stack_canary);
-  return u;
-}
-
 }  // namespace
 
-ult* allocate(std::size_t frame_bytes, void** frame) {
-  worker* w = current_worker();
+ult* allocate_slow(worker* w, std::size_t frame_bytes, void** frame) {
   if (w->stack_provider) [[unlikely]] return w->stack_provider->allocate(w, frame_bytes, frame);
   // Before anything is taken or copied: throws if the frame cannot fit.
   if (frame_bytes > w->stacks.frame_limit) [[unlikely]] check_frame(w, frame_bytes);
-  ult* u = w->free_ults;
-  if (u) [[likely]] {
-    // A descriptor released on this worker: its stack is still attached and
-    // its fields are reset at release, so reuse costs a few stores.
-    w->free_ults = u->next;
-    --w->free_count;
-    u->next = nullptr;
-    worker_stats::bump(w->stats.stacks_reused);
-  } else {
-    u = new_descriptor(w);
-  }
-  return prepare(w, u, frame_bytes, frame);
+  if (ult* u = take_released(w)) return prepare(w, u, frame_bytes, frame);
+  return prepare(w, new_descriptor(w), frame_bytes, frame);
+}
+
+ult* allocate(std::size_t frame_bytes, void** frame) {
+  return allocate(current_worker(), frame_bytes, frame);
 }
 
 ult* allocate_on(stack::stack_block s, stack_origin origin, std::size_t frame_bytes,
@@ -411,7 +391,14 @@ void fork(ult* child, void (*body)(void*), bool id_was_public) noexcept {
     return;
   }
   // Child first: the parent is pushed (by the hook, once its context is saved)
-  // and the child starts at once on its own stack.
+  // and the child starts at once on its own stack. A lone worker pushes it
+  // first: nobody else takes from its deque, so nobody can resume the parent
+  // before it is saved.
+  arch::on_top_fn publish_parent = &hook_push_ready;
+  if (w->alone) {
+    w->deque.push(parent);
+    publish_parent = nullptr;
+  }
   switch_eh(w, parent->eh, child->eh);  // the child starts with none
   w->current = child;
   ++child->resumes;
@@ -420,9 +407,9 @@ void fork(ult* child, void (*body)(void*), bool id_was_public) noexcept {
   if (child->from_provider()) [[unlikely]] {
     // Its stack lies apart from its frame: the provider left the top in sp,
     // and the child's split-stack limit word in the word there.
-    ito_context_start_split(&parent->sp, child->sp, child, &hook_push_ready, parent, &ult_main);
+    ito_context_start_split(&parent->sp, child->sp, child, publish_parent, parent, &ult_main);
   } else {
-    ito_context_start(&parent->sp, child->frame, child, &hook_push_ready, parent, &ult_main);
+    ito_context_start(&parent->sp, child->frame, child, publish_parent, parent, &ult_main);
   }
   arch::sanitizer_after_switch(parent->fiber);
 }
@@ -596,6 +583,11 @@ void yield(bool push_to_head) {
     w->yields_since_scheduler = 0;
     switch_to(w, self, nullptr, &hook_push_yielded, self);
     return;
+  }
+  if (w->alone && !push_to_head) {
+    // As in fork: on a lone worker nobody can resume self before it is saved.
+    push_ready(w, self);
+    return switch_to(w, self, next, nullptr, nullptr);
   }
   switch_to(w, self, next, push_to_head ? &hook_push_yielded : &hook_push_ready, self);
 }

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 #include "sched/custom_stack.hpp"
 #include "sched/join_word.hpp"
@@ -61,6 +62,9 @@ inline bool must_not_block_worker() noexcept {
 // Takes a stack from the current worker and reserves frame_bytes (16-aligned)
 // at its top; *frame receives their address.
 ult* allocate(std::size_t frame_bytes, void** frame);
+// The same for a caller that holds its worker: inline where a descriptor
+// released on this worker can be reused (below).
+inline ult* allocate(worker* w, std::size_t frame_bytes, void** frame);
 // The same on a stack that is not the pool's (see custom_stack.hpp).
 ult* allocate_on(stack::stack_block s, stack_origin origin, std::size_t frame_bytes,
                  void** frame);
@@ -135,6 +139,36 @@ inline void switch_eh(worker* w, eh_state& out, const eh_state& in) noexcept {
 inline void install_eh(worker* w, const eh_state& in) noexcept {
   *w->eh = in.own;
   if (eh_globals* program = w->program_eh) [[unlikely]] *program = in.program;
+}
+// Canary written at the bottom of a stack that has no guard page.
+inline constexpr std::uint64_t stack_canary = 0x17017017DEADBEEFull;
+// Readies a descriptor for a new ULT: a fresh id, the frame reserved below it.
+inline ult* prepare(worker* w, ult* u, std::size_t frame_bytes, void** frame) noexcept {
+  renew(w, u);
+  auto frame_top = reinterpret_cast<std::uintptr_t>(u);
+  *frame = reinterpret_cast<void*>((frame_top - frame_bytes) & ~std::uintptr_t{15});
+  u->frame = *frame;
+  if (!u->stack.guarded) [[unlikely]] std::memcpy(u->stack.lo, &stack_canary, sizeof stack_canary);
+  return u;
+}
+// A descriptor released on this worker, its stack still attached and its
+// fields reset at release, so reuse costs a few stores; null if none. Only
+// pool descriptors are kept there, so it is always empty under a stack provider.
+inline ult* take_released(worker* w) noexcept {
+  ult* u = w->free_ults;
+  if (!u) [[unlikely]] return nullptr;
+  w->free_ults = u->next;
+  --w->free_count;
+  u->next = nullptr;
+  worker_stats::bump(w->stats.stacks_reused);
+  return u;
+}
+ult* allocate_slow(worker* w, std::size_t frame_bytes, void** frame);
+inline ult* allocate(worker* w, std::size_t frame_bytes, void** frame) {
+  if (frame_bytes <= w->stacks.frame_limit) [[likely]] {
+    if (ult* u = take_released(w)) [[likely]] return prepare(w, u, frame_bytes, frame);
+  }
+  return allocate_slow(w, frame_bytes, frame);
 }
 void set_current_worker(worker* w) noexcept;
 ult* pop_local_slow(worker* w) noexcept;
