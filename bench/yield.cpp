@@ -62,6 +62,26 @@ void run_yield(const yield_params& p, reporter& out) {
       return t;
     });
     out.add(std::move(r));
+    if (w != 1) continue;  // on more workers the child may be stolen: no ping-pong
+    // The main ULT is bound to its worker: its yields take the bound path
+    // (a worker-owned queue), not the deque.
+    result m = row("ito::yield, main ULT and one child", w, p.ito_yields);
+    m.note = "the program's main ULT ping-pongs with a ULT it made";
+    measure(m, p.runs, [&] {
+      std::int64_t t = 0;
+      ito::start_main_thread_with_worker_size(w, [&] {
+        auto body = [each] {
+          for (long long i = 0; i < each; ++i) ito::yield();
+        };
+        std::int64_t t0 = now_ns();
+        auto child = ito::create_thread(body);
+        body();
+        ito::join(child);
+        t = now_ns() - t0;
+      });
+      return t;
+    });
+    out.add(std::move(m));
   }
   const unsigned w = 1;
 

@@ -203,9 +203,13 @@ ito_context_trampoline:
     load_fpcr
     restore_registers
     /* ito_ult_exit_hook(arg) on the resumed stack, as a tail call: it
-     * returns to the resumed code. */
+     * returns to the resumed code. A null arg: the finished context left
+     * the hook nothing to do. */
+    cbz     x1, 4f
     mov     x0, x1
     b       ito_ult_exit_hook
+4:  mov     x0, xzr
+    ret
     .cfi_endproc
     .size   ito_context_trampoline, .-ito_context_trampoline
 

@@ -116,7 +116,7 @@ ito_context_switch:
  *
  * main returns {next_sp, arg}: the context to resume, and the argument of
  * ito_ult_exit_hook, which runs on the resumed stack (it publishes the end of
- * the finished context, which nobody may touch before). */
+ * the finished context, which nobody may touch before); a null arg skips it. */
 /* Both start routines share this body; the split-stack one also loads the
  * new context's limit word from the word at stack_top before on_top runs, so
  * that everything on the new stack (on_top included) sees its own limit. */
@@ -181,12 +181,17 @@ ito_context_trampoline:
     movq    8(%rsp), %r10
     movq    %r10, %fs:0x70
     restore_registers
+    /* A null argument: the finished context left the hook nothing to do. */
+    testq   %rdx, %rdx
+    jz      4f
     movq    %rdx, %rdi
     subq    $8, %rsp
     .cfi_adjust_cfa_offset 8
     call    ito_ult_exit_hook
     addq    $8, %rsp
     .cfi_adjust_cfa_offset -8
+    ret
+4:  xorl    %eax, %eax
     ret
     .cfi_endproc
     .size   ito_context_trampoline, .-ito_context_trampoline

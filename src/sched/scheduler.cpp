@@ -159,6 +159,11 @@ void exit_hook(worker* w, std::uintptr_t tagged) noexcept {
 
 // The finished ULT is off its stack now: only from here on may anyone free it.
 extern "C" void* ito_ult_exit_hook(void* p) noexcept {
+#if ITO_TSAN
+  // The exit path skips the call for a null argument; TSan's, a plain
+  // switch, does not.
+  if (!p) return nullptr;
+#endif
   worker* w = current_worker();
   const auto tagged = reinterpret_cast<std::uintptr_t>(p);
   if (processes_extension()) [[unlikely]] exit_hook_distributed(w, tagged);  // one load on the ordinary path
@@ -196,7 +201,9 @@ ito_exit_switch finish(ult* self) noexcept {
   worker_stats::bump(w->stats.finished);
   check_canary(self);
   ult* next = nullptr;
-  std::uintptr_t tag = 0;
+  // The exit hook's argument: self, tagged for a quick resume, or null when
+  // there is nothing left for the hook to do.
+  auto hook_arg = reinterpret_cast<std::uintptr_t>(self);
   std::uintptr_t s = join_word::read(self);
   auto* joiner = reinterpret_cast<ult*>(s);
   if (is_joiner(s) && (!joiner->bound || joiner->bound == w)) {
@@ -208,8 +215,17 @@ ito_exit_switch finish(ult* self) noexcept {
       worker_stats::bump(w->stats.quick_resumes);
       // Popped from our own deque and not switched to since the fork: the
       // parent has not seen the future yet, so nobody can join or detach us.
-      if (next->resumes == self->parent_resumes && !self->id_was_public)
-        tag = quick_resume_tag;
+      if (next->resumes == self->parent_resumes && !self->id_was_public) {
+        // Nobody can free self before the parent runs, so its end may be
+        // stored here and the exit hook skipped (the stack providers and the
+        // distributed mode still need it).
+        if (!self->from_provider() && !processes_extension()) [[likely]] {
+          join_word::end_unseen(self);
+          hook_arg = 0;
+        } else {
+          hook_arg |= quick_resume_tag;
+        }
+      }
     }
   }
   // self has no exception state left (its handlers are over): nothing to save.
@@ -217,8 +233,7 @@ ito_exit_switch finish(ult* self) noexcept {
   w->current = next;
   if (next) ++next->resumes;
   trace_switch(next);
-  return {next ? next->sp : w->scheduler_sp,
-          reinterpret_cast<void*>(reinterpret_cast<std::uintptr_t>(self) | tag)};
+  return {next ? next->sp : w->scheduler_sp, reinterpret_cast<void*>(hook_arg)};
 }
 
 // Non-split even in libito's split-stack build: its handlers call libstdc++,
