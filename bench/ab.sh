@@ -23,8 +23,9 @@ for line in open(sys.argv[1]):
     m = re.match(r'(OLD|NEW) (\S+)\s+(.+?)\s{2,}(\d+)\s{2,}(.+?)\s{2,}([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)', line)
     if m:
         rows[(m.group(2), m.group(5).strip(), m.group(1))].append(float(m.group(9)))
+def cell(v):  # a row only one of the two binaries has (a row added or removed)
+    return f"{statistics.median(v):7.2f} (best {min(v):6.2f})" if v else f"{'-':>7} {'':12}"
 for bench, impl in sorted({(b, i) for b, i, _ in rows}):
     o, n = rows[(bench, impl, 'OLD')], rows[(bench, impl, 'NEW')]
-    print(f"{bench:12} {impl:34} old {statistics.median(o):7.2f} (best {min(o):6.2f})"
-          f"   new {statistics.median(n):7.2f} (best {min(n):6.2f})   ns/op, {len(o)} rounds")
+    print(f"{bench:12} {impl:34} old {cell(o)}   new {cell(n)}   ns/op, {max(len(o), len(n))} rounds")
 PY
