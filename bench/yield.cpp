@@ -37,29 +37,38 @@ int first_allowed_cpu() {
   return 0;
 }
 
+// The ns `fn` takes in the main ULT of a fresh runtime of w workers (its
+// start and stop untimed).
+template <class F>
+std::int64_t timed_in_main_ult(unsigned w, F fn) {
+  std::int64_t t = 0;
+  ito::start_main_thread_with_worker_size(w, [&] {
+    std::int64_t t0 = now_ns();
+    fn();
+    t = now_ns() - t0;
+  });
+  return t;
+}
+
 }  // namespace
 
 void run_yield(const yield_params& p, reporter& out) {
   for (unsigned w : p.workers) {
     progress("yield, %u worker(s)...", w);
+    const long long each = p.ito_yields / 2;
+    auto body = [each] {
+      for (long long i = 0; i < each; ++i) ito::yield();
+    };
     result r = row("ito::yield", w, p.ito_yields);
     r.reference = true;
     r.note = "two ULTs ping-pong on one worker";
-    const long long each = p.ito_yields / 2;
     measure(r, p.runs, [&] {
-      std::int64_t t = 0;
-      ito::start_main_thread_with_worker_size(w, [&] {
-        auto body = [each] {
-          for (long long i = 0; i < each; ++i) ito::yield();
-        };
-        std::int64_t t0 = now_ns();
+      return timed_in_main_ult(w, [&] {
         auto a = ito::create_thread(body);
         auto b = ito::create_thread(body);
         ito::join(a);
         ito::join(b);
-        t = now_ns() - t0;
       });
-      return t;
     });
     out.add(std::move(r));
     if (w != 1) continue;  // on more workers the child may be stolen: no ping-pong
@@ -68,18 +77,11 @@ void run_yield(const yield_params& p, reporter& out) {
     result m = row("ito::yield, main ULT and one child", w, p.ito_yields);
     m.note = "the program's main ULT ping-pongs with a ULT it made";
     measure(m, p.runs, [&] {
-      std::int64_t t = 0;
-      ito::start_main_thread_with_worker_size(w, [&] {
-        auto body = [each] {
-          for (long long i = 0; i < each; ++i) ito::yield();
-        };
-        std::int64_t t0 = now_ns();
+      return timed_in_main_ult(w, [&] {
         auto child = ito::create_thread(body);
         body();
         ito::join(child);
-        t = now_ns() - t0;
       });
-      return t;
     });
     out.add(std::move(m));
   }
