@@ -81,14 +81,12 @@ bool ult_finished(ult_id id) noexcept {
 
 void ult_wait(ult_id id) {
   require_ult("ito::join");
-  // The common case first: a ULT of this process that has ended.
-  if (!sched::processes_extension() && id.p &&
-      sched::has_ended(sched::join_word::read(as_ult(id)))) [[likely]]
-    return;
-  if (sched::is_foreign(as_ult(id))) [[unlikely]] return sched::wait_finished(as_ult(id));
-  if (id.p && ult_finished(id)) return;
+  sched::ult* u = as_ult(id);
+  if (u && sched::is_foreign(u)) [[unlikely]] return sched::wait_finished(u);
+  // The common case: a ULT of this process that has ended.
+  if (u && sched::has_ended(sched::join_word::read(u))) [[likely]] return;
   require_joinable(id, "ito::join");
-  sched::wait_finished(as_ult(id));
+  sched::wait_finished(u);
 }
 
 void ult_release(ult_id id) { sched::release(as_ult(id)); }

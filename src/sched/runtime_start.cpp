@@ -185,6 +185,7 @@ runtime_state* start_runtime(const options& resolved, bool defer_others) {
     auto w = std::make_unique<worker>();
     w->rt = rt;
     w->index = i;
+    w->next_id = worker::id_step | i;
     w->rng = 0x9E3779B97F4A7C15ull * (i + 1);
     w->alone = n == 1 && !processes_extension();  // other processes steal from it
     // Not `yielded`: its owner never pops it, so there is no fence to save.

@@ -120,7 +120,8 @@ struct exit_unwind {
 inline void renew(worker* w, ult* u) noexcept {
   join_word::start(u);
   u->eh = {};
-  u->id = (w->next_id++ << 10) | w->index;
+  u->id = w->next_id;
+  w->next_id += worker::id_step;
 }
 // Hands the OS thread's C++ exception globals from the context leaving
 // (saved into `out`) to the one arriving (`in`).

@@ -79,7 +79,10 @@ struct alignas(64) worker {
   static constexpr unsigned max_free_ults = 64;
   ult* free_ults = nullptr;
   unsigned free_count = 0;
-  std::uint64_t next_id = 1;
+  // The next ULT id made here: a count in the high bits, the worker's index
+  // in the low 10, so ids of different workers never collide.
+  static constexpr std::uint64_t id_step = 1u << 10;
+  std::uint64_t next_id = id_step;  // plus the index, set with it
   // Free slots of the handle table (handles.cpp), so pthread_create and join
   // take no lock in steady state.
   static constexpr unsigned handle_cache_size = 64;
