@@ -12,32 +12,48 @@
 
 namespace ito::sched {
 
-class ult_queue {
+// The list both share: linked through ult::next, no synchronisation.
+class ult_list {
  public:
-  void push(ult* u) {
-    std::lock_guard lock(mutex_);
+  void push(ult* u) noexcept {
     u->next = nullptr;
     if (tail_) tail_->next = u; else head_ = u;
     tail_ = u;
-    size_.fetch_add(1, std::memory_order_release);
   }
-  ult* pop() {
-    if (size_.load(std::memory_order_acquire) == 0) return nullptr;
-    std::lock_guard lock(mutex_);
+  ult* pop() noexcept {
     ult* u = head_;
     if (!u) return nullptr;
     head_ = u->next;
     if (!head_) tail_ = nullptr;
     u->next = nullptr;
-    size_.fetch_sub(1, std::memory_order_relaxed);
+    return u;
+  }
+  bool empty() const noexcept { return !head_; }
+
+ private:
+  ult* head_ = nullptr;
+  ult* tail_ = nullptr;
+};
+
+class ult_queue {
+ public:
+  void push(ult* u) {
+    std::lock_guard lock(mutex_);
+    list_.push(u);
+    size_.fetch_add(1, std::memory_order_release);
+  }
+  ult* pop() {
+    if (size_.load(std::memory_order_acquire) == 0) return nullptr;
+    std::lock_guard lock(mutex_);
+    ult* u = list_.pop();
+    if (u) size_.fetch_sub(1, std::memory_order_relaxed);
     return u;
   }
   bool looks_empty() const noexcept { return size_.load(std::memory_order_relaxed) == 0; }
 
  private:
   std::mutex mutex_;
-  ult* head_ = nullptr;
-  ult* tail_ = nullptr;
+  ult_list list_;
   std::atomic<long> size_{0};
 };
 
@@ -46,28 +62,19 @@ class ult_queue {
 class owner_ult_fifo {
  public:
   void push(ult* u) noexcept {
-    u->next = nullptr;
-    if (tail_) tail_->next = u; else head_ = u;
-    tail_ = u;
+    list_.push(u);
     nonempty_.store(true, std::memory_order_relaxed);
   }
   ult* pop() noexcept {
-    ult* u = head_;
-    if (!u) return nullptr;
-    head_ = u->next;
-    if (!head_) {
-      tail_ = nullptr;
-      nonempty_.store(false, std::memory_order_relaxed);
-    }
-    u->next = nullptr;
+    ult* u = list_.pop();
+    if (u && list_.empty()) nonempty_.store(false, std::memory_order_relaxed);
     return u;
   }
   bool looks_empty() const noexcept { return !nonempty_.load(std::memory_order_relaxed); }
 
  private:
-  ult* head_ = nullptr;
-  ult* tail_ = nullptr;
-  std::atomic<bool> nonempty_{false};
+  ult_list list_;
+  std::atomic<bool> nonempty_{false};  // for other threads' looks_empty
 };
 
 }  // namespace ito::sched

@@ -162,10 +162,6 @@ bool page_at(const dsm& d, const char* at, std::size_t* page) noexcept {
   return false;
 }
 
-std::size_t round_up_to_page(std::size_t bytes) noexcept {
-  return (bytes + page_bytes - 1) & ~(page_bytes - 1);
-}
-
 // Where sharing word `word` lies in the data window.
 MPI_Aint sharing_disp(const dsm& d, std::size_t word) noexcept {
   return d.sharing_at + static_cast<MPI_Aint>(word * sizeof(std::uint64_t));
@@ -869,7 +865,7 @@ void page_range(dsm& d, const void* p, std::size_t bytes, const char* what, std:
 }  // namespace
 
 std::size_t sharing_bytes_for(std::size_t pages) noexcept {
-  return round_up_to_page((readers_words_for(pages) + 2 * page_board::words_for(pages)) *
+  return page_rounded((readers_words_for(pages) + 2 * page_board::words_for(pages)) *
                           sizeof(std::uint64_t));
 }
 

@@ -42,8 +42,6 @@ char* map_view_at(std::uintptr_t at, std::size_t bytes, int memfd) {
   return static_cast<char*>(p);
 }
 
-std::size_t page_rounded(std::size_t bytes) noexcept { return (bytes + 4095) & ~std::size_t{4095}; }
-
 // An alias of the file's first `bytes`, with `tail` bytes of address space
 // reserved (no access) from the page after them.
 char* map_alias(std::size_t bytes, int memfd, std::size_t tail = 0) {
@@ -63,7 +61,7 @@ void reserve_region(std::size_t bytes, node_shape shape, iso_region& r, node_inf
   r.memfd = files.own_fd;
   r.node_memfd = files.node_fd;
   r.tail_at = page_rounded(bytes + g.bytes);
-  r.tail_bytes = sharing_bytes_for((bytes + g.bytes) / 4096);
+  r.tail_bytes = sharing_bytes_for((bytes + g.bytes) / node_page_bytes);
   const bool one_file = files.node_fd == files.own_fd;
   r.alias = map_alias(bytes + g.bytes, r.memfd, one_file ? r.tail_bytes : 0);
   r.node_alias = one_file ? r.alias : map_alias(bytes + g.bytes, files.node_fd, r.tail_bytes);

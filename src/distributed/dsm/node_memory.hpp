@@ -43,6 +43,10 @@ struct node_info {
 // of its node.
 std::size_t readers_words_for(std::size_t pages) noexcept;
 inline constexpr std::size_t node_page_bytes = 4096;
+// bytes rounded up to whole pages.
+inline std::size_t page_rounded(std::size_t bytes) noexcept {
+  return (bytes + node_page_bytes - 1) & ~(node_page_bytes - 1);
+}
 inline constexpr std::size_t doorbells_at = 64;  // within the node's page
 inline std::size_t node_page_offset(std::size_t bytes) noexcept { return bytes; }
 std::size_t readers_offset(std::size_t bytes) noexcept;
