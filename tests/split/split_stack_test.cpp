@@ -312,7 +312,11 @@ template <class Allocate>
   volatile char pad[64];
   pad[0] = 1;
   auto* sp = static_cast<char*>(__builtin_frame_address(0));
-  if (sp - limit_word() > 6 * 1024 + pad[0]) return allocate_near_the_bottom(taken, allocate);
+  if (sp - limit_word() > 6 * 1024 + pad[0]) {
+    void* p = allocate_near_the_bottom(taken, allocate);
+    pad[1] = 1;  // after the call: no tail call, which GCC turns into a loop on one frame
+    return p;
+  }
   std::uint64_t before = segments_used();
   void* p = allocate();
   *taken = segments_used() - before;
