@@ -72,6 +72,9 @@ TEST(backtrace, inside_a_child_first_ult_ends_at_its_entry) {
 TEST(backtrace, inside_a_queued_ult_ends_at_its_entry) {
   ito::start_main_thread_with_worker_size(1, [] {
     auto f = ito::create_thread([] { return backtrace_here(); });  // help-first from main
+    // Started from the queue: joined before it starts, it would run inline,
+    // and its walk would go on through the join into the main ULT's frames.
+    ito::yield();
     expect_clean_end_at_the_entry(ito::join(f));
   });
 }

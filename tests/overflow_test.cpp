@@ -47,10 +47,25 @@ TEST_F(overflow, the_report_names_the_configured_stack_size) {
         o.workers = 1;
         o.stack_size = 32 * 1024;
         ito::runtime rt(o);
-        ito::join(ito::create_thread([] { return recurse_forever(0); }));
+        auto f = ito::create_thread([] { return recurse_forever(0); });
+        ito::yield();  // it starts on its own stack (joined first, it would run inline)
+        ito::join(f);
       },
       // 32 KiB less the cache-colouring offset of its top (under 4 KiB).
       "ito: stack overflow in ULT [0-9]+ \\(stack (2[89]|3[0-2])[0-9]{3} bytes\\)");
+}
+
+// Joined by the main ULT before it started, a child runs on the main ULT's
+// stack (the OS thread's): an overflow there names it, and where it ran.
+TEST_F(overflow, a_child_run_inline_by_the_main_ult_is_named_in_the_report) {
+  EXPECT_DEATH(
+      {
+        ito::start_main_thread_with_worker_size(1, [] {
+          ito::join(ito::create_thread([] { return recurse_forever(0); }));
+        });
+      },
+      "ito: stack overflow in ULT [1-9][0-9]* \\(stack [0-9]+ bytes\\), on the stack of ULT 0, "
+      "which joined it before it started and ran it inline");
 }
 
 TEST_F(overflow, overflow_in_a_deeply_nested_ult_on_a_thief_worker) {

@@ -79,4 +79,23 @@ TEST(switch_state, the_rounding_mode_is_each_ults_own_on_one_worker) {
 
 TEST(switch_state, the_rounding_mode_moves_with_a_ult_to_other_workers) { run_four_modes(2); }
 
+// The main ULT forks help-first: its child starts with the default modes
+// (a fresh context), also when the main ULT joins it before it started and
+// runs it inline on its own stack, without a switch (sched/scheduler.cpp).
+TEST(switch_state, a_child_the_main_ult_runs_inline_starts_with_the_defaults_and_keeps_its_own) {
+  ito::start_main_thread_with_worker_size(1, [] {
+    std::fesetround(FE_UPWARD);
+    const thirds up = compute_thirds();
+    const bool started_with_defaults = ito::join(ito::create_thread([] {
+      const bool defaults = std::fegetround() == FE_TONEAREST;
+      std::fesetround(FE_DOWNWARD);
+      return defaults;
+    }));
+    EXPECT_TRUE(started_with_defaults);
+    EXPECT_EQ(std::fegetround(), FE_UPWARD);
+    EXPECT_TRUE(compute_thirds() == up);
+    std::fesetround(FE_TONEAREST);
+  });
+}
+
 }  // namespace

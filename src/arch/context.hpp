@@ -80,6 +80,38 @@ inline void* switch_context(void** save_sp, void* load_sp, void* value, on_top_f
   return ito_context_switch(save_sp, load_sp, value, on_top);
 }
 
+// The floating-point modes a context keeps as its own (rounding, exception
+// masks, flush-to-zero): what the switch saves and loads, for code that runs
+// a ULT without a switch (a child joined inline, sched/scheduler.cpp).
+#if defined(__x86_64__)
+struct fp_modes {
+  std::uint32_t mxcsr;
+  std::uint16_t x87;
+};
+inline constexpr fp_modes default_fp_modes{0x1F80u, 0x037Fu};  // as make_context
+inline fp_modes save_fp_modes() noexcept {
+  fp_modes m;
+  asm volatile("stmxcsr %0\n\tfnstcw %1" : "=m"(m.mxcsr), "=m"(m.x87));
+  return m;
+}
+inline void load_fp_modes(const fp_modes& m) noexcept {
+  asm volatile("ldmxcsr %0\n\tfldcw %1" : : "m"(m.mxcsr), "m"(m.x87) : "memory");
+}
+#elif defined(__aarch64__)
+struct fp_modes {
+  std::uint64_t fpcr;
+};
+inline constexpr fp_modes default_fp_modes{0};  // as make_context
+inline fp_modes save_fp_modes() noexcept {
+  fp_modes m;
+  asm volatile("mrs %0, fpcr" : "=r"(m.fpcr));
+  return m;
+}
+inline void load_fp_modes(const fp_modes& m) noexcept {
+  asm volatile("msr fpcr, %0" : : "r"(m.fpcr) : "memory");
+}
+#endif
+
 #if defined(__x86_64__)
 // The split-stack limit word of the running context (glibc reserves %fs:0x70
 // for it). Zero means "no limit": split-stack prologues never call __morestack.

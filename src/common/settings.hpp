@@ -58,7 +58,9 @@ inline constexpr setting settings[] = {
     {.id = setting_id::stack_size, .name = "ITO_STACK_SIZE", .kind = setting_kind::size,
      .min = options::min_stack_size, .max = options::max_stack_size,
      .fallback = options::default_stack_size,
-     .doc = "bytes per ULT stack (`fixed` policy), rounded up to pages"},
+     .doc = "bytes per ULT stack (`fixed` policy), rounded up to pages; a child the main ULT joins "
+            "before it started runs inline on the main ULT's own stack, at least this large "
+            "([ARCHITECTURE.md](ARCHITECTURE.md), \"join inline\")"},
     {.id = setting_id::bind, .name = "ITO_BIND", .kind = setting_kind::boolean, .default_text = "no",
      .doc = "pin worker *i* to the *i*-th allowed CPU"},
     {.id = setting_id::stats, .name = "ITO_STATS", .kind = setting_kind::boolean, .default_text = "no",

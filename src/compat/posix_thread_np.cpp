@@ -56,12 +56,15 @@ int main_ult_attr(pthread_attr_t* attr) {
 
 int ult_attr(const sched::ult* u, pthread_attr_t* attr) {
   if (u->bound) return main_ult_attr(attr);
-  if (!u->stack) return ENOTSUP;  // lazy / fair_use: linked segments, no one range
+  // A child joined inline (sched/scheduler.cpp) runs on its joiner's stack:
+  // a collector scanning the range must find the child's frames there.
+  const stack::stack_block& s = sched::stack_of(u);
+  if (!s) return ENOTSUP;  // lazy / fair_use: linked segments, no one range
   std::memset(static_cast<void*>(attr), 0, sizeof *attr);
   glibc_attr* a = as_attr(attr);
-  a->stackaddr = u->stack.hi;  // glibc keeps the top; pthread_attr_getstack subtracts the size
-  a->stacksize = u->stack.size();
-  a->guardsize = u->stack.guarded ? static_cast<std::size_t>(sysconf(_SC_PAGESIZE)) : 0;
+  a->stackaddr = s.hi;  // glibc keeps the top; pthread_attr_getstack subtracts the size
+  a->stacksize = s.size();
+  a->guardsize = s.guarded ? static_cast<std::size_t>(sysconf(_SC_PAGESIZE)) : 0;
   a->flags = attr_flag_stackaddr;
   if (sched::join_word::read(u) == sched::join_detached)
     a->flags |= attr_flag_detached;

@@ -107,6 +107,13 @@ inline bool register_joiner(ult* child, ult* joiner) noexcept {
                                                    std::memory_order_acquire);
 }
 
+// running → joiner, for a child its joiner runs inline: it took the child,
+// unstarted, from its own deque, and holds its future, so nobody else can
+// join, detach or run it: a plain store.
+inline void host_inline(ult* child, ult* joiner) noexcept {
+  child->join_state.store(reinterpret_cast<std::uintptr_t>(joiner), std::memory_order_relaxed);
+}
+
 // finished → released (the caller owns the descriptor now). On failure `s`
 // holds the state found.
 inline bool claim_finished(ult* child, std::uintptr_t& s) noexcept {

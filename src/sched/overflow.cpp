@@ -42,16 +42,39 @@ struct line {
   }
 };
 
+// The kernel keeps this much unmapped below a growing OS stack (stack_guard_gap).
+constexpr std::uintptr_t os_stack_gap = 1024 * 1024;
+
+// Did u run off the stack it runs on? A pool stack's guard, or below an OS
+// thread's stack (the main ULT's, and a child it joined inline).
+bool overflowed(const ult* u, const void* address) {
+  if (!u->inline_host && u->stack) return stack::stack_pool::in_guard_of(u->stack, address);
+  const stack::stack_block& s = stack_of(u);
+  if (!s) return false;
+  if (u->inline_host && u->inline_host->stack) return stack::stack_pool::in_guard_of(s, address);
+  const auto a = reinterpret_cast<std::uintptr_t>(address);
+  const auto lo = reinterpret_cast<std::uintptr_t>(s.lo);
+  return a < lo && lo - a <= os_stack_gap;
+}
+
 void on_segv(int sig, siginfo_t* info, void* context) {
   worker* w = current_worker();
   ult* u = w ? w->current : nullptr;
-  if (u && stack::stack_pool::in_guard_of(u->stack, info->si_addr)) {
+  if (u && overflowed(u, info->si_addr)) {
     line l;
     l.text("ito: stack overflow in ULT ");
     l.number(u->id);
     l.text(" (stack ");
-    l.number(u->stack.size());
-    l.text(" bytes); raise ITO_STACK_SIZE or options.stack_size\n");
+    l.number(stack_of(u).size());
+    if (u->inline_host) {
+      l.text(" bytes), on the stack of ULT ");
+      l.number(u->inline_host->id);
+      l.text(", which joined it before it started and ran it inline\n");
+    } else if (!u->stack) {
+      l.text(" bytes: the OS thread's); raise `ulimit -s`\n");
+    } else {
+      l.text(" bytes); raise ITO_STACK_SIZE or options.stack_size\n");
+    }
     [[maybe_unused]] auto r = write(STDERR_FILENO, l.buf, l.len);
     signal(SIGABRT, SIG_DFL);
     abort();

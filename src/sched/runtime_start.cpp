@@ -56,6 +56,19 @@ void pin_to_allowed_cpu(const cpu_set_t& allowed, unsigned index) {
   }
 }
 
+// This OS thread's stack, as pthread_getattr_np says (for the process's main
+// thread: as deep as RLIMIT_STACK lets it grow); empty if unknown.
+stack::stack_block this_thread_stack() {
+  pthread_attr_t attr;
+  if (pthread_getattr_np(pthread_self(), &attr) != 0) return {};
+  void* lo = nullptr;
+  std::size_t size = 0;
+  const int got = pthread_attr_getstack(&attr, &lo, &size);
+  pthread_attr_destroy(&attr);
+  if (got != 0 || !lo) return {};
+  return {static_cast<char*>(lo), static_cast<char*>(lo) + size, false};
+}
+
 void enter_worker_thread(worker* w) {
   set_current_worker(w);
   w->tid.store(gettid(), std::memory_order_relaxed);
@@ -207,6 +220,7 @@ runtime_state* start_runtime(const options& resolved, bool defer_others) {
   ult& main = rt->main_ult;
   main.bound = w0;
   main.id = 0;
+  rt->main_stack = this_thread_stack();
   arch::sanitizer_adopt_current(main.fiber);
   w0->current = &main;
   handles::adopt_before_start(&main, os_thread_identity());  // its pthread_self from before

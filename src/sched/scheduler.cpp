@@ -240,12 +240,9 @@ ito_exit_switch finish(ult* self) noexcept {
 // which would send every split-stack call of it through __morestack_non_split.
 // It runs at the top of a fresh stack or region, where there is room.
 // (Declared no_split_stack above.)
-ito_exit_switch ult_main(void* data) noexcept {
-  auto* self = static_cast<ult*>(data);
-  arch::sanitizer_after_switch(self->fiber);
-  // Before anything else on a provider's stack (a split-stack ULT loads its
-  // limit word: a context starts with its creator's).
-  if (self->from_provider()) [[unlikely]] current_worker()->stack_provider->enter(self);
+// A ULT's life on whatever stack it runs: its body, what the body threw
+// (kept in its frame), its ULT-local values' end. ult_main and join_inline.
+[[gnu::always_inline]] inline void run_body(ult* self) noexcept {
   try {
     self->body(self->frame);
   } catch (const exit_unwind& e) {
@@ -259,6 +256,16 @@ ito_exit_switch ult_main(void* data) noexcept {
   if (self->locals) [[unlikely]] {
     if (extension* locals = locals_extension()) locals->ult_ending(self);
   }
+}
+
+ito_exit_switch ult_main(void* data) noexcept {
+  auto* self = static_cast<ult*>(data);
+  arch::sanitizer_after_switch(self->fiber);
+  // Before anything else on a provider's stack (a split-stack ULT loads its
+  // limit word: a context starts with its creator's).
+  if (self->from_provider()) [[unlikely]] current_worker()->stack_provider->enter(self);
+  self->unstarted.store(false, std::memory_order_relaxed);
+  run_body(self);
   // Already detached: destroy the result (or report the exception) here, on
   // our own stack, where its destructors may block.
   if (self->frame_cleanup &&
@@ -369,6 +376,7 @@ namespace {
 // publish its end atomically; the child starts wherever a worker picks it.
 void make_startable(ult* child) noexcept {
   child->id_was_public = true;
+  child->unstarted.store(true, std::memory_order_relaxed);
   child->sp =
       arch::make_context(child->from_provider() ? child->sp : child->frame, &ult_main, child);
 }
@@ -435,9 +443,87 @@ namespace {
 // or at once if the registration failed (the caller looks again).
 // (No blocked_in here: those stores cost the join ~6 ns, measured on
 // create-join from the main ULT; reports find a joiner through join_target.)
-void wait_as_joiner(worker* w, ult* self, ult* child) {
+// tick: ++w->picks_since_poll (next_local).
+void wait_as_joiner(worker* w, ult* self, ult* child, std::uint64_t tick) {
   self->join_target = child;
-  switch_to(w, self, next_local(w, ++w->picks_since_poll), &hook_register_joiner, self);
+  switch_to(w, self, next_local(w, tick), &hook_register_joiner, self);
+}
+
+// ---- Joining a child that has not started: run it here, as a call ----------
+//
+// A child forked help-first (by the bound main ULT) waits in its worker's
+// deque; when its joiner finds it still there, at the bottom of its own
+// worker's deque, it runs the child's body on its own stack, below its
+// frames, instead of switching to a stack of the child's: no context is
+// built or switched to, no exit path runs (the work-first shortcut of
+// Lazy Task Creation and Lace). The child stays a ULT of its own for
+// everything a program can see: its id, ULT-locals, exception state and
+// join word are its own while it runs, and it may block, yield or be
+// stolen (it is not bound), running on its host's stack wherever it
+// goes; the host waits for it as a registered joiner and resumes as the
+// body returns, on its own worker.
+
+// How far below the host's deepest frame a child joined inline may reach
+// (room is left at the bottom for signal frames and libc); null: nowhere.
+char* inline_floor(const ult* host) noexcept {
+  constexpr std::size_t reserve = 64 * 1024;
+  if (host->inline_host) return nullptr;  // itself on its joiner's stack
+  const stack::stack_block& s = stack_of(host);
+  return s && s.size() > 2 * reserve ? s.lo + reserve : nullptr;
+}
+
+// Non-split in the split-stack build, as ult_main: it catches what the body
+// throws. The host's stack has room for the child's whole stack size.
+__attribute__((no_split_stack, noinline)) void run_inline(worker* w, ult* self, ult* child) noexcept;
+void run_inline(worker* w, ult* self, ult* child) noexcept {
+  self->join_target = child;
+  join_word::host_inline(child, self);
+  child->unstarted.store(false, std::memory_order_relaxed);
+  child->inline_host = self;
+  // Sanitizers see the host's stack (and TSan its fiber's call stack) until it ends.
+  const arch::sanitizer_fiber own_fiber = child->fiber;
+  child->fiber = self->fiber;
+  ++child->resumes;
+  switch_eh(w, self->eh, child->eh);  // the child starts with none
+  // And with the default floating-point modes, as a context make_context built.
+  const arch::fp_modes own_modes = arch::save_fp_modes();
+  arch::load_fp_modes(arch::default_fp_modes);
+  w->current = child;
+  trace_switch(child);
+  run_body(child);
+  arch::load_fp_modes(own_modes);
+  w = current_worker();  // it may have been stolen, or woken elsewhere
+  worker_stats::bump(w->stats.finished);
+  child->fiber = own_fiber;
+  child->inline_host = nullptr;
+  install_eh(w, self->eh);
+  w->current = self;
+  ++self->resumes;
+  trace_switch(self);
+  join_word::publish_end(child);  // no other joiner: a plain store
+  // A bound host (the main ULT) goes back to its worker.
+  if (self->bound && self->bound != w) [[unlikely]]
+    switch_to(w, self, next_local(w, ++w->picks_since_poll), &hook_push_ready, self);
+}
+
+// True when child ran (and ended) here.
+bool join_inline(worker* w, ult* self, ult* child) noexcept {
+  if (!child->has_future || processes_extension() || child->from_provider()) return false;
+  const char* floor = inline_floor(self);
+  if (!floor || reinterpret_cast<const char*>(__builtin_frame_address(0)) - floor <
+                    static_cast<std::ptrdiff_t>(child->stack.size()))
+    return false;
+  ult* bottom = nullptr;
+  if (!(w->alone ? w->deque.pop_unshared(bottom) : w->deque.pop(bottom))) return false;
+  // Taken from our own deque: nobody else can run it now. It may have run
+  // and been woken back onto this deque since we looked, though.
+  if (bottom != child || !child->unstarted.load(std::memory_order_relaxed)) {
+    push_ready(w, bottom);
+    return false;
+  }
+  worker_stats::bump(w->stats.inline_joins);
+  run_inline(w, self, child);
+  return true;
 }
 
 }  // namespace
@@ -480,7 +566,13 @@ void wait_finished(ult* child) {
       continue;
     }
     worker* w = current_worker();
-    wait_as_joiner(w, w->current, child);
+    // Every 64th pick goes the long way, past timers and the inbox, as a
+    // switch would (next_local): a host joining children inline never switches.
+    const std::uint64_t tick = ++w->picks_since_poll;
+    if (child->unstarted.load(std::memory_order_relaxed) && (tick & (poll_interval - 1)) != 0 &&
+        join_inline(w, w->current, child))
+      return;
+    wait_as_joiner(w, w->current, child, tick);
   }
 }
 
@@ -498,7 +590,8 @@ int join_claim(ult* child) {
     if (s == join_finished) {
       if (join_word::claim_finished(child, s)) return 0;
     } else if (s == join_running) {
-      wait_as_joiner(current_worker(), self, child);  // we may resume on another worker
+      worker* w = current_worker();
+      wait_as_joiner(w, self, child, ++w->picks_since_poll);  // we may resume on another worker
       s = join_word::read(child);
     } else if (s == join_remote) [[unlikely]] {
       if (int e = processes_extension()->wait(child)) return e;

@@ -141,6 +141,16 @@ inline void install_eh(worker* w, const eh_state& in) noexcept {
   *w->eh = in.own;
   if (eh_globals* program = w->program_eh) [[unlikely]] *program = in.program;
 }
+// The stack u runs on: its own, or for a child joined inline its joiner's
+// (one level: a child running inline hosts none); the main ULT's is its OS
+// thread's. Empty when unknown.
+inline const stack::stack_block& stack_of(const ult* u) noexcept {
+  if (u->inline_host) u = u->inline_host;
+  if (u->stack) return u->stack;
+  static constexpr stack::stack_block none{};
+  const runtime_state* rt = g_runtime.load(std::memory_order_relaxed);
+  return rt && u == &rt->main_ult ? rt->main_stack : none;
+}
 // Canary written at the bottom of a stack that has no guard page.
 inline constexpr std::uint64_t stack_canary = 0x17017017DEADBEEFull;
 // Readies a descriptor for a new ULT: a fresh id, the frame reserved below it.

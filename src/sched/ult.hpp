@@ -61,6 +61,10 @@ struct ult {
   bool exited = false;            // ended by exit() rather than by returning
   bool id_was_public = false;     // others could know the id before fork returned
   bool has_future = false;        // owned by an ito::future: no handle may join or detach it
+  // Forked help-first and not run yet: its joiner may run it inline. Read
+  // by the joiner before it takes the child, as a hint, while a thief may be
+  // starting it: relaxed atomics, plain moves.
+  std::atomic<bool> unstarted{false};
   stack_origin stack_from = stack_origin::pool;
   std::uint32_t resumes = 0;      // bumped whenever this ULT is switched to
   std::uint32_t parent_resumes = 0;  // parent->resumes when this ULT was forked
@@ -76,6 +80,9 @@ struct ult {
   ult* next = nullptr;            // intrusive link: wait queues, inboxes
   ult* join_target = nullptr;     // the ULT this one is about to join
   ult* parent = nullptr;          // the ULT that forked this one (compared, never followed)
+  // While its joiner runs it inline (join_inline, scheduler.cpp): that joiner,
+  // on whose stack it runs; else null.
+  ult* inline_host = nullptr;
   void* locals = nullptr;         // ULT-local key values, allocated on first set
   eh_state eh;                    // its C++ exception globals while switched out
   std::uint32_t handle = 0;       // its slot in the handle table (handles.hpp), or 0

@@ -39,6 +39,7 @@ struct worker_stats {
   std::atomic<std::uint64_t> late_wakeups{0};
   std::atomic<std::uint64_t> quick_resumes{0};
   std::atomic<std::uint64_t> direct_join_wakeups{0};
+  std::atomic<std::uint64_t> inline_joins{0};  // children run inline by their joiner
   std::atomic<std::uint64_t> stacks_reused{0};  // a released descriptor+stack taken again
   std::atomic<std::uint64_t> stacks_taken{0};   // a stack taken from the cache or the pool
   // With a processes extension only: exit hooks run to their end. A ULT counts as
@@ -156,6 +157,10 @@ struct runtime_state {
   bool asymmetric_deques = false;
   deadlock_state deadlock;
   ult main_ult;  // the OS thread that created the runtime, adopted as a ULT
+  // main_ult's OS stack (its thread's, as pthread_getattr_np says: for the
+  // process's main thread, as deep as RLIMIT_STACK lets it grow); empty when
+  // unknown. Children it joins inline run there (scheduler.cpp, join_inline).
+  stack::stack_block main_stack;
 
   explicit runtime_state(const options& o)
       : opts(o),

@@ -1,0 +1,174 @@
+// SPDX-License-Identifier: Apache-2.0
+// A child the main ULT forks (help-first: it is bound) and joins before any
+// worker took it runs inline, on the main ULT's stack below the join's frame
+// (sched/scheduler.cpp, join_inline). It must stay a ULT of its own for
+// everything a program sees: its id, ULT-local values, exception state,
+// results and exceptions; and when it blocks and is woken on another worker,
+// the main ULT must still continue on its own OS thread.
+#define ITO_PTHREAD_NO_RENAME 1
+#include "ito/pthread.h"
+
+#include <gtest/gtest.h>
+
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdint>
+#include <exception>
+#include <stdexcept>
+#include <utility>
+#include <vector>
+
+#include "ito/error.hpp"
+#include "ito/sync.hpp"
+#include "ito/thread.hpp"
+#include "test_support.hpp"
+
+namespace {
+
+using ito::test::scaled;
+
+std::uintptr_t frame_here() {
+  return reinterpret_cast<std::uintptr_t>(__builtin_frame_address(0));
+}
+
+long os_thread() { return syscall(SYS_gettid); }
+
+// fib with a child per call, for trees below an inline child.
+long fib(int n) {
+  if (n < 2) return n;
+  auto a = ito::create_thread(fib, n - 1);
+  long b = fib(n - 2);
+  return ito::join(a) + b;
+}
+
+TEST(join_inline, the_main_ults_child_runs_on_its_stack_below_the_join) {
+  ito::start_main_thread_with_worker_size(1, [] {
+    const std::uintptr_t main_frame = frame_here();
+    auto f = ito::create_thread([] { return frame_here(); });
+    const std::uintptr_t child_frame = ito::join(f);
+    EXPECT_LT(child_frame, main_frame);
+    EXPECT_LT(main_frame - child_frame, 64u * 1024) << "the child ran on a stack of its own";
+  });
+}
+
+TEST(join_inline, the_child_keeps_its_own_id_locals_and_exception_state) {
+  ito::start_main_thread_with_worker_size(1, [] {
+    const ito::key k = ito::key_create();
+    int mine = 0;
+    ito::set_specific(k, &mine);
+    const unsigned long long main_id = ito::this_ult_id();
+    try {
+      throw std::runtime_error("the main ULT's");
+    } catch (const std::exception&) {
+      auto f = ito::create_thread([k] {
+        int its = 0;
+        const bool fresh_local = ito::get_specific(k) == nullptr;
+        ito::set_specific(k, &its);
+        const bool no_exception = !std::current_exception() && std::uncaught_exceptions() == 0;
+        return std::vector<unsigned long long>{ito::this_ult_id(), fresh_local, no_exception};
+      });
+      const std::vector<unsigned long long> seen = ito::join(f);
+      EXPECT_NE(seen[0], main_id);
+      EXPECT_EQ(seen[1], 1u) << "the child saw the main ULT's ULT-local value";
+      EXPECT_EQ(seen[2], 1u) << "the child saw the main ULT's caught exception";
+      // The main ULT's own state, as it left it.
+      EXPECT_TRUE(std::current_exception());
+      EXPECT_EQ(ito::get_specific(k), &mine);
+      EXPECT_EQ(ito::this_ult_id(), main_id);
+    }
+    ito::key_delete(k);
+  });
+}
+
+// What pthread_getattr_np says of a child running inline must hold its
+// frames (a conservative collector scans that range for roots).
+TEST(join_inline, the_stack_the_child_is_told_it_has_holds_its_frames) {
+  ito::start_main_thread_with_worker_size(1, [] {
+    const std::uintptr_t main_frame = frame_here();
+    auto f = ito::create_thread([main_frame] {
+      pthread_attr_t a;
+      void* lo = nullptr;
+      std::size_t size = 0;
+      if (ito_pthread_getattr_np(ito_pthread_self(), &a) != 0) return std::pair{false, false};
+      pthread_attr_getstack(&a, &lo, &size);
+      pthread_attr_destroy(&a);
+      const auto low = reinterpret_cast<std::uintptr_t>(lo);
+      const std::uintptr_t here = frame_here();
+      return std::pair{here > low && here < low + size, here < main_frame && main_frame - here < 64 * 1024};
+    });
+    const auto [inside, inline_run] = ito::join(f);
+    EXPECT_TRUE(inline_run) << "the child did not run inline: this test proves nothing";
+    EXPECT_TRUE(inside);
+  });
+}
+
+TEST(join_inline, results_exceptions_and_exit_reach_the_joiner) {
+  ito::start_main_thread_with_worker_size(1, [] {
+    auto thrown = ito::create_thread([]() -> int { throw std::logic_error("from the child"); });
+    EXPECT_THROW(ito::join(thrown), std::logic_error);
+    auto exited = ito::create_thread([] { ito::exit(); });
+    EXPECT_NO_THROW(ito::join(exited));
+    auto counted = ito::create_thread([] { return fib(15); });
+    EXPECT_EQ(ito::join(counted), 610);
+    // Joined out of order: the second child is at the bottom of the deque.
+    auto first = ito::create_thread([] { return 1; });
+    auto second = ito::create_thread([] { return 2; });
+    EXPECT_EQ(ito::join(first), 1);
+    EXPECT_EQ(ito::join(second), 2);
+    // A future waited for, then read.
+    auto waited = ito::create_thread([] { return 3; });
+    waited.wait();
+    EXPECT_EQ(waited.get(), 3);
+  });
+}
+
+// The child blocks on a semaphore that a second child releases; on several
+// workers the releaser often runs elsewhere and wakes the inline child there.
+// Its end must then hand the main ULT back to its own worker.
+TEST(join_inline, a_child_woken_on_another_worker_returns_the_main_ult_to_its_thread) {
+  ito::start_main_thread_with_worker_size(4, [] {
+    const long main_thread = os_thread();
+    const int rounds = static_cast<int>(scaled(400));
+    int ended_elsewhere = 0;
+    for (int i = 0; i < rounds; ++i) {
+      ito::counting_semaphore ready(0);
+      auto releaser = ito::create_thread([&ready] { ready.release(); });
+      auto waiter = ito::create_thread([&ready] {
+        ready.acquire();
+        // Children of its own, child-first: thieves may take it over meanwhile.
+        const long r = fib(12);
+        return std::pair<long, long>{r, os_thread()};
+      });
+      const auto [result, ended_on] = ito::join(waiter);
+      ito::join(releaser);
+      ASSERT_EQ(result, 144);
+      ASSERT_EQ(os_thread(), main_thread) << "round " << i;
+      ended_elsewhere += ended_on != main_thread;
+    }
+    RecordProperty("children_ended_on_another_thread", ended_elsewhere);
+  });
+}
+
+// Many main-ULT joins in a row never switch: timers must still fire (every
+// 64th join goes through the scheduler's poll).
+TEST(join_inline, a_long_run_of_inline_joins_lets_a_sleeper_wake) {
+  ito::start_main_thread_with_worker_size(1, [] {
+    std::atomic<bool> woke{false};
+    auto sleeper = ito::create_thread([&woke] {
+      ito::sleep_for_ns(1'000'000);
+      woke.store(true);
+    });
+    ito::yield();  // let it start and sleep
+    long joins = 0;
+    while (!woke.load() && joins < 100'000'000) {
+      ito::join(ito::create_thread([] {}));
+      ++joins;
+    }
+    EXPECT_TRUE(woke.load()) << joins << " joins";
+    ito::join(sleeper);
+  });
+}
+
+}  // namespace
