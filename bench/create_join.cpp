@@ -129,9 +129,10 @@ void run_create_join(const create_join_params& p, reporter& out) {
       out.add(std::move(r));
 
       // The main ULT is bound to worker 0 and spawns help-first: the child is
-      // queued, and join switches to it.
+      // queued, and join runs it inline (on the main ULT's stack) unless a
+      // worker took it first.
       result h = row(group, "ito, help-first (main ULT)", w, p.ito_iters);
-      h.note = "child queued; join switches to it";
+      h.note = "child queued; join runs it inline if still queued";
       measure(h, p.runs, [&] {
         std::int64_t t = 0;
         ito::start_main_thread_with_worker_size(w, [&] {
