@@ -11,9 +11,11 @@
 #include <gtest/gtest.h>
 
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <cstdint>
 #include <exception>
 #include <stdexcept>
@@ -21,6 +23,7 @@
 #include <vector>
 
 #include "ito/error.hpp"
+#include "ito/ito.h"
 #include "ito/sync.hpp"
 #include "ito/thread.hpp"
 #include "test_support.hpp"
@@ -79,6 +82,62 @@ TEST(join_inline, the_child_keeps_its_own_id_locals_and_exception_state) {
       EXPECT_EQ(ito::this_ult_id(), main_id);
     }
     ito::key_delete(k);
+  });
+}
+
+void* frame_of_a_c_thread(void*) { return reinterpret_cast<void*>(frame_here()); }
+
+// ito_join and pthread_join (a handle, which others could join or detach)
+// run a queued child inline too, after the join's CAS made them its joiner.
+TEST(join_inline, c_and_posix_threads_the_main_ult_joins_run_inline) {
+  ito::start_main_thread_with_worker_size(1, [] {
+    const std::uintptr_t main_frame = frame_here();
+    ito_ult_t c = 0;
+    ASSERT_EQ(ito_create(&c, frame_of_a_c_thread, nullptr), 0);
+    void* c_frame = nullptr;
+    ASSERT_EQ(ito_join(c, &c_frame), 0);
+    pthread_t p{};
+    ASSERT_EQ(ito_pthread_create(&p, nullptr, frame_of_a_c_thread, nullptr), 0);
+    void* p_frame = nullptr;
+    ASSERT_EQ(ito_pthread_join(p, &p_frame), 0);
+    for (void* f : {c_frame, p_frame}) {
+      const auto child_frame = reinterpret_cast<std::uintptr_t>(f);
+      EXPECT_LT(child_frame, main_frame);
+      EXPECT_LT(main_frame - child_frame, 64u * 1024) << "the child ran on a stack of its own";
+    }
+    // Joined again: the handle is gone, as after any join.
+    EXPECT_EQ(ito_pthread_join(p, nullptr), ESRCH);
+    // Its own stack (pthread_attr_setstack): never run inline, on the caller's memory.
+    static char own_stack[256 * 1024] alignas(64);
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    ASSERT_EQ(pthread_attr_setstack(&attr, own_stack, sizeof own_stack), 0);
+    ASSERT_EQ(ito_pthread_create(&p, &attr, frame_of_a_c_thread, nullptr), 0);
+    pthread_attr_destroy(&attr);
+    ASSERT_EQ(ito_pthread_join(p, &p_frame), 0);
+    const auto in_own = reinterpret_cast<std::uintptr_t>(p_frame);
+    EXPECT_GE(in_own, reinterpret_cast<std::uintptr_t>(own_stack));
+    EXPECT_LT(in_own, reinterpret_cast<std::uintptr_t>(own_stack) + sizeof own_stack);
+  });
+}
+
+// A child that forks, joined inline: in the forked process it is the only
+// thread, with no worker to return to, and its return ends that process
+// with status 0 (as a ULT's return there does, docs/POSIX.md).
+TEST(join_inline, a_child_that_forks_ends_the_forked_process_by_returning) {
+  ito::start_main_thread_with_worker_size(1, [] {
+    const std::uintptr_t main_frame = frame_here();
+    auto f = ito::create_thread([main_frame] {
+      const bool inline_run = frame_here() < main_frame && main_frame - frame_here() < 64 * 1024;
+      return std::pair{fork(), inline_run};
+    });
+    const auto [pid, inline_run] = ito::join(f);  // only in this process
+    ASSERT_GT(pid, 0);
+    EXPECT_TRUE(inline_run) << "the child did not run inline: this test proves nothing";
+    int status = 0;
+    ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    EXPECT_TRUE(WIFEXITED(status)) << "killed by signal " << WTERMSIG(status);
+    EXPECT_EQ(WEXITSTATUS(status), 0);
   });
 }
 

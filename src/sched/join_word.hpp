@@ -109,7 +109,7 @@ inline bool register_joiner(ult* child, ult* joiner) noexcept {
 
 // running → joiner, for a child its joiner runs inline: it took the child,
 // unstarted, from its own deque, and holds its future, so nobody else can
-// join, detach or run it: a plain store.
+// join, detach or run it: a plain store. (Without a future: register_joiner.)
 inline void host_inline(ult* child, ult* joiner) noexcept {
   child->join_state.store(reinterpret_cast<std::uintptr_t>(joiner), std::memory_order_relaxed);
 }

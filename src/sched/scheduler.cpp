@@ -477,7 +477,6 @@ char* inline_floor(const ult* host) noexcept {
 __attribute__((no_split_stack, noinline)) void run_inline(worker* w, ult* self, ult* child) noexcept;
 void run_inline(worker* w, ult* self, ult* child) noexcept {
   self->join_target = child;
-  join_word::host_inline(child, self);
   child->unstarted.store(false, std::memory_order_relaxed);
   child->inline_host = self;
   // Sanitizers see the host's stack (and TSan its fiber's call stack) until it ends.
@@ -492,6 +491,9 @@ void run_inline(worker* w, ult* self, ult* child) noexcept {
   trace_switch(child);
   run_body(child);
   arch::load_fp_modes(own_modes);
+  // The only thread of a child forked from a runtime: it has no worker to
+  // return to (as in ult_main).
+  if (!current_worker()) [[unlikely]] end_forked_child_thread();
   w = current_worker();  // it may have been stolen, or woken elsewhere
   worker_stats::bump(w->stats.finished);
   child->fiber = own_fiber;
@@ -500,15 +502,18 @@ void run_inline(worker* w, ult* self, ult* child) noexcept {
   w->current = self;
   ++self->resumes;
   trace_switch(self);
-  join_word::publish_end(child);  // no other joiner: a plain store
+  join_word::publish_end(child);  // we are its joiner: a plain store
   // A bound host (the main ULT) goes back to its worker.
   if (self->bound && self->bound != w) [[unlikely]]
     switch_to(w, self, next_local(w, ++w->picks_since_poll), &hook_push_ready, self);
 }
 
-// True when child ran (and ended) here.
+// True when child ran (and ended) here, with self its registered joiner.
+// Only a child on a pool stack (not a provider's, not the caller's memory of
+// pthread_attr_setstack, not a dedicated or foreign one) and without the
+// processes extension (a ULT that runs elsewhere may move).
 bool join_inline(worker* w, ult* self, ult* child) noexcept {
-  if (!child->has_future || processes_extension() || child->from_provider()) return false;
+  if (child->stack_from != stack_origin::pool || processes_extension()) return false;
   const char* floor = inline_floor(self);
   if (!floor || reinterpret_cast<const char*>(__builtin_frame_address(0)) - floor <
                     static_cast<std::ptrdiff_t>(child->stack.size()))
@@ -521,9 +526,30 @@ bool join_inline(worker* w, ult* self, ult* child) noexcept {
     push_ready(w, bottom);
     return false;
   }
+  // A future has one holder, who joins now: a plain store registers us.
+  // Otherwise (an id, a handle) another joiner or a detacher may race us:
+  // the CAS every join makes decides, and a loser gives the child back.
+  if (child->has_future) {
+    join_word::host_inline(child, self);
+  } else if (!join_word::register_joiner(child, self)) {
+    push_ready(w, child);
+    return false;
+  }
   worker_stats::bump(w->stats.inline_joins);
   run_inline(w, self, child);
   return true;
+}
+
+// Joins child by running it here if it still waits in our deque, else by
+// switching away as its joiner; the caller reads its join word again.
+// Every 64th pick goes the long way, past timers and the inbox, as a switch
+// would (next_local): a host joining children inline never switches.
+void run_or_wait_for(worker* w, ult* self, ult* child) {
+  const std::uint64_t tick = ++w->picks_since_poll;
+  if (child->unstarted.load(std::memory_order_relaxed) && (tick & (poll_interval - 1)) != 0 &&
+      join_inline(w, self, child))
+    return;
+  wait_as_joiner(w, self, child, tick);
 }
 
 }  // namespace
@@ -566,13 +592,7 @@ void wait_finished(ult* child) {
       continue;
     }
     worker* w = current_worker();
-    // Every 64th pick goes the long way, past timers and the inbox, as a
-    // switch would (next_local): a host joining children inline never switches.
-    const std::uint64_t tick = ++w->picks_since_poll;
-    if (child->unstarted.load(std::memory_order_relaxed) && (tick & (poll_interval - 1)) != 0 &&
-        join_inline(w, w->current, child))
-      return;
-    wait_as_joiner(w, w->current, child, tick);
+    run_or_wait_for(w, w->current, child);
   }
 }
 
@@ -590,8 +610,7 @@ int join_claim(ult* child) {
     if (s == join_finished) {
       if (join_word::claim_finished(child, s)) return 0;
     } else if (s == join_running) {
-      worker* w = current_worker();
-      wait_as_joiner(w, self, child, ++w->picks_since_poll);  // we may resume on another worker
+      run_or_wait_for(current_worker(), self, child);  // we may resume on another worker
       s = join_word::read(child);
     } else if (s == join_remote) [[unlikely]] {
       if (int e = processes_extension()->wait(child)) return e;
