@@ -30,6 +30,7 @@
 
 namespace {
 
+using ito::test::fib_ults;
 using ito::test::scaled;
 
 std::uintptr_t frame_here() {
@@ -37,14 +38,6 @@ std::uintptr_t frame_here() {
 }
 
 long os_thread() { return syscall(SYS_gettid); }
-
-// fib with a child per call, for trees below an inline child.
-long fib(int n) {
-  if (n < 2) return n;
-  auto a = ito::create_thread(fib, n - 1);
-  long b = fib(n - 2);
-  return ito::join(a) + b;
-}
 
 TEST(join_inline, the_main_ults_child_runs_on_its_stack_below_the_join) {
   ito::start_main_thread_with_worker_size(1, [] {
@@ -169,7 +162,7 @@ TEST(join_inline, results_exceptions_and_exit_reach_the_joiner) {
     EXPECT_THROW(ito::join(thrown), std::logic_error);
     auto exited = ito::create_thread([] { ito::exit(); });
     EXPECT_NO_THROW(ito::join(exited));
-    auto counted = ito::create_thread([] { return fib(15); });
+    auto counted = ito::create_thread([] { return fib_ults(15); });
     EXPECT_EQ(ito::join(counted), 610);
     // Joined out of order: the second child is at the bottom of the deque.
     auto first = ito::create_thread([] { return 1; });
@@ -197,7 +190,7 @@ TEST(join_inline, a_child_woken_on_another_worker_returns_the_main_ult_to_its_th
       auto waiter = ito::create_thread([&ready] {
         ready.acquire();
         // Children of its own, child-first: thieves may take it over meanwhile.
-        const long r = fib(12);
+        const long r = fib_ults(12);
         return std::pair<long, long>{r, os_thread()};
       });
       const auto [result, ended_on] = ito::join(waiter);

@@ -7,12 +7,7 @@
 
 namespace {
 
-long fib(int n) {
-  if (n < 2) return n;
-  auto child = ito::create_thread(fib, n - 1);
-  long b = fib(n - 2);
-  return ito::join(std::move(child)) + b;
-}
+using ito::test::fib_ults;
 
 long fib_sequential(int n) { return n < 2 ? n : fib_sequential(n - 1) + fib_sequential(n - 2); }
 
@@ -22,7 +17,7 @@ class fib_at_workers : public ::testing::TestWithParam<unsigned> {};
 TEST_P(fib_at_workers, matches_sequential_for_every_n_up_to_30) {
   const int max_n = ito::test::tsan || ito::test::asan ? 20 : 30;
   ito::start_main_thread_with_worker_size(GetParam(), [max_n] {
-    for (int n = 0; n <= max_n; n += (n < 20 ? 1 : 5)) EXPECT_EQ(fib(n), fib_sequential(n)) << n;
+    for (int n = 0; n <= max_n; n += (n < 20 ? 1 : 5)) EXPECT_EQ(fib_ults(n), fib_sequential(n)) << n;
   });
 }
 

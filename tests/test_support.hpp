@@ -9,6 +9,7 @@
 
 #include "arch/sanitizer.hpp"
 #include "ito/error.hpp"
+#include "ito/thread.hpp"
 
 namespace ito::test {
 
@@ -68,6 +69,14 @@ inline long peak_rss_kib() {
   rusage ru{};
   getrusage(RUSAGE_SELF, &ru);
   return ru.ru_maxrss;
+}
+
+// fib(n) with a ULT per call (the child computes fib(n - 1)): trees of ULTs.
+inline long fib_ults(int n) {
+  if (n < 2) return n;
+  auto child = ito::create_thread(fib_ults, n - 1);
+  long b = fib_ults(n - 2);
+  return ito::join(child) + b;
 }
 
 }  // namespace ito::test
