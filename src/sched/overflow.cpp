@@ -48,10 +48,10 @@ constexpr std::uintptr_t os_stack_gap = 1024 * 1024;
 // Did u run off the stack it runs on? A pool stack's guard, or below an OS
 // thread's stack (the main ULT's, and a child it joined inline).
 bool overflowed(const ult* u, const void* address) {
-  if (!u->inline_host && u->stack) return stack::stack_pool::in_guard_of(u->stack, address);
-  const stack::stack_block& s = stack_of(u);
+  const ult* on = u->inline_host ? u->inline_host : u;
+  if (on->stack) return stack::stack_pool::in_guard_of(on->stack, address);
+  const stack::stack_block& s = stack_of(u);  // the main ULT's OS stack, if known
   if (!s) return false;
-  if (u->inline_host && u->inline_host->stack) return stack::stack_pool::in_guard_of(s, address);
   const auto a = reinterpret_cast<std::uintptr_t>(address);
   const auto lo = reinterpret_cast<std::uintptr_t>(s.lo);
   return a < lo && lo - a <= os_stack_gap;

@@ -491,10 +491,10 @@ void run_inline(worker* w, ult* self, ult* child) noexcept {
   trace_switch(child);
   run_body(child);
   arch::load_fp_modes(own_modes);
+  w = current_worker();  // it may have been stolen, or woken elsewhere
   // The only thread of a child forked from a runtime: it has no worker to
   // return to (as in ult_main).
-  if (!current_worker()) [[unlikely]] end_forked_child_thread();
-  w = current_worker();  // it may have been stolen, or woken elsewhere
+  if (!w) [[unlikely]] end_forked_child_thread();
   worker_stats::bump(w->stats.finished);
   child->fiber = own_fiber;
   child->inline_host = nullptr;
