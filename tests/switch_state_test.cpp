@@ -11,6 +11,7 @@
 
 #include <atomic>
 #include <cfenv>
+#include <cstdint>
 
 #include "ito/thread.hpp"
 
@@ -97,5 +98,77 @@ TEST(switch_state, a_child_the_main_ult_runs_inline_starts_with_the_defaults_and
     std::fesetround(FE_TONEAREST);
   });
 }
+
+#if defined(__x86_64__)
+// x86-64 has two control words, and the switch compares each on its own
+// before loading it: a ULT that changes only the x87 one (precision) or only
+// MXCSR (flush-to-zero) keeps it across yields and its children's ends, and
+// nobody else sees it. Its children start with it and may change it back.
+// MXCSR's sticky exception flags are the OS thread's, not the ULT's (as the
+// x87 status word's are): compared without them, and every ULT raises
+// "inexact" here, so flags differ between the ULTs at many switches.
+std::uint16_t x87_control() {
+  std::uint16_t cw;
+  asm volatile("fnstcw %0" : "=m"(cw));
+  return cw;
+}
+void set_x87_control(std::uint16_t cw) { asm volatile("fldcw %0" : : "m"(cw)); }
+std::uint32_t sse_control() {
+  std::uint32_t csr;
+  asm volatile("stmxcsr %0" : "=m"(csr));
+  return csr;
+}
+void set_sse_control(std::uint32_t csr) { asm volatile("ldmxcsr %0" : : "m"(csr)); }
+
+struct control_words {
+  std::uint16_t x87;
+  std::uint32_t sse;
+  bool operator==(const control_words&) const = default;
+};
+constexpr std::uint32_t sse_flags = 0x3f;
+control_words current_words() { return {x87_control(), sse_control() & ~sse_flags}; }
+void set_words(const control_words& w) {
+  set_x87_control(w.x87);
+  set_sse_control(w.sse);
+}
+
+// Runs with `mine`, yielding and joining children that restore `before`.
+void keep_words(control_words before, control_words mine, std::atomic<int>& wrong) {
+  set_words(mine);
+  for (int i = 0; i < 100; ++i) {
+    if (i % 3 == 0) (void)compute_thirds();  // raises "inexact"
+    ito::yield(i % 2 == 0);
+    wrong += !(current_words() == mine);
+    const bool inherited = ito::join(ito::create_thread([&] {
+      const bool same = current_words() == mine;
+      set_words(before);
+      ito::yield();
+      return same;
+    }));
+    wrong += !inherited;
+    wrong += !(current_words() == mine);
+  }
+  set_words(before);
+}
+
+TEST(switch_state, each_x86_control_word_is_carried_on_its_own) {
+  ito::start_main_thread_with_worker_size(1, [] {
+    std::feclearexcept(FE_ALL_EXCEPT);
+    const control_words defaults = current_words();
+    control_words x87_only = defaults, sse_only = defaults;
+    x87_only.x87 = static_cast<std::uint16_t>(defaults.x87 & ~0x300u);  // single precision
+    sse_only.sse = defaults.sse | 0x8040u;                               // flush-to-zero, DAZ
+    ASSERT_FALSE(x87_only == defaults);
+    ASSERT_FALSE(sse_only == defaults);
+    std::atomic<int> wrong{0};
+    auto x87 = ito::create_thread(keep_words, defaults, x87_only, std::ref(wrong));
+    auto sse = ito::create_thread(keep_words, defaults, sse_only, std::ref(wrong));
+    auto plain = ito::create_thread(keep_words, defaults, defaults, std::ref(wrong));
+    x87.get(), sse.get(), plain.get();
+    EXPECT_EQ(wrong.load(), 0);
+    EXPECT_TRUE(current_words() == defaults);
+  });
+}
+#endif
 
 }  // namespace

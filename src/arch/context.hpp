@@ -94,8 +94,16 @@ inline fp_modes save_fp_modes() noexcept {
   asm volatile("stmxcsr %0\n\tfnstcw %1" : "=m"(m.mxcsr), "=m"(m.x87));
   return m;
 }
-inline void load_fp_modes(const fp_modes& m) noexcept {
-  asm volatile("ldmxcsr %0\n\tfldcw %1" : : "m"(m.mxcsr), "m"(m.x87) : "memory");
+// Loads `want` where it differs from `now` (the modes in force), keeping
+// MXCSR's sticky exception flags (its low six bits) as they are: as the
+// switch does (context_x86_64.S, load_fp_modes, which says why).
+inline void change_fp_modes(const fp_modes& now, const fp_modes& want) noexcept {
+  constexpr std::uint32_t flags = 0x3f;
+  if ((now.mxcsr ^ want.mxcsr) & ~flags) {
+    const std::uint32_t next = (want.mxcsr & ~flags) | (now.mxcsr & flags);
+    asm volatile("ldmxcsr %0" : : "m"(next) : "memory");
+  }
+  if (now.x87 != want.x87) asm volatile("fldcw %0" : : "m"(want.x87) : "memory");
 }
 #elif defined(__aarch64__)
 struct fp_modes {
@@ -107,8 +115,8 @@ inline fp_modes save_fp_modes() noexcept {
   asm volatile("mrs %0, fpcr" : "=r"(m.fpcr));
   return m;
 }
-inline void load_fp_modes(const fp_modes& m) noexcept {
-  asm volatile("msr fpcr, %0" : : "r"(m.fpcr) : "memory");
+inline void change_fp_modes(const fp_modes& now, const fp_modes& want) noexcept {
+  if (now.fpcr != want.fpcr) asm volatile("msr fpcr, %0" : : "r"(want.fpcr) : "memory");
 }
 #endif
 

@@ -486,11 +486,11 @@ void run_inline(worker* w, ult* self, ult* child) noexcept {
   switch_eh(w, self->eh, child->eh);  // the child starts with none
   // And with the default floating-point modes, as a context make_context built.
   const arch::fp_modes own_modes = arch::save_fp_modes();
-  arch::load_fp_modes(arch::default_fp_modes);
+  arch::change_fp_modes(own_modes, arch::default_fp_modes);
   w->current = child;
   trace_switch(child);
   run_body(child);
-  arch::load_fp_modes(own_modes);
+  arch::change_fp_modes(arch::save_fp_modes(), own_modes);
   w = current_worker();  // it may have been stolen, or woken elsewhere
   // The only thread of a child forked from a runtime: it has no worker to
   // return to (as in ult_main).
