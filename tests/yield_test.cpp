@@ -175,6 +175,30 @@ TEST(yield, plain_yield_lets_the_next_one_run_then_resumes) {
   EXPECT_EQ(log.size(), std::string("x1 CBA x2").size()) << log;
 }
 
+// The main ULT's yield on one worker: like any ULT's, yield(false) resumes it
+// right after the ULT it made way for (it takes that one's deque slot; with
+// nobody to steal it, it stays on its worker), and yield(true) behind every
+// queued ULT.
+std::string main_ult_yields_among_queued(bool push_to_head) {
+  return ito::start_main_thread_with_worker_size(1, [push_to_head] {
+    std::string log;
+    auto a = ito::create_thread([&] { log += 'A'; });
+    auto b = ito::create_thread([&] { log += 'B'; });
+    auto c = ito::create_thread([&] { log += 'C'; });
+    ito::yield(push_to_head);
+    log += 'm';
+    ito::join(a);
+    ito::join(b);
+    ito::join(c);
+    return log;
+  });
+}
+
+TEST(yield, the_main_ult_resumes_after_the_next_ult_or_behind_all_queued) {
+  EXPECT_EQ(main_ult_yields_among_queued(false).substr(0, 2), "Cm");
+  EXPECT_EQ(main_ult_yields_among_queued(true), "CBAm");
+}
+
 TEST(yield, outside_a_ult_is_a_usage_error) {
   try {
     ito::yield();

@@ -95,6 +95,17 @@ class chase_lev_deque {
     return true;
   }
 
+  // Owner only, while no thread can steal: the bottom item for `item`, a pop
+  // and a push in one store. False when empty.
+  bool swap_bottom_unshared(T item, T& out) noexcept {
+    std::int64_t b = bottom_.load(std::memory_order_relaxed);
+    if (b == top_.load(std::memory_order_relaxed)) return false;
+    buffer* a = buffer_.load(std::memory_order_relaxed);
+    out = a->load(b - 1);
+    a->store(b - 1, item);
+    return true;
+  }
+
   enum class steal_result { success, empty, lost_race };
 
   // Any thread.

@@ -699,13 +699,14 @@ int detach(ult* child) {
   }
 }
 
-void yield(bool push_to_head) {
-  worker* w = current_worker();
-  ult* self = w->current;
+namespace {
+
+// yield() past its common case; yields_since_scheduler already counts this one.
+[[gnu::noinline]] void yield_elsewhere(worker* w, ult* self, bool push_to_head) {
   // Now and then pass through the scheduler loop, so timers and ULTs woken
   // from other threads are not starved by two ULTs yielding to each other.
   ult* next = nullptr;
-  if (++w->yields_since_scheduler < 64) next = pop_local(w);
+  if (w->yields_since_scheduler < 64) next = pop_local(w);
   if (!next) {
     w->yields_since_scheduler = 0;
     switch_to(w, self, nullptr, &hook_push_yielded, self);
@@ -717,6 +718,27 @@ void yield(bool push_to_head) {
     return switch_to(w, self, next, nullptr, nullptr);
   }
   switch_to(w, self, next, push_to_head ? &hook_push_yielded : &hook_push_ready, self);
+}
+
+}  // namespace
+
+// Its common case calls nothing but the switch, so it saves no registers of
+// its own (the switch saves them).
+void yield(bool push_to_head) {
+  worker* w = current_worker();
+  ult* self = w->current;
+  ult* next;
+  // A lone worker's: self takes the deque slot of the ULT it switches to.
+  // Also a bound ULT (the main ULT): with nobody to steal it, the only
+  // worker, the one it is bound to, is the one that takes it out.
+  if (++w->yields_since_scheduler < 64 && w->alone && !push_to_head &&
+      w->deque.swap_bottom_unshared(self, next)) [[likely]] {
+    // Both are ULTs (ito::yield checked self; deques hold no nulls): let the
+    // compiler drop switch_to's tests for the scheduler's context.
+    if (!self || !next) __builtin_unreachable();
+    return switch_to(w, self, next, nullptr, nullptr);
+  }
+  yield_elsewhere(w, self, push_to_head);
 }
 
 void suspend(void (*after)(ult*, void*), void* arg, const char* blocked_in,
