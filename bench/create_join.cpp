@@ -17,6 +17,24 @@ namespace bench {
 namespace {
 
 void empty_ult() { clobber_memory(); }
+
+// A child that raises the "inexact" flag, as nearly any floating-point
+// division does (BENCHMARKS.md, "MXCSR").
+volatile double dividend = 1.0, divisor = 3.0, quotient;
+void dividing_ult() { quotient = dividend / divisor; }
+
+// ns for `iters` child-first create+joins of `child` from a ULT (not the main one).
+std::int64_t child_first_loop(unsigned w, long long iters, void (*child)()) {
+  std::int64_t t = 0;
+  ito::start_main_thread_with_worker_size(w, [&] {
+    ito::join(ito::create_thread([&] {
+      std::int64_t t0 = now_ns();
+      for (long long i = 0; i < iters; ++i) ito::join(ito::create_thread(child));
+      t = now_ns() - t0;
+    }));
+  });
+  return t;
+}
 void* empty_pthread(void*) {
   clobber_memory();
   return nullptr;
@@ -115,18 +133,16 @@ void run_create_join(const create_join_params& p, reporter& out) {
       result r = row(group, "ito, child-first (from a ULT)", w, p.ito_iters);
       r.reference = true;
       r.note = "child runs at once; parent resumed when it ends";
-      measure(r, p.runs, [&] {
-        std::int64_t t = 0;
-        ito::start_main_thread_with_worker_size(w, [&] {
-          ito::join(ito::create_thread([&] {
-            std::int64_t t0 = now_ns();
-            for (long long i = 0; i < p.ito_iters; ++i) ito::join(ito::create_thread(empty_ult));
-            t = now_ns() - t0;
-          }));
-        });
-        return t;
-      });
+      measure(r, p.runs, [&] { return child_first_loop(w, p.ito_iters, empty_ult); });
       out.add(std::move(r));
+
+      // The same with a child that raises a floating-point flag its parent
+      // has clear: a switch that carried MXCSR's flags per ULT paid for
+      // reading MXCSR soon after it changed, at every spawn.
+      result fp = row(group, "ito, child-first, child divides", w, p.ito_iters);
+      fp.note = "the child's one double division raises \"inexact\"";
+      measure(fp, p.runs, [&] { return child_first_loop(w, p.ito_iters, dividing_ult); });
+      out.add(std::move(fp));
 
       // The main ULT is bound to worker 0 and spawns help-first: the child is
       // queued, and join runs it inline (on the main ULT's stack) unless a
