@@ -72,8 +72,9 @@ void run_yield(const yield_params& p, reporter& out) {
     });
     out.add(std::move(r));
     if (w != 1) continue;  // on more workers the child may be stolen: no ping-pong
-    // The main ULT is bound to its worker: its yields take the bound path
-    // (a worker-owned queue), not the deque.
+    // The main ULT and a child run different code: the switch's return
+    // into the other stack is mispredicted (BENCHMARKS.md), unlike two ULTs
+    // running the same loop. On one worker both yield through the deque.
     result m = row("ito::yield, main ULT and one child", w, p.ito_yields);
     m.note = "the program's main ULT ping-pongs with a ULT it made";
     measure(m, p.runs, [&] {
