@@ -49,6 +49,33 @@ TEST(deque, owner_pops_lifo_thieves_steal_fifo) {
   EXPECT_TRUE(d.push(4));  // empty again
 }
 
+// The lone owner's shortcuts (a one-worker runtime: nobody steals).
+TEST(deque, swap_bottom_trades_the_newest_item_and_push_if_room_never_grows) {
+  deque d(4);
+  std::uint32_t out = 0;
+  EXPECT_FALSE(d.swap_bottom_unshared(9, out));  // empty: nothing taken, nothing left
+  EXPECT_TRUE(d.looks_empty());
+  for (std::uint32_t i = 1; i <= 4; ++i) ASSERT_TRUE(d.push_if_room(i));
+  EXPECT_FALSE(d.push_if_room(5));  // full: refused, not grown
+  EXPECT_EQ(d.size_hint(), 4);
+  ASSERT_TRUE(d.swap_bottom_unshared(7, out));
+  EXPECT_EQ(out, 4u);  // the newest, as pop would give
+  EXPECT_EQ(d.size_hint(), 4);
+  ASSERT_TRUE(d.pop_unshared(out));
+  EXPECT_EQ(out, 7u);  // in its place, as push would leave it
+  ASSERT_EQ(d.steal(out), steal_result::success);
+  EXPECT_EQ(out, 1u);  // the top untouched
+  // Room again after taking two (the top has moved: wrapping indices).
+  EXPECT_TRUE(d.push_if_room(8));
+  EXPECT_TRUE(d.push_if_room(9));
+  EXPECT_FALSE(d.push_if_room(10));
+  for (std::uint32_t want : {9u, 8u, 3u, 2u}) {
+    ASSERT_TRUE(d.pop(out));
+    EXPECT_EQ(out, want);
+  }
+  EXPECT_FALSE(d.pop(out));
+}
+
 TEST(deque, grows_past_its_initial_capacity_keeping_order) {
   deque d(2);
   const std::uint32_t n = 10'000;

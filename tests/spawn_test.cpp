@@ -141,6 +141,24 @@ TEST(spawn, a_bad_deque_fence_stops_the_start) {
                              "ito: ITO_DEQUE_FENCE=sometimes is invalid: expected asymmetric or full");
 }
 
+// On one worker each child-first fork pushes its parent: a chain of forks
+// deeper than the deque's first buffer (1024) makes it grow on the way down
+// (fork's common case refuses to grow it, the rest of fork does).
+TEST(spawn, a_chain_deeper_than_the_first_deque_buffer_on_one_worker) {
+  struct link {
+    static long run(long depth) {
+      if (depth == 0) return 0;
+      return ito::join(ito::create_thread(run, depth - 1)) + depth;
+    }
+  };
+  if (ito::test::tsan) GTEST_SKIP() << "1,500 live ULTs: a TSan fiber each (~1 MB)";
+  const long depth = 1500;
+  EXPECT_EQ(ito::start_main_thread_with_worker_size(1, [depth] {
+              return ito::join(ito::create_thread(link::run, depth));
+            }),
+            depth * (depth + 1) / 2);
+}
+
 TEST(spawn, join_preserves_references) {
   ito::start_main_thread_with_worker_size(2, [] {
     int x = 1;

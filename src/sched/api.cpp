@@ -97,21 +97,51 @@ void set_own_cleanup(frame_cleanup_fn cleanup) noexcept {
   sched::current_ult()->frame_cleanup = cleanup;
 }
 
-allocated_ult spawn_prepare(std::size_t size, frame_cleanup_fn cleanup,
-                            void (*on_exception)(void*, bool), std::uint32_t error_offset,
-                            bool result_local) {
-  // A worker's scheduler stack (a flow node's body) may spawn too: fork then
-  // queues the child instead of switching to it.
-  sched::worker* w = sched::current_worker();
-  if (!w) [[unlikely]] throw_outside_ult("ito::create_thread");
-  void* frame = nullptr;
-  sched::ult* u = sched::allocate(w, size, &frame);
+namespace {
+
+// What a future's frame tells the descriptor it was given.
+inline allocated_ult frame_owned(sched::ult* u, void* frame, frame_cleanup_fn cleanup,
+                                 void (*on_exception)(void*, bool), std::uint32_t error_offset,
+                                 bool result_local) noexcept {
   u->frame_cleanup = cleanup;
   u->frame_catch = on_exception;
-  u->frame_error_offset = error_offset & 0x7fffffffu;
+  u->frame_error_offset = error_offset;
   u->frame_result_local = result_local;
   u->has_future = true;
   return {ult_id{u}, frame};
+}
+
+// spawn_prepare past its common case: outside a ULT, a large frame, or no
+// released descriptor at hand.
+[[gnu::noinline]] allocated_ult spawn_prepare_elsewhere(sched::worker* w, std::size_t size,
+                                                        frame_cleanup_fn cleanup,
+                                                        void (*on_exception)(void*, bool),
+                                                        std::uint32_t error_offset,
+                                                        bool result_local) {
+  // A worker's scheduler stack (a flow node's body) may spawn too: fork then
+  // queues the child instead of switching to it.
+  if (!w) throw_outside_ult("ito::create_thread");
+  void* frame = nullptr;
+  sched::ult* u = sched::allocate_slow(w, size, &frame);
+  return frame_owned(u, frame, cleanup, on_exception, error_offset, result_local);
+}
+
+}  // namespace
+
+// Its common case (a descriptor this worker released) calls nothing, so it
+// saves no registers.
+allocated_ult spawn_prepare(std::size_t size, frame_cleanup_fn cleanup,
+                            void (*on_exception)(void*, bool), std::uint32_t error_offset,
+                            bool result_local) {
+  sched::worker* w = sched::current_worker();
+  if (w && size <= w->stacks.frame_limit) [[likely]] {
+    if (sched::ult* u = sched::take_released(w)) [[likely]] {
+      void* frame = nullptr;
+      sched::prepare(w, u, size, &frame);
+      return frame_owned(u, frame, cleanup, on_exception, error_offset, result_local);
+    }
+  }
+  return spawn_prepare_elsewhere(w, size, cleanup, on_exception, error_offset, result_local);
 }
 
 void spawn_start(allocated_ult th, void (*func)(void*)) noexcept {

@@ -62,6 +62,18 @@ class chase_lev_deque {
     return b == t;
   }
 
+  // Owner only: push() where no growing is needed (nothing that allocates or
+  // calls out); false, with nothing pushed, when the buffer is full.
+  bool push_if_room(T item) noexcept {
+    std::int64_t b = bottom_.load(std::memory_order_relaxed);
+    std::int64_t t = top_.load(std::memory_order_acquire);
+    buffer* a = buffer_.load(std::memory_order_relaxed);
+    if (b - t > a->capacity() - 1) [[unlikely]] return false;
+    a->store(b, item);
+    bottom_.store(b + 1, std::memory_order_release);
+    return true;
+  }
+
   // Owner only. Returns false when empty.
   bool pop(T& out) noexcept {
     std::int64_t b = bottom_.load(std::memory_order_relaxed) - 1;

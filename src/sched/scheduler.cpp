@@ -402,30 +402,18 @@ void fork_near(ult* child, void (*body)(void*), const void* data) noexcept {
   p->send_new(child, where);
 }
 
-void fork(ult* child, void (*body)(void*), bool id_was_public) noexcept {
-  worker* w = current_worker();
-  ult* parent = w->current;
-  adopt(w, child, body, id_was_public);
-  // Help-first: a bound parent must not be stolen, and the scheduler stack has
-  // no context to push.
-  if (!parent || parent->bound) [[unlikely]] {
-    make_startable(child);
-    push_ready(w, child);
-    return;
-  }
-  // Child first: the parent is pushed (by the hook, once its context is saved)
-  // and the child starts at once on its own stack. A lone worker pushes it
-  // first: nobody else takes from its deque, so nobody can resume the parent
-  // before it is saved.
-  arch::on_top_fn publish_parent = &hook_push_ready;
-  if (w->alone) {
-    w->deque.push(parent);
-    publish_parent = nullptr;
-  }
+namespace {
+
+// Child first: the child starts at once on its own stack; the parent is
+// already in the deque (parent_pushed) or is pushed by the hook once its
+// context is saved.
+[[gnu::always_inline]] inline void start_child_first(worker* w, ult* parent, ult* child,
+                                                     bool parent_pushed, bool traced) noexcept {
   switch_eh(w, parent->eh, child->eh);  // the child starts with none
   w->current = child;
   ++child->resumes;
-  trace_switch(child);
+  if (traced) trace_switch(child);
+  arch::on_top_fn publish_parent = parent_pushed ? nullptr : &hook_push_ready;
   arch::sanitizer_before_switch(parent->fiber, child->fiber, false);
   if (child->from_provider()) [[unlikely]] {
     // Its stack lies apart from its frame: the provider left the top in sp,
@@ -435,6 +423,38 @@ void fork(ult* child, void (*body)(void*), bool id_was_public) noexcept {
     ito_context_start(&parent->sp, child->frame, child, publish_parent, parent, &ult_main);
   }
   arch::sanitizer_after_switch(parent->fiber);
+}
+
+// fork() past its common case: help-first, a provider's stack, tracing on,
+// or a lone worker's deque that must grow.
+[[gnu::noinline]] void fork_elsewhere(worker* w, ult* parent, ult* child) noexcept {
+  // Help-first: a bound parent must not be stolen, and the scheduler stack has
+  // no context to push.
+  if (!parent || parent->bound) {
+    make_startable(child);
+    push_ready(w, child);
+    return;
+  }
+  // A lone worker pushes the parent first: nobody else takes from its deque,
+  // so nobody can resume it before it is saved.
+  if (w->alone) w->deque.push(parent);
+  start_child_first(w, parent, child, w->alone, /*traced=*/true);
+}
+
+}  // namespace
+
+// Its common case calls nothing but the context start, so it saves no
+// registers of its own.
+void fork(ult* child, void (*body)(void*), bool id_was_public) noexcept {
+  worker* w = current_worker();
+  ult* parent = w->current;
+  adopt(w, child, body, id_was_public);
+  if (parent && !parent->bound && !child->from_provider() &&
+      !trace::g_on.load(std::memory_order_relaxed)) [[likely]] {
+    if (!w->alone) return start_child_first(w, parent, child, false, /*traced=*/false);
+    if (w->deque.push_if_room(parent)) return start_child_first(w, parent, child, true, false);
+  }
+  fork_elsewhere(w, parent, child);
 }
 
 namespace {
@@ -649,7 +669,7 @@ void release(ult* u, bool orphaned) {
   u->frame_cleanup = nullptr;
   u->frame_catch = nullptr;
   u->frame_error_offset = 0;
-  u->frame_result_local = 0;
+  u->frame_result_local = false;
   u->exited = false;
   // Written only when set: a racing id-based join of a ULT no future owns
   // (two joins of one id, one wins) reads the flag while the winner releases.

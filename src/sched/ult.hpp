@@ -70,12 +70,14 @@ struct ult {
   std::uint32_t parent_resumes = 0;  // parent->resumes when this ULT was forked
   // Where its frame keeps a thrown exception (create_thread's frames of
   // trivial types), 0: nowhere. The distributed mode carries an exception to
-  // a joiner on another process through it. (In parent_resumes' padding.)
-  std::uint32_t frame_error_offset : 31 = 0;
+  // a joiner on another process through it. (This and the next flag fill
+  // the padding before exit_value; plain fields, not bits: a spawn writes
+  // both without masking.)
+  std::uint32_t frame_error_offset = 0;
   // Its result, once it has one, is not trivially copyable: it may hold this
   // process's pointers, so the distributed mode keeps the ULT on its home
   // process and hands the result to no joiner elsewhere.
-  std::uint32_t frame_result_local : 1 = 0;
+  bool frame_result_local = false;
   void* exit_value = nullptr;     // exit()'s value, for the C API
   ult* next = nullptr;            // intrusive link: wait queues, inboxes
   ult* join_target = nullptr;     // the ULT this one is about to join
