@@ -134,12 +134,10 @@ allocated_ult spawn_prepare(std::size_t size, frame_cleanup_fn cleanup,
                             void (*on_exception)(void*, bool), std::uint32_t error_offset,
                             bool result_local) {
   sched::worker* w = sched::current_worker();
-  if (w && size <= w->stacks.frame_limit) [[likely]] {
-    if (sched::ult* u = sched::take_released(w)) [[likely]] {
-      void* frame = nullptr;
-      sched::prepare(w, u, size, &frame);
+  void* frame = nullptr;
+  if (w) [[likely]] {
+    if (sched::ult* u = sched::allocate_released(w, size, &frame)) [[likely]]
       return frame_owned(u, frame, cleanup, on_exception, error_offset, result_local);
-    }
   }
   return spawn_prepare_elsewhere(w, size, cleanup, on_exception, error_offset, result_local);
 }

@@ -175,10 +175,16 @@ inline ult* take_released(worker* w) noexcept {
   return u;
 }
 ult* allocate_slow(worker* w, std::size_t frame_bytes, void** frame);
-inline ult* allocate(worker* w, std::size_t frame_bytes, void** frame) {
+// allocate's common case, which calls nothing: a descriptor this worker
+// released, for a frame that fits; null otherwise.
+inline ult* allocate_released(worker* w, std::size_t frame_bytes, void** frame) noexcept {
   if (frame_bytes <= w->stacks.frame_limit) [[likely]] {
     if (ult* u = take_released(w)) [[likely]] return prepare(w, u, frame_bytes, frame);
   }
+  return nullptr;
+}
+inline ult* allocate(worker* w, std::size_t frame_bytes, void** frame) {
+  if (ult* u = allocate_released(w, frame_bytes, frame)) [[likely]] return u;
   return allocate_slow(w, frame_bytes, frame);
 }
 void set_current_worker(worker* w) noexcept;
