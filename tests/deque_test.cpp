@@ -76,6 +76,48 @@ TEST(deque, swap_bottom_trades_the_newest_item_and_push_if_room_never_grows) {
   EXPECT_FALSE(d.pop(out));
 }
 
+// parallel_invoke's take-back pops only its own record, and only from the
+// bottom; a stale copy of it below `top` (taken by a thief) is not there.
+TEST(deque, pop_if_bottom_takes_only_the_named_bottom_item) {
+  for (bool shared : {true, false}) {
+    deque d(4);
+    auto pop_if = [&](std::uint32_t v) {
+      return shared ? d.pop_if_bottom(v) : d.pop_if_bottom_unshared(v);
+    };
+    EXPECT_FALSE(pop_if(0));  // empty (slot -1 wraps to an unused slot)
+    d.push(1);
+    d.push(2);
+    EXPECT_FALSE(pop_if(1));  // there, but not at the bottom
+    EXPECT_EQ(d.size_hint(), 2);
+    EXPECT_TRUE(pop_if(2));
+    EXPECT_EQ(d.size_hint(), 1);
+    std::uint32_t out = 0;
+    ASSERT_EQ(d.steal(out), steal_result::success);  // a thief takes 1
+    EXPECT_FALSE(pop_if(1)) << "the slot still holds 1, below top";
+    EXPECT_TRUE(d.looks_empty());
+    d.push(3);
+    EXPECT_TRUE(pop_if(3));
+    EXPECT_FALSE(d.pop(out));
+  }
+}
+
+// Only a push behind other items with room takes the fence-free path; the
+// first item (idle workers may need a wake-up) and a full buffer do not.
+TEST(deque, push_behind_others_refuses_an_empty_or_full_deque) {
+  deque d(4);
+  EXPECT_FALSE(d.push_behind_others(1));
+  EXPECT_TRUE(d.looks_empty());
+  d.push(1);
+  for (std::uint32_t i = 2; i <= 4; ++i) ASSERT_TRUE(d.push_behind_others(i));
+  EXPECT_FALSE(d.push_behind_others(5));
+  EXPECT_EQ(d.size_hint(), 4);
+  std::uint32_t out = 0;
+  for (std::uint32_t want : {4u, 3u, 2u, 1u}) {
+    ASSERT_TRUE(d.pop(out));
+    EXPECT_EQ(out, want);
+  }
+}
+
 TEST(deque, grows_past_its_initial_capacity_keeping_order) {
   deque d(2);
   const std::uint32_t n = 10'000;

@@ -74,6 +74,19 @@ class chase_lev_deque {
     return true;
   }
 
+  // Owner only: push() onto a deque that already holds items and has room
+  // (no fence is owed to idle workers then: idle.hpp); false, with nothing
+  // pushed, otherwise.
+  bool push_behind_others(T item) noexcept {
+    std::int64_t b = bottom_.load(std::memory_order_relaxed);
+    std::int64_t t = top_.load(std::memory_order_acquire);
+    buffer* a = buffer_.load(std::memory_order_relaxed);
+    if (b == t || b - t > a->capacity() - 1) [[unlikely]] return false;
+    a->store(b, item);
+    bottom_.store(b + 1, std::memory_order_release);
+    return true;
+  }
+
   // Owner only. Returns false when empty.
   bool pop(T& out) noexcept {
     std::int64_t b = bottom_.load(std::memory_order_relaxed) - 1;
@@ -93,6 +106,24 @@ class chase_lev_deque {
       bottom_.store(b + 1, std::memory_order_relaxed);
       return won;
     }
+    return true;
+  }
+
+  // Owner only: pop() if the bottom item is `expected`; false, with nothing
+  // changed, when another item is there. A bottom slot holding `expected`
+  // below `top` is a stale copy: pop() then finds the deque empty.
+  bool pop_if_bottom(T expected) noexcept {
+    std::int64_t b = bottom_.load(std::memory_order_relaxed) - 1;
+    if (buffer_.load(std::memory_order_relaxed)->load(b) != expected) return false;
+    T out;
+    return pop(out);
+  }
+  // The same while no thread can steal.
+  bool pop_if_bottom_unshared(T expected) noexcept {
+    std::int64_t b = bottom_.load(std::memory_order_relaxed);
+    if (b == top_.load(std::memory_order_relaxed)) return false;
+    if (buffer_.load(std::memory_order_relaxed)->load(b - 1) != expected) return false;
+    bottom_.store(b - 1, std::memory_order_relaxed);
     return true;
   }
 
