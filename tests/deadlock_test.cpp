@@ -13,6 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <mutex>
@@ -22,6 +23,7 @@
 #include "ito/delegate.hpp"
 #include "ito/io.hpp"
 #include "ito/os_pool.hpp"
+#include "ito/parallel.hpp"
 #include "ito/sync.hpp"
 #include "ito/thread.hpp"
 #include "ito/ult.hpp"
@@ -125,6 +127,38 @@ TEST(Deadlock, JoinOfUnsignalledConditionVariableIsReported) {
       ::testing::ExitedWithCode(deadlock_status),
       "ito:   ULT [0-9]+: blocked in condition_variable on 0x[0-9a-f]+\n"
       "ito:   main ULT: blocked in join of ULT [0-9]+\n");
+}
+
+// The main ULT holds a mutex across parallel_invoke; its second branch, taken
+// by the other worker (a ULT of its own there), asks for that mutex: the main
+// ULT waits for the branch, the branch for the main ULT.
+void branch_waits_for_its_callers_mutex() {
+  ito::start_main_thread([] {
+    static ito::mutex m;
+    std::atomic<bool> second_started{false};
+    std::lock_guard held(m);
+    ito::parallel_invoke(
+        [&] {
+          while (!second_started.load()) ito::yield();
+        },
+        [&] {
+          second_started.store(true);
+          std::lock_guard waits(m);
+        });
+  });
+}
+
+TEST(Deadlock, ParallelInvokeWaitingForItsStolenBranchIsReported) {
+  if (foreign_thread()) GTEST_SKIP() << "TSan's or qemu's own thread rules the report out";
+  EXPECT_EXIT(
+      {
+        prepare_child("abort", "2");
+        end_after(20);
+        branch_waits_for_its_callers_mutex();
+      },
+      ::testing::ExitedWithCode(deadlock_status),
+      "ito:   ULT [0-9]+ \\(detached\\): blocked in mutex on 0x[0-9a-f]+\n"
+      "ito:   main ULT: blocked in parallel_invoke on 0x[0-9a-f]+\n");
 }
 
 TEST(Deadlock, MainBlockedOnMutexNamesIt) {

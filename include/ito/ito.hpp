@@ -4,6 +4,7 @@
 
 #include "ito/error.hpp"
 #include "ito/options.hpp"
+#include "ito/parallel.hpp"
 #include "ito/runtime.hpp"
 #include "ito/thread.hpp"
 #include "ito/ult.hpp"

@@ -202,7 +202,10 @@ runtime_state* start_runtime(const options& resolved, bool defer_others) {
     w->rng = 0x9E3779B97F4A7C15ull * (i + 1);
     w->alone = n == 1 && !processes_extension();  // other processes steal from it
     // Not `yielded`: its owner never pops it, so there is no fence to save.
-    if (rt->asymmetric_deques) w->deque.use_asymmetric_fence();
+    if (rt->asymmetric_deques) {
+      w->deque.use_asymmetric_fence();
+      w->branches.use_asymmetric_fence();
+    }
     w->stack_provider = rt->stack_provider.get();
     if (w->stack_provider) w->stack_provider->attach(w.get());
     rt->workers.push_back(std::move(w));

@@ -402,6 +402,18 @@ void fork_near(ult* child, void (*body)(void*), const void* data) noexcept {
   p->send_new(child, where);
 }
 
+ult* make_detached(worker* w, void (*body)(void*), void* arg) {
+  void* frame = nullptr;
+  ult* u = allocate(w, sizeof arg, &frame);
+  std::memcpy(frame, &arg, sizeof arg);
+  std::uintptr_t s = join_running;
+  while (!join_word::detach_running(u, s)) {
+  }
+  adopt(w, u, body, /*id_was_public=*/true);
+  make_startable(u);
+  return u;
+}
+
 namespace {
 
 // Child first: the child starts at once on its own stack; the parent is

@@ -76,6 +76,10 @@ void fork(ult* child, void (*body)(void*), bool id_was_public = true) noexcept;
 // fork for create_thread(near(data)): the processes extension may send the
 // child, help-first, to the process holding data; otherwise fork.
 void fork_near(ult* child, void (*body)(void*), const void* data) noexcept;
+// A new ULT running body(arg) that nobody joins (it frees itself at its
+// end), not queued: the caller runs or queues it. May be called from the
+// scheduler stack.
+ult* make_detached(worker* w, void (*body)(void*), void* arg);
 // Waits until `child` has finished, for its only possible joiner (the owner
 // of its future). Others use join_claim.
 void wait_finished(ult* child);

@@ -81,14 +81,16 @@ namespace {
 
 // What ULTs wait in (suspend's blocked_in) when only another ULT can wake
 // them: ito's own synchronisation objects (src/sync; "ito sync object" is
-// park()'s default). Sleeps, I/O, delegated calls, flow futures
+// park()'s default), and a parallel_invoke caller waiting for a branch that
+// runs as a ULT elsewhere. Sleeps, I/O, delegated calls, flow futures
 // and the distributed mode's waits end by themselves or from outside: never
 // counted. Nor is the POSIX layer's sem_t: sem_post is async-signal-safe, so
 // a signal handler may be what the waiter waits for.
 bool waits_for_another_ult(const char* in) {
   static constexpr const char* kinds[] = {"mutex",     "condition_variable", "shared_mutex",
                                           "barrier",   "counting_semaphore", "once_flag",
-                                          "ito sync object"};
+                                          "ito sync object",
+                                          "parallel_invoke"};
   if (!in) return false;
   for (const char* k : kinds)
     if (!std::strcmp(in, k)) return true;

@@ -23,6 +23,10 @@
 #include "stack/provider.hpp"
 #include "stack/stack_pool.hpp"
 
+namespace ito::detail {
+struct branch;
+}
+
 namespace ito::sched {
 
 struct runtime_state;
@@ -40,6 +44,10 @@ struct worker_stats {
   std::atomic<std::uint64_t> quick_resumes{0};
   std::atomic<std::uint64_t> direct_join_wakeups{0};
   std::atomic<std::uint64_t> inline_joins{0};  // children run inline by their joiner
+  // parallel_invoke branches taken by someone other than their caller, run
+  // as ULTs (those taken back are not counted: that path stays a few loads
+  // and stores).
+  std::atomic<std::uint64_t> branches_made_ults{0};
   std::atomic<std::uint64_t> stacks_reused{0};  // a released descriptor+stack taken again
   std::atomic<std::uint64_t> stacks_taken{0};   // a stack taken from the cache or the pool
   // With a processes extension only: exit hooks run to their end. A ULT counts as
@@ -59,6 +67,10 @@ struct alignas(64) worker {
 
   chase_lev_deque<ult*> deque;    // runnable ULTs: owner at the bottom, thieves at the top
   chase_lev_deque<ult*> yielded;  // yield(true): run last here, stolen first elsewhere
+  // parallel_invoke's queued branches (records on their callers' stacks,
+  // branches.hpp): taken back by their caller, or made a ULT by whoever
+  // takes one from the top (a thief, or this worker's scheduler loop).
+  chase_lev_deque<ito::detail::branch*> branches;
   ult_queue inbox;                // ULTs bound to this worker, made runnable elsewhere
   owner_ult_fifo bound_here;      // ULTs bound to this worker, made runnable by it
 

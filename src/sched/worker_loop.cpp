@@ -6,6 +6,7 @@
 #include "arch/context.hpp"
 #include "common/random.hpp"
 #include "os/futex.hpp"
+#include "sched/branches.hpp"
 #include "sched/extension.hpp"
 #include "sched/idle.hpp"
 #include "sched/runtime_control.hpp"
@@ -35,7 +36,10 @@ ult* try_steal(worker* w) noexcept {
     auto v = static_cast<unsigned>(common::next_random(w->rng) % (n - 1));
     if (v >= w->index) ++v;
     worker_stats::bump(w->stats.steal_attempts);
-    if (ult* u = steal_from(w->rt->workers[v].get())) {
+    worker* victim = w->rt->workers[v].get();
+    ult* u = steal_from(victim);
+    if (!u) u = steal_branch(victim, w);
+    if (u) {
       worker_stats::bump(w->stats.steals);
       trace::record(trace::kind::steal, v);
       return u;
@@ -86,7 +90,8 @@ ult* steal_for_outside(runtime_state* rt, std::uint64_t& rng) noexcept {
 
 bool ults_waiting(runtime_state* rt) noexcept {
   for (auto& v : rt->workers)
-    if (!v->deque.looks_empty() || !v->yielded.looks_empty()) return true;
+    if (!v->deque.looks_empty() || !v->yielded.looks_empty() || !v->branches.looks_empty())
+      return true;
   return false;
 }
 
@@ -194,6 +199,7 @@ void scheduler_loop(worker* w) {
     tasks_first = false;
     ult* u = ran_tasks ? nullptr : pop_local(w);
     if (!u && !ran_tasks) ran_tasks = rt->tasks && rt->tasks->run_some(w);
+    if (!u && !ran_tasks) u = take_own_branch(w);
     if (!u && !ran_tasks) u = try_steal(w);
     if (!u && !ran_tasks && processes_extension()) [[unlikely]] {
       processes_extension()->wants_work(w);  // what other processes send lands here

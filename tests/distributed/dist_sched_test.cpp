@@ -20,6 +20,7 @@
 #include "distributed/fib_kernel.hpp"
 #include "distributed/sort_kernel.hpp"
 #include "ito/dist.hpp"
+#include "ito/parallel.hpp"
 #include "ito/thread.hpp"
 #include "ito/ult.hpp"
 
@@ -321,6 +322,42 @@ TEST(DistScheduler, LowLevelForkJoinAcrossProcesses) {
   });
   EXPECT_EQ(got, static_cast<long>(n) * (n - 1) / 2);
   ito::dist::barrier();
+}
+
+// parallel_invoke in the distributed mode: its branches stay in their
+// process (records on the caller's stack), and so does a caller with a
+// branch queued and a stolen branch's ULT, while ULTs forked at the leaves
+// (which spin, then yield: a thief may take them) migrate. Every node
+// counted, on every rank.
+long spinning_leaf() {
+  for (int round = 0; round < 2; ++round) {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(20);
+    while (std::chrono::steady_clock::now() < until) {
+    }
+    ito::yield();
+  }
+  return 1;
+}
+
+long invoke_and_fork(int depth) {
+  if (depth == 0) return ito::create_thread(spinning_leaf).get();
+  long a = 0, b = 0;
+  ito::parallel_invoke([&] { a = invoke_and_fork(depth - 1); },
+                       [&] { b = invoke_and_fork(depth - 1); });
+  return a + b + 1;
+}
+
+TEST(DistScheduler, ParallelInvokeBranchesStayWhileForkedUltsMove) {
+  constexpr int depth = 7;
+  std::uint64_t moved = 0;
+  for (int run = 0; run < runs_to_see_a_migration && (run == 0 || moved == 0); ++run) {
+    const long got = ito::dist::start_main_thread(invoke_and_fork, depth);
+    EXPECT_EQ(got, (2L << depth) - 1);
+    moved += ults_moved_everywhere();
+  }
+  if (ito::dist::size() > 1) {
+    EXPECT_GT(moved, 0u) << "no ULT migrated";
+  }
 }
 
 // create_thread(near(p)): a ULT created near DSM data that a rank of another

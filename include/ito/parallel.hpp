@@ -1,0 +1,108 @@
+// SPDX-License-Identifier: Apache-2.0
+// parallel_invoke: fork-join without a ULT per branch. Each branch but the
+// first is queued on the calling worker's branch deque as a small record on
+// the caller's stack; the first runs at once; then the others are taken back
+// and run as plain calls, unless a thief took one first: only a stolen branch
+// becomes a ULT (on the thief), and only then does the caller wait.
+// (Lazy task creation: Mohr, Kranz, Halstead 1990; the work-first principle.)
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+
+namespace ito {
+
+namespace detail {
+
+// One queued branch. `state` and `queued_on` belong to the library.
+struct branch {
+  void (*run)(branch*) noexcept = nullptr;  // a thief's ULT runs the branch through it
+  std::atomic<std::uintptr_t> state{0};     // 0: not finished; 1: finished; else its waiter
+  void* queued_on = nullptr;                // the worker whose deque holds it
+  void* error = nullptr;                    // what the branch threw (keep_current_exception)
+};
+
+// Queues b on the calling worker (usage_error(EPERM) outside a ULT). Never
+// allocates in steady state.
+void push_branch(branch* b);
+// True: b was taken back unstarted, so the caller runs it now; false: b has
+// run elsewhere (this call waited for it, suspending the caller).
+bool take_back_or_wait(branch* b) noexcept;
+// Inside a handler: keeps the exception being handled in *error (boxed).
+// Out of line, as is everything here that reaches libstdc++: in split-stack
+// programs (the lazy and fair_use policies) a function that calls libstdc++
+// pays ~8 ns on every call, whichever path it takes (docs/SPLIT_STACKS.md).
+void keep_current_exception(void** error) noexcept;
+// Rethrows the first of errors[0..n) that is set, after freeing the others.
+[[noreturn]] void rethrow_first(void** errors, std::size_t n);
+
+template <class F>
+void run_branch(F& fn, void** error) noexcept {
+  try {
+    fn();
+  } catch (...) {
+    keep_current_exception(error);
+  }
+}
+
+template <class F>
+struct branch_of : branch {
+  explicit branch_of(F& f) noexcept : fn(&f) { run = &run_stolen; }
+  branch_of(const branch_of&) = delete;
+  static void run_stolen(branch* b) noexcept {
+    auto* self = static_cast<branch_of*>(b);
+    run_branch(*self->fn, &self->error);
+  }
+  F* fn;
+};
+
+template <class Tuple, std::size_t... I>
+void join_branches(Tuple& queued, std::index_sequence<I...>) noexcept {
+  constexpr std::size_t n = sizeof...(I);
+  // Newest first: the deque gives them back in that order.
+  ((take_back_or_wait(&std::get<n - 1 - I>(queued))
+        ? run_branch(*std::get<n - 1 - I>(queued).fn, &std::get<n - 1 - I>(queued).error)
+        : void()),
+   ...);
+}
+
+}  // namespace detail
+
+// Runs every callable (each called with no arguments, by reference: nothing
+// is copied), possibly in parallel, and returns when all have returned. Must
+// be called from a ULT (else usage_error(EPERM)).
+//
+// A branch runs either as a plain call on the caller's stack, as the calling
+// ULT, or, when another worker steals it first, as a ULT of its own there:
+// code in a branch must not depend on which (its ULT id, ULT-local values, a
+// mutex the caller holds), nor wait for another branch of the same call (on
+// one worker they run one after another: the first, then the last, and so
+// back to the second).
+// All branches run even when one throws; then the exception of the first
+// (in argument order) that threw is rethrown and the others are dropped.
+// ito::exit() in a branch ends the calling ULT once every branch is done.
+// In the distributed mode branches run in the calling process only; work
+// for other processes is create_thread's (their thieves take ULTs).
+template <class F0, class... F>
+void parallel_invoke(F0&& first, F&&... rest) {
+  static_assert(sizeof...(F) >= 1, "parallel_invoke needs at least two callables");
+  std::tuple<detail::branch_of<std::remove_reference_t<F>>...> queued{rest...};
+  std::apply([](auto&... b) { (detail::push_branch(&b), ...); }, queued);
+  void* first_error = nullptr;
+  detail::run_branch(first, &first_error);
+  detail::join_branches(queued, std::index_sequence_for<F...>{});
+  std::apply(
+      [&](auto&... b) {
+        if ((first_error || ... || b.error)) [[unlikely]] {
+          void* errors[] = {first_error, b.error...};
+          detail::rethrow_first(errors, sizeof...(F) + 1);
+        }
+      },
+      queued);
+}
+
+}  // namespace ito

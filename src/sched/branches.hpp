@@ -1,0 +1,18 @@
+// SPDX-License-Identifier: Apache-2.0
+// parallel_invoke's branches (ito/parallel.hpp) as the scheduler sees them:
+// work in a worker's branch deque that becomes a ULT only when someone other
+// than its caller takes it.
+#pragma once
+
+#include "sched/worker.hpp"
+
+namespace ito::sched {
+
+// The oldest branch of w's deque, as a ULT ready to run on w; null if none.
+// From w's scheduler loop (its own deque, when it has no ULT to run).
+ult* take_own_branch(worker* w) noexcept;
+// The oldest branch of victim's deque, as a ULT ready to run on thief; null
+// if none (or a race lost). From thief's scheduler loop.
+ult* steal_branch(worker* victim, worker* thief) noexcept;
+
+}  // namespace ito::sched
