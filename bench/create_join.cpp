@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "benchmarks.hpp"
+#include "ito/parallel.hpp"
 #include "ito/thread.hpp"
 
 namespace bench {
@@ -143,6 +144,23 @@ void run_create_join(const create_join_params& p, reporter& out) {
       fp.note = "the child's one double division raises \"inexact\"";
       measure(fp, p.runs, [&] { return child_first_loop(w, p.ito_iters, dividing_ult); });
       out.add(std::move(fp));
+
+      // parallel_invoke(empty, empty): one branch queued as a record on the
+      // caller's stack and taken back as a call (no ULT unless stolen).
+      result pi = row(group, "ito, parallel_invoke (2 branches)", w, p.ito_iters);
+      pi.note = "second branch queued, taken back and called";
+      measure(pi, p.runs, [&] {
+        std::int64_t t = 0;
+        ito::start_main_thread_with_worker_size(w, [&] {
+          ito::join(ito::create_thread([&] {
+            std::int64_t t0 = now_ns();
+            for (long long i = 0; i < p.ito_iters; ++i) ito::parallel_invoke(empty_ult, empty_ult);
+            t = now_ns() - t0;
+          }));
+        });
+        return t;
+      });
+      out.add(std::move(pi));
 
       // The main ULT is bound to worker 0 and spawns help-first: the child is
       // queued, and join runs it inline (on the main ULT's stack) unless a

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "benchmarks.hpp"
+#include "ito/parallel.hpp"
 #include "ito/thread.hpp"
 
 #if ITO_BENCH_HAVE_TBB
@@ -29,6 +30,14 @@ long ito_fib(int n) {
   auto child = ito::create_thread(ito_fib, n - 1);
   long b = ito_fib(n - 2);
   return ito::join(std::move(child)) + b;
+}
+
+// Both calls as parallel_invoke branches: no ULT unless a thief takes one.
+long ito_invoke_fib(int n) {
+  if (n < 2) return n;
+  long a = 0, b = 0;
+  ito::parallel_invoke([&] { a = ito_invoke_fib(n - 1); }, [&] { b = ito_invoke_fib(n - 2); });
+  return a + b;
 }
 
 [[gnu::noinline]] long seq_fib(int n) {
@@ -89,6 +98,7 @@ result row(const fib_params& p, const char* impl, unsigned w) {
 void run_fib(const fib_params& p, reporter& out) {
   volatile int vn = p.n;  // not a compile-time constant for anyone
   std::map<unsigned, double> ito_ms;
+  std::map<unsigned, double> invoke_ms;
   for (unsigned w : p.workers) {
     progress("fib(%d), %u worker(s)...", p.n, w);
     {
@@ -116,6 +126,26 @@ void run_fib(const fib_params& p, reporter& out) {
       ito_ms[w] = r.median_ms;
       if (w != 1 && ito_ms.count(1)) r.extra.push_back({"time_vs_W1", r.median_ms / ito_ms[1]});
       r.note = "each run: fresh runtime, only fib timed";
+      out.add(std::move(r));
+    }
+    {
+      result r = row(p, "ito, parallel_invoke", w);
+      measure(r, p.runs, [&] {
+        std::int64_t inner = 0;
+        long v = ito::start_main_thread_with_worker_size(w, [&] {
+          std::int64_t s = now_ns();
+          long res = ito_invoke_fib(vn);
+          inner = now_ns() - s;
+          return res;
+        });
+        do_not_optimize(v);
+        check(v, p.n, "ito, parallel_invoke");
+        return inner;
+      });
+      invoke_ms[w] = r.median_ms;
+      if (w != 1 && invoke_ms.count(1))
+        r.extra.push_back({"time_vs_W1", r.median_ms / invoke_ms[1]});
+      r.note = "a branch becomes a ULT only when stolen; from the main ULT";
       out.add(std::move(r));
     }
     {

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "ito/parallel.hpp"
 #include "ito/thread.hpp"
 #include "split_bench.hpp"
 
@@ -15,6 +16,15 @@ long fib(int n) {
   auto child = ito::create_thread(fib, n - 1);
   long b = fib(n - 2);
   return ito::join(child) + b;
+}
+
+// Both calls as parallel_invoke branches: a branch becomes a ULT only when
+// stolen, so the policies differ only in how the caller's stack grows.
+long invoke_fib(int n) {
+  if (n < 2) return n;
+  long a = 0, b = 0;
+  ito::parallel_invoke([&] { a = invoke_fib(n - 1); }, [&] { b = invoke_fib(n - 2); });
+  return a + b;
 }
 
 [[gnu::noinline]] long seq_fib(int n) { return n < 2 ? n : seq_fib(n - 1) + seq_fib(n - 2); }
@@ -65,6 +75,19 @@ int fib_command(args& a, const common_flags& c, reporter& out) {
         if (v != fib_value(n)) throw std::runtime_error("fib: wrong result");
       });
       out.add(std::move(r));
+
+      result pi;
+      pi.bench = "fib";
+      pi.group = "n=" + std::to_string(n);
+      pi.impl = std::string("ito ") + name(p) + ", parallel_invoke";
+      pi.workers = w;
+      pi.ops = static_cast<double>(fib_value(n + 1) - 1) + 1;
+      pi.note = "a branch is a ULT only when stolen";
+      measure_policy(pi, c.runs, p, w, block, 0, [&] {
+        long v = ito::join(ito::create_thread(invoke_fib, static_cast<int>(vn)));
+        if (v != fib_value(n)) throw std::runtime_error("fib: wrong result");
+      });
+      out.add(std::move(pi));
     }
     result r;
     r.bench = "fib";
