@@ -266,7 +266,7 @@ long busy_tree(int depth, std::uint64_t seed, std::atomic<long>& forks) {
 }
 
 TEST(parallel_invoke, nested_calls_with_yields_and_forks_count_every_node_on_four_workers) {
-  const int depth = ito::test::tsan ? 6 : ito::test::asan ? 8 : 11;
+  const int depth = ito::test::tsan ? 6 : (ito::test::asan || ito::test::emulated) ? 8 : 11;
   long nodes = 0;
   for (long d = 0, level = 1; d <= depth; ++d, level *= 3) nodes += level;
   for (int round = 0; round < 3; ++round) {

@@ -85,6 +85,13 @@ int ito_join(ito_ult_t ult, void** retval);
 /* The ULT will free itself when it ends; it must not be joined afterwards. */
 int ito_detach(ito_ult_t ult);
 
+/* Calls fns[i](args ? args[i] : NULL) for every i < n, possibly in parallel,
+ * and returns when all have returned (ito::parallel_invoke: a call no other
+ * worker takes runs on the caller's stack, as the caller; no ULT is made for
+ * it). The calls must not wait for each other. 0, EPERM outside a ULT, or
+ * EINVAL (n == 0, fns NULL, or a NULL function), before anything is called. */
+int ito_parallel_invoke(size_t n, void (*const fns[])(void*), void* const args[]);
+
 /* Lets other ULTs run; the caller is queued behind the next runnable ULT. */
 int ito_yield(void);
 /* Lets every ULT queued on this worker run first; the caller is also the first

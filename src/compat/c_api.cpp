@@ -22,6 +22,7 @@
 #include "compat/posix_internal.hpp"
 #include "ito/error.hpp"
 #include "ito/options.hpp"
+#include "ito/parallel.hpp"
 #include "sched/handles.hpp"
 #include "sched/runtime_control.hpp"
 #include "sched/scheduler.hpp"
@@ -237,6 +238,28 @@ int ito_detach(ito_ult_t handle) {
   } catch (...) {
     return ito::compat::code_of_current_exception();
   }
+}
+
+namespace {
+
+// Halves the range at each level: records for two halves at a time, however long the list.
+void invoke_range(void (*const fns[])(void*), void* const args[], std::size_t lo, std::size_t hi) {
+  if (hi - lo == 1) return fns[lo](args ? args[lo] : nullptr);
+  const std::size_t mid = lo + (hi - lo) / 2;
+  ito::parallel_invoke([&] { invoke_range(fns, args, lo, mid); },
+                       [&] { invoke_range(fns, args, mid, hi); });
+}
+
+}  // namespace
+
+int ito_parallel_invoke(size_t n, void (*const fns[])(void*), void* const args[]) {
+  if (!ito::sched::current_ult()) return EPERM;
+  if (n == 0 || !fns) return EINVAL;
+  for (std::size_t i = 0; i < n; ++i)
+    if (!fns[i]) return EINVAL;
+  // ito_exit() in a call unwinds to the ULT's entry through here.
+  invoke_range(fns, args, 0, n);
+  return 0;
 }
 
 int ito_yield(void) {

@@ -56,6 +56,39 @@ static void* my_handle(void* arg) {
   return (void*)(uintptr_t)ito_self();
 }
 
+/* ito_parallel_invoke: fib with both calls as branches, and a wide list. */
+struct fib_call {
+  intptr_t n, result;
+};
+static void fib_branch(void* arg) {
+  struct fib_call* c = arg;
+  if (c->n < 2) {
+    c->result = c->n;
+    return;
+  }
+  struct fib_call a = {c->n - 1, 0}, b = {c->n - 2, 0};
+  void (*const fns[])(void*) = {fib_branch, fib_branch};
+  void* const args[] = {&a, &b};
+  if (ito_parallel_invoke(2, fns, args) != 0) abort();
+  c->result = a.result + b.result;
+}
+
+static _Atomic int calls_seen = 0;
+static void count_call(void* arg) {
+  calls_seen += arg ? *(int*)arg : 1;
+}
+
+static void exit_from_a_branch(void* arg) {
+  (void)arg;
+  ito_exit((void*)(intptr_t)77);
+}
+static void* invoke_then_exit(void* arg) {
+  (void)arg;
+  void (*const fns[])(void*) = {count_call, exit_from_a_branch, count_call};
+  ito_parallel_invoke(3, fns, NULL);
+  return NULL; /* never: ito_exit unwound past here */
+}
+
 static long long now_ns(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -72,6 +105,9 @@ int main(void) {
   CHECK(ito_create(&t, fib, NULL) == EPERM);
   CHECK(ito_yield() == EPERM);
   CHECK(ito_finalize() == EPERM);
+  void (*const two[])(void*) = {count_call, count_call};
+  CHECK(ito_parallel_invoke(2, two, NULL) == EPERM);
+  CHECK(calls_seen == 0);
   CHECK(ito_self() == ITO_ULT_NULL);
   CHECK(ito_workers() == 0);
 
@@ -105,6 +141,30 @@ int main(void) {
   CHECK(ito_join(t, &r) == 0);
   CHECK((intptr_t)r == 99);
   CHECK(depth == 0);
+
+  struct fib_call root = {n, 0};
+  void (*const one[])(void*) = {fib_branch};
+  void* const root_arg[] = {&root};
+  CHECK(ito_parallel_invoke(1, one, root_arg) == 0);
+  CHECK(root.result == fib_n);
+  void (*wide[13])(void*);
+  void* wide_args[13];
+  int weights[13];
+  for (int i = 0; i < 13; ++i) {
+    wide[i] = count_call;
+    weights[i] = 1 << i;
+    wide_args[i] = &weights[i];
+  }
+  CHECK(ito_parallel_invoke(13, wide, wide_args) == 0);
+  CHECK(calls_seen == (1 << 13) - 1); /* each call exactly once */
+  CHECK(ito_parallel_invoke(0, two, NULL) == EINVAL);
+  void (*const with_null[])(void*) = {count_call, NULL};
+  CHECK(ito_parallel_invoke(2, with_null, NULL) == EINVAL);
+  CHECK(calls_seen == (1 << 13) - 1); /* nothing called on EINVAL */
+  CHECK(ito_create(&t, invoke_then_exit, NULL) == 0);
+  CHECK(ito_join(t, &r) == 0);
+  CHECK((intptr_t)r == 77);
+  CHECK(calls_seen == (1 << 13) + 1); /* the other two branches ran */
 
   CHECK(ito_create(&t, my_handle, NULL) == 0);
   CHECK(ito_join(t, &r) == 0);
