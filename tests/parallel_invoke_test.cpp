@@ -243,6 +243,23 @@ TEST(parallel_invoke, a_caller_that_moved_to_another_worker_still_gets_its_branc
   });
 }
 
+// Each level keeps one record queued while its first branch recurses: a
+// chain deeper than the branch deque's first buffer (1024) makes it grow on
+// the way down (push_branch's common case refuses to grow it). On the main
+// ULT, whose stack (its OS thread's) holds 3,000 levels of frames.
+long chain(int depth) {
+  if (depth == 0) return 0;
+  long below = 0, here = 0;
+  ito::parallel_invoke([&] { below = chain(depth - 1); }, [&] { here = 1; });
+  return below + here;
+}
+
+TEST(parallel_invoke, a_chain_deeper_than_the_first_deque_buffer) {
+  for (unsigned workers : {1u, 2u}) {
+    ito::start_main_thread_with_worker_size(workers, [] { EXPECT_EQ(chain(3000), 3000); });
+  }
+}
+
 // Many workers, nested calls, random yields, and ULTs forked child-first
 // inside branches (whose parents are stolen and moved): every node counted.
 long busy_tree(int depth, std::uint64_t seed, std::atomic<long>& forks) {
