@@ -16,12 +16,21 @@ namespace ito::dist::detail {
 // counted like a held lock (sched::ult::must_stay). Only bringing pages in
 // runs MPI, which needs another stack (large_stack.hpp); a range held here
 // already (within a node: always) is checked out on the caller's stack.
+// Counted before the pages are pinned: the MPI part is delegated, and the
+// ULT, woken when its pages are in, waits in a deque where another rank's
+// thief could take it before it ran again (its checkin then found no pins
+// on the rank it had moved to).
 void check_out(void* p, std::size_t bytes, access how) {
   require("ito::dist::checkout");
   sched::ult* self = sched::current_ult();
-  if (!check_out_held_pages(p, bytes, how))
-    on_a_large_stack([=] { check_out_pages(p, bytes, how); });
   if (self) ++self->must_stay;
+  try {
+    if (!check_out_held_pages(p, bytes, how))
+      on_a_large_stack([=] { check_out_pages(p, bytes, how); });
+  } catch (...) {
+    if (self) --self->must_stay;
+    throw;
+  }
 }
 
 // No MPI: a checkin only counts pins down.
