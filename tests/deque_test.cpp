@@ -101,6 +101,35 @@ TEST(deque, pop_if_bottom_takes_only_the_named_bottom_item) {
   }
 }
 
+// The take-back of the last item, which a thief may be taking at the same
+// time: each item goes to exactly one side, with a fence in the pop and
+// with the asymmetric one (each steal interrupts the owner: fewer rounds).
+TEST(deque, pop_if_bottom_races_the_thieves_for_the_last_item) {
+  for (bool asymmetric : {false, true}) {
+    if (asymmetric && !ito::os::asymmetric_fence_ready(/*whatever_it_costs=*/true)) continue;
+    const long rounds = static_cast<long>(ito::test::scaled(asymmetric ? 20'000 : 200'000));
+    deque d(8);
+    if (asymmetric) d.use_asymmetric_fence();
+    std::atomic<bool> stop{false};
+    std::atomic<long> stolen{0};
+    std::thread thief([&] {
+      std::uint32_t out = 0;
+      while (!stop.load(std::memory_order_relaxed))
+        if (d.steal(out) == steal_result::success) stolen.fetch_add(out, std::memory_order_relaxed);
+    });
+    long taken_back = 0;
+    for (long i = 1; i <= rounds; ++i) {
+      d.push(static_cast<std::uint32_t>(i));
+      if (d.pop_if_bottom(static_cast<std::uint32_t>(i))) taken_back += i;
+    }
+    stop.store(true);
+    thief.join();
+    EXPECT_EQ(taken_back + stolen.load(), rounds * (rounds + 1) / 2)
+        << "an item lost or taken twice, asymmetric fence: " << asymmetric;
+    EXPECT_TRUE(d.looks_empty());
+  }
+}
+
 // Only a push behind other items with room takes the fence-free path; the
 // first item (idle workers may need a wake-up) and a full buffer do not.
 TEST(deque, push_behind_others_refuses_an_empty_or_full_deque) {

@@ -325,18 +325,28 @@ TEST(DistScheduler, LowLevelForkJoinAcrossProcesses) {
 }
 
 // parallel_invoke in the distributed mode: its branches stay in their
-// process (records on the caller's stack), and so does a caller with a
-// branch queued and a stolen branch's ULT, while ULTs forked at the leaves
-// (which spin, then yield: a thief may take them) migrate. Every node
+// process (records on the caller's stack), and so do a caller with a branch
+// queued and a stolen branch's ULT; ULTs forked inside branches still
+// migrate. The main ULT's branches fork leaves help-first (it is bound), so
+// many wait in its worker's deque where other ranks' thieves take them; the
+// other branch nests parallel_invoke over child-first forks. Every node
 // counted, on every rank.
 long spinning_leaf() {
   for (int round = 0; round < 2; ++round) {
-    const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(20);
+    const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(50);
     while (std::chrono::steady_clock::now() < until) {
     }
     ito::yield();
   }
   return 1;
+}
+
+long fork_leaves(int n) {
+  std::vector<ito::future<long>> leaves;
+  for (int i = 0; i < n; ++i) leaves.push_back(ito::create_thread(spinning_leaf));
+  long sum = 0;
+  for (auto& f : leaves) sum += f.get();
+  return sum;
 }
 
 long invoke_and_fork(int depth) {
@@ -348,11 +358,15 @@ long invoke_and_fork(int depth) {
 }
 
 TEST(DistScheduler, ParallelInvokeBranchesStayWhileForkedUltsMove) {
-  constexpr int depth = 7;
+  constexpr int depth = 5, leaves = 64;
   std::uint64_t moved = 0;
   for (int run = 0; run < runs_to_see_a_migration && (run == 0 || moved == 0); ++run) {
-    const long got = ito::dist::start_main_thread(invoke_and_fork, depth);
-    EXPECT_EQ(got, (2L << depth) - 1);
+    const long got = ito::dist::start_main_thread([] {
+      long a = 0, b = 0;
+      ito::parallel_invoke([&] { a = fork_leaves(leaves); }, [&] { b = invoke_and_fork(depth); });
+      return a + b;
+    });
+    EXPECT_EQ(got, leaves + (2L << depth) - 1);
     moved += ults_moved_everywhere();
   }
   if (ito::dist::size() > 1) {
