@@ -2,8 +2,9 @@
 // parallel_invoke: fork-join without a ULT per branch. Each branch but the
 // first is queued on the calling worker's branch deque as a small record on
 // the caller's stack; the first runs at once; then the others are taken back
-// and run as plain calls, unless a thief took one first: only a stolen branch
-// becomes a ULT (on the thief), and only then does the caller wait.
+// and run as plain calls, unless someone else took one first (a thief, or
+// the worker's own scheduler while the caller was away): only such a branch
+// becomes a ULT, and only then does the caller wait.
 // (Lazy task creation: Mohr, Kranz, Halstead 1990; the work-first principle.)
 #pragma once
 

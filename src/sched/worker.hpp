@@ -69,7 +69,8 @@ struct alignas(64) worker {
   chase_lev_deque<ult*> yielded;  // yield(true): run last here, stolen first elsewhere
   // parallel_invoke's queued branches (records on their callers' stacks,
   // branches.hpp): taken back by their caller, or made a ULT by whoever
-  // takes one from the top (a thief, or this worker's scheduler loop).
+  // takes one first (a thief from the top, this worker's scheduler loop
+  // from the bottom).
   chase_lev_deque<ito::detail::branch*> branches;
   ult_queue inbox;                // ULTs bound to this worker, made runnable elsewhere
   owner_ult_fifo bound_here;      // ULTs bound to this worker, made runnable by it
