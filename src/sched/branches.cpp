@@ -60,6 +60,11 @@ void register_waiter(ult* self, void* arg) {
     suspend(&register_waiter, b, "parallel_invoke", b);
 }
 
+// Takes b back if it is the bottom item of w's deque.
+inline bool take_back_from(worker* w, ito::detail::branch* b) noexcept {
+  return w->alone ? w->branches.pop_if_bottom_unshared(b) : w->branches.pop_if_bottom(b);
+}
+
 }  // namespace
 
 ult* take_own_branch(worker* w) noexcept {
@@ -98,9 +103,8 @@ namespace {
 
 [[gnu::noinline]] bool take_back_elsewhere(worker* w, ito::detail::branch* b) noexcept {
   const auto queued_on = reinterpret_cast<std::uintptr_t>(b->queued_on);
-  const bool taken_back = (queued_on & ~std::uintptr_t{1}) == reinterpret_cast<std::uintptr_t>(w) &&
-                          (w->alone ? w->branches.pop_if_bottom_unshared(b)
-                                    : w->branches.pop_if_bottom(b));
+  const bool taken_back =
+      (queued_on & ~std::uintptr_t{1}) == reinterpret_cast<std::uintptr_t>(w) && take_back_from(w, b);
   if (!taken_back) wait_for(b);
   if (queued_on & 1) [[unlikely]] --current_ult()->must_stay;
   return taken_back;
@@ -137,9 +141,7 @@ void push_branch(branch* b) {
 
 bool take_back_or_wait(branch* b) noexcept {
   sched::worker* w = sched::current_worker();
-  if (b->queued_on == w &&
-      (w->alone ? w->branches.pop_if_bottom_unshared(b) : w->branches.pop_if_bottom(b))) [[likely]]
-    return true;
+  if (b->queued_on == w && sched::take_back_from(w, b)) [[likely]] return true;
   return sched::take_back_elsewhere(w, b);
 }
 

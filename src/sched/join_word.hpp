@@ -21,6 +21,7 @@
 //     │ detach_running      │ detach_finished          ▲
 //     ▼                     └─────────────────────────▶┘
 //   detached ──publish_end──▶ detached|ended ─▶ (it releases itself)
+//   (start_detached: a ULT nobody will ever join begins at detached)
 //
 //   distributed mode, always under its table's lock:
 //   running / J / detached ──hand_over──▶ remote ──restore──▶ what its table kept
@@ -64,6 +65,12 @@ inline std::uintptr_t read(const ult* u) noexcept {
 
 // A descriptor readied for a new ULT (nobody knows it yet).
 inline void start(ult* u) noexcept { u->join_state.store(join_running, std::memory_order_relaxed); }
+
+// A descriptor readied for a new ULT that nobody will join (a stolen
+// parallel_invoke branch), before anyone knows it: detached from the start.
+inline void start_detached(ult* u) noexcept {
+  u->join_state.store(join_detached, std::memory_order_relaxed);
+}
 
 // A descriptor whose ULT is gone (released, cached for reuse).
 inline void retire(ult* u) noexcept { u->join_state.store(join_released, std::memory_order_relaxed); }

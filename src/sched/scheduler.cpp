@@ -406,9 +406,7 @@ ult* make_detached(worker* w, void (*body)(void*), void* arg) {
   void* frame = nullptr;
   ult* u = allocate(w, sizeof arg, &frame);
   std::memcpy(frame, &arg, sizeof arg);
-  std::uintptr_t s = join_running;
-  while (!join_word::detach_running(u, s)) {
-  }
+  join_word::start_detached(u);
   adopt(w, u, body, /*id_was_public=*/true);
   make_startable(u);
   return u;
