@@ -9,7 +9,9 @@
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
+#include <mutex>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "ito/thread.hpp"
@@ -79,21 +81,30 @@ TEST(idle, work_pushed_while_all_workers_park_is_picked_up) {
 namespace {
 
 // Workers other than worker 0 (the user's thread) are named for top -H, gdb, perf.
+// Several ULTs sleep and wake at once until both helper workers have run one;
+// the bound is a deadline, not a number of tries: on a loaded machine one
+// worker can take every wake-up of a single ULT for thousands of rounds.
 TEST(worker_names, workers_are_named_ito_worker_n) {
   ito::start_main_thread_with_worker_size(3, [] {
+    std::mutex lock;
     std::vector<std::string> names;
-    for (int i = 0; i < 2000 && names.size() < 2; ++i) {
-      auto f = ito::create_thread([] {
-        ito::sleep_for_ns(10'000);  // may resume on another worker
-        char name[16] = {};
-        pthread_getname_np(pthread_self(), name, sizeof name);
-        return std::string(name);
-      });
-      std::string n = ito::join(f);
-      if (n.rfind("ito-worker-", 0) == 0 &&
-          std::find(names.begin(), names.end(), n) == names.end())
-        names.push_back(n);
-    }
+    std::atomic<bool> both_seen{false};
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    std::vector<decltype(ito::create_thread([] {}))> sleepers;
+    for (int i = 0; i < 6; ++i)
+      sleepers.push_back(ito::create_thread([&] {
+        while (!both_seen.load() && std::chrono::steady_clock::now() < deadline) {
+          ito::sleep_for_ns(10'000);  // resumes on whichever worker takes it
+          char name[16] = {};
+          pthread_getname_np(pthread_self(), name, sizeof name);
+          std::lock_guard<std::mutex> guard(lock);
+          if (std::string_view(name).starts_with("ito-worker-") &&
+              std::find(names.begin(), names.end(), name) == names.end())
+            names.emplace_back(name);
+          if (names.size() >= 2) both_seen = true;
+        }
+      }));
+    for (auto& s : sleepers) ito::join(s);
     std::sort(names.begin(), names.end());
     EXPECT_EQ(names, (std::vector<std::string>{"ito-worker-1", "ito-worker-2"}));
   });
