@@ -11,6 +11,7 @@
 #include "sched/idle.hpp"
 #include "sched/runtime_control.hpp"
 #include "sched/scheduler.hpp"
+#include "stack/provider.hpp"
 #include "trace/trace.hpp"
 
 namespace ito::sched {
@@ -120,6 +121,7 @@ void wake_all(runtime_state* rt) {
 
 bool sleep_idle_worker(worker* w) {
   runtime_state* rt = w->rt;
+  if (w->stack_provider) w->stack_provider->parking(w);  // what it cached, for the others
   {
     std::lock_guard lock(rt->idle_mutex);
     w->on_idle_list = true;

@@ -122,9 +122,9 @@ void segment_pool::destroy(segment_block* b) noexcept {
 }
 
 
-void segment_pool::put(region r) {
+void segment_pool::put(const region* first, std::size_t count) {
   pool_lock lock(mutex_);
-  free_.push_back(r);
+  free_.insert(free_.end(), first, first + count);
   pooled_.store(free_.size(), std::memory_order_relaxed);
 }
 

@@ -70,8 +70,10 @@ class segment_pool {
   void destroy(segment_block* b) noexcept;
   static void ref(segment_block* b) noexcept { b->refs.fetch_add(1, std::memory_order_relaxed); }
 
-  // fair_use's pool: put takes the region's reference, take hands one back.
-  void put(region r);
+  // fair_use's shared pool (workers keep a lock-free part of their own,
+  // split_worker::pooled): put takes the regions' references, take hands one
+  // back.
+  void put(const region* first, std::size_t count);
   region take(std::size_t min_bytes);
   // A lock-free hint for callers on a fast path: false means take() would
   // almost surely find nothing.

@@ -34,6 +34,8 @@ void split_provider::exited(worker* w, ult* self) noexcept { on_exit(w, self); }
 
 void split_provider::release(worker* w, ult* u) noexcept { split::release(w, u); }
 
+void split_provider::parking(worker* w) noexcept { share_pooled(w); }
+
 void split_provider::drain(worker* w) noexcept {
   split::drain(w);
   delete &state(w);

@@ -24,6 +24,7 @@ class split_provider final : public stack::stack_provider {
   void finish(ult* self) noexcept override;
   void exited(worker* w, ult* self) noexcept override;
   void release(worker* w, ult* u) noexcept override;
+  void parking(worker* w) noexcept override;
   void drain(worker* w) noexcept override;
   void print_stats(const runtime_state& rt, std::FILE* out) const override;
 

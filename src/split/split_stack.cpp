@@ -83,11 +83,43 @@ stack::segment_block* cached_block(worker* w, std::size_t need) noexcept {
   return nullptr;
 }
 
+// Moves the `count` oldest regions of the worker's part of the pool to `out`.
+// Calls nothing: the part is consistent again before its caller calls into
+// the shared pool, whose prologue may run __morestack, which takes a region
+// from the part (and the way back through ito_split_shrink may put one).
+void take_oldest_pooled(split_worker& sw, unsigned count, region* out) noexcept {
+  const unsigned n = sw.pooled_count.load(std::memory_order_relaxed);
+  for (unsigned i = 0; i < n; ++i) {
+    if (i < count) out[i] = sw.pooled[i];
+    else sw.pooled[i - count] = sw.pooled[i];
+    asm volatile("" ::: "memory");  // no memcpy/memmove call (see remove_cached)
+  }
+  sw.pooled_count.store(n - count, std::memory_order_relaxed);
+}
+
+// fair_use: a freed region goes to this worker's part of the pool. A full part
+// gives its older half to the shared pool under one lock, so that the lock is
+// taken once per max_pooled / 2 regions that leave the worker, not per spawn:
+// on 16 workers a fib whose every spawn went through the shared pool's lock
+// ran 10-17 times slower than lazy (BENCHMARKS.md, "fair_use on 16 workers").
+void pool_region(worker* w, region r) noexcept {
+  split_worker& sw = state(w);
+  while (sw.pooled_count.load(std::memory_order_relaxed) == split_worker::max_pooled) {
+    constexpr unsigned half = split_worker::max_pooled / 2;
+    region spilled[half];
+    take_oldest_pooled(sw, half, spilled);
+    provider(w).segments.put(spilled, half);  // may change the part: look again
+  }
+  const unsigned n = sw.pooled_count.load(std::memory_order_relaxed);
+  sw.pooled[n] = r;
+  sw.pooled_count.store(n + 1, std::memory_order_relaxed);
+}
+
 // A region nobody uses now: fair_use pools it for any ULT, unless it is a whole
 // block (the worker's block cache serves any size); lazy drops it.
 void give_away(worker* w, region r) noexcept {
   bool whole = r.lo == r.block->usable_lo() && r.hi == r.block->end();
-  if (fair_use(w) && !whole) provider(w).segments.put(r);
+  if (fair_use(w) && !whole) pool_region(w, r);
   else unref(w, r.block);
 }
 
@@ -105,11 +137,26 @@ region rest_of(region seg, bool lent_below, void* limit) noexcept {
   return seg;
 }
 
-// fair_use: a region from the pool of freed ones.
+// fair_use: a region from the pool of freed ones, this worker's part first
+// (newest first: warm), then the shared pool.
 region take_pooled(worker* w, std::size_t need) {
-  if (fair_use(w) && provider(w).segments.maybe_has_regions()) {
+  if (!fair_use(w)) return {};
+  split_worker& sw = state(w);
+  const unsigned n = sw.pooled_count.load(std::memory_order_relaxed);
+  for (unsigned i = n; i-- > 0;) {
+    if (sw.pooled[i].size() < need) continue;
+    region r = sw.pooled[i];
+    for (unsigned j = i + 1; j < n; ++j) {
+      sw.pooled[j - 1] = sw.pooled[j];
+      asm volatile("" ::: "memory");  // no memmove call (see remove_cached)
+    }
+    sw.pooled_count.store(n - 1, std::memory_order_relaxed);
+    worker_stats::bump(sw.stats.segments_pool_reused);
+    return r;
+  }
+  if (provider(w).segments.maybe_has_regions()) {
     if (region r = provider(w).segments.take(need)) {
-      worker_stats::bump(state(w).stats.segments_pool_reused);
+      worker_stats::bump(sw.stats.segments_pool_reused);
       return r;
     }
   }
@@ -335,7 +382,7 @@ void on_exit(worker* w, ult* self) noexcept {
     char* lo = static_cast<char*>(r->final_limit) - backoff;
     char* hi = reinterpret_cast<char*>(r);
     if (hi - lo >= static_cast<std::ptrdiff_t>(min_child_room + 2 * backoff))
-      provider(w).segments.put({r->block, lo, hi});
+      pool_region(w, {r->block, lo, hi});
     else
       unref(w, r->block);
     return;
@@ -358,8 +405,18 @@ void release(worker* w, ult* u) noexcept {
   free_chunk(u);
 }
 
+void share_pooled(worker* w) noexcept {
+  split_worker& sw = state(w);
+  while (unsigned n = sw.pooled_count.load(std::memory_order_relaxed)) {
+    region all[split_worker::max_pooled];
+    take_oldest_pooled(sw, n, all);
+    provider(w).segments.put(all, n);
+  }
+}
+
 void drain(worker* w) noexcept {
   flush_deferred(w);
+  share_pooled(w);  // the provider's destructor drains the shared pool
   if (region r = state(w).hot_segment) {
     state(w).hot_segment = {};
     provider(w).segments.unref(r.block);

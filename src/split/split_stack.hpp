@@ -90,7 +90,7 @@ struct split_stats {
   std::atomic<std::uint64_t> lazy_spawns{0};           // child placed on its parent's tail
   std::atomic<std::uint64_t> segments_allocated{0};    // fresh blocks
   std::atomic<std::uint64_t> segments_merged{0};       // child regions given back to their owner
-  std::atomic<std::uint64_t> segments_pool_reused{0};  // regions taken from fair_use's pool
+  std::atomic<std::uint64_t> segments_pool_reused{0};  // regions taken from fair_use's pool (either part)
   std::atomic<std::uint64_t> segments_hot_reused{0};   // the worker's last freed segment reused
 };
 
@@ -108,6 +108,12 @@ struct split_worker {
   static constexpr unsigned max_free_chunks = 64;
   ult* free_chunks = nullptr;
   unsigned free_chunk_count = 0;
+  // fair_use: this worker's part of the pool of freed regions, oldest first.
+  // Its ULTs put and take here without a lock; a full part spills its older
+  // half to the shared pool, and a worker about to park gives it all there.
+  static constexpr unsigned max_pooled = 8;
+  stack::region pooled[max_pooled] = {};
+  std::atomic<unsigned> pooled_count{0};  // written by its worker only; read by pooled_regions()
   split_stats stats;
 };
 inline split_worker& state(worker* w) noexcept { return *static_cast<split_worker*>(w->stack_state); }
@@ -125,6 +131,9 @@ void on_exit(worker* w, ult* self) noexcept;
 void release(worker* w, ult* u) noexcept;
 // Frees what the worker caches (at runtime stop, after every ULT ended).
 void drain(worker* w) noexcept;
+// fair_use: the worker is about to park; its pooled regions go to the shared
+// pool, for the workers still running.
+void share_pooled(worker* w) noexcept;
 
 }  // namespace split
 }  // namespace ito::sched

@@ -27,6 +27,9 @@
 //             reused from here on; the descriptor may not. Must not block.
 //   release   after join or detach (sched::release, any stack; w is null on a
 //             thread that is not a worker): the descriptor is dead after it.
+//   parking   a worker is about to park (on its scheduler stack, between
+//             ULTs): give what it keeps for its own ULTs alone, and others
+//             could use, to the runtime's shared pools. Must not block long.
 //   drain     at runtime stop, on the stopping thread, after every worker
 //             stopped: free w's cached state.
 //   print_stats  ITO_STATS=1, at stop.
@@ -57,6 +60,7 @@ class stack_provider {
   virtual void finish(sched::ult* self) noexcept = 0;
   virtual void exited(sched::worker* w, sched::ult* self) noexcept = 0;
   virtual void release(sched::worker* w, sched::ult* u) noexcept = 0;
+  virtual void parking(sched::worker* w) noexcept = 0;
   virtual void drain(sched::worker* w) noexcept = 0;
   virtual void print_stats(const sched::runtime_state& rt, std::FILE* out) const = 0;
 };

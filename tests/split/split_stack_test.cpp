@@ -5,11 +5,13 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "ito/ito.h"
@@ -130,7 +132,7 @@ TEST_P(split_lazy_child, ended_child_region_is_merged_back_when_the_parent_needs
     // when the child ended on the other worker).
     deep_sum(40, 1);
     bool merged_now = split_test::total(&stats::segments_merged) > merged;
-    bool pooled = split_test::segments().pooled_regions() > 0;
+    bool pooled = split_test::pooled_regions() > 0;
     EXPECT_TRUE(merged_now || (GetParam() == stack_policy::fair_use && pooled));
     return limit_word() == before;
   });
@@ -170,7 +172,9 @@ TEST(split_merge, lazy_parent_merges_a_region_freed_while_it_was_busy) {
 }
 
 // fair_use: the region of a child that ended while its parent was elsewhere
-// goes to the pool, and an unrelated ULT takes it as a segment.
+// goes to the pool, and an unrelated ULT takes it as a segment. The region
+// lies in its worker's part of the pool until that worker parks, and then in
+// the shared pool, where a ULT on any worker finds it.
 TEST(split_pool, region_freed_by_one_ult_is_reused_by_an_unrelated_one) {
   ito::runtime rt(policy(stack_policy::fair_use, 2, 256 << 10));
   std::atomic<bool> go{false}, waiting{false};
@@ -183,7 +187,11 @@ TEST(split_pool, region_freed_by_one_ult_is_reused_by_an_unrelated_one) {
     return ito::join(child);
   });
   EXPECT_EQ(ito::join(parent), 0);
-  EXPECT_GE(split_test::segments().pooled_regions(), 1u);
+  EXPECT_GE(split_test::pooled_regions(), 1u);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (split_test::segments().pooled_regions() == 0 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  EXPECT_GE(split_test::segments().pooled_regions(), 1u);  // both workers parked: shared
   std::uint64_t reused = split_test::total(&stats::segments_pool_reused);
   auto stranger = ito::create_thread(deep_sum, 3000, 3);
   EXPECT_EQ(ito::join(stranger), 3001L * 128);
@@ -224,6 +232,56 @@ TEST(split_pool, fair_use_peak_stays_flat_as_blocks_grow_and_lazy_does_not) {
   const std::size_t big = chain_peak_bytes(stack_policy::fair_use, 1 << 20, depth);
   EXPECT_LE(big, small * 105 / 100) << "8K blocks: " << small << " bytes, 1M blocks: " << big;
   EXPECT_GT(chain_peak_bytes(stack_policy::lazy, 1 << 20, depth), 4 * big);
+}
+
+// fib whose every leaf yields: parents are stolen while children run, so
+// children end away from their owners and fair_use pools their regions.
+[[gnu::noinline]] int yielding_fib(int n) {
+  volatile char frame[256];
+  frame[n % 256] = 1;
+  if (n < 2) {
+    ito::yield();
+    return n + frame[n % 256] - 1;
+  }
+  auto child = ito::create_thread(yielding_fib, n - 1);
+  int rest = yielding_fib(n - 2);
+  return ito::join(child) + rest;
+}
+
+// fair_use on several workers: each worker puts and takes freed regions in its
+// own part of the pool (no lock per spawn; a full part spills half to the
+// shared pool), and a worker that parks gives its part to the shared pool for
+// the others. Nothing is lost on the way: every block is freed at stop.
+TEST(split_pool, worker_parts_of_the_pool_go_to_the_shared_pool_when_workers_park) {
+  using ito::sched::split::split_worker;
+  const std::size_t baseline = ito::stack::split_block_bytes_live();
+  {
+    ito::runtime rt(policy(stack_policy::fair_use, 4, 64 << 10));
+    for (int round = 0; round < 3; ++round) EXPECT_EQ(ito::join(ito::create_thread(yielding_fib, 16)), 987);
+    auto parts = [] {
+      std::size_t n = 0;
+      for (auto& w : ito::sched::g_runtime.load()->workers) {
+        unsigned c = ito::sched::split::state(w.get()).pooled_count.load();
+        EXPECT_LE(c, split_worker::max_pooled);
+        n += c;
+      }
+      return n;
+    };
+    // Idle now: every worker parks within a park's spin, and gives its part
+    // away; worker 0 too, once this (main) ULT sleeps through ito.
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (parts() != 0 && std::chrono::steady_clock::now() < deadline) ito::sleep_for_ns(1'000'000);
+    EXPECT_EQ(parts(), 0u);
+    EXPECT_EQ(split_test::pooled_regions(), split_test::segments().pooled_regions());
+    // What the shared pool holds is used again, by whichever worker runs next.
+    const bool shared = split_test::segments().pooled_regions() > 0;
+    std::uint64_t reused = split_test::total(&stats::segments_pool_reused);
+    EXPECT_EQ(ito::join(ito::create_thread(yielding_fib, 16)), 987);
+    if (shared) {
+      EXPECT_GT(split_test::total(&stats::segments_pool_reused), reused);
+    }
+  }
+  EXPECT_EQ(ito::stack::split_block_bytes_live(), baseline);
 }
 
 std::atomic<int> g_destroyed{0};

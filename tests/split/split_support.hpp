@@ -35,6 +35,14 @@ inline ito::stack::segment_pool& segments() {
   return ito::sched::split::provider(ito::sched::g_runtime.load()).segments;
 }
 
+// Regions in fair_use's pool: the shared one and every worker's part.
+inline std::size_t pooled_regions() {
+  std::size_t sum = segments().pooled_regions();
+  for (auto& w : ito::sched::g_runtime.load()->workers)
+    sum += ito::sched::split::state(w.get()).pooled_count.load();
+  return sum;
+}
+
 inline std::uint64_t segments_used() {
   using s = ito::sched::split::split_stats;
   return total(&s::segments_allocated) + total(&s::segments_hot_reused) +
