@@ -76,6 +76,15 @@ ult* take_own_branch(worker* w) noexcept {
   return as_ult(w, b);
 }
 
+bool runs_taken_branch(const ult* u) noexcept { return u->body == &run_taken_branch; }
+
+const ult* taken_branch_waiter(const ult* u) noexcept {
+  ito::detail::branch* b = nullptr;
+  std::memcpy(&b, u->frame, sizeof b);
+  const std::uintptr_t state = b->state.load(std::memory_order_acquire);
+  return state == branch_running || state == branch_finished ? nullptr : reinterpret_cast<const ult*>(state);
+}
+
 ult* steal_branch(worker* victim, worker* thief) noexcept {
   ito::detail::branch* b = nullptr;
   if (victim->branches.steal(b) != chase_lev_deque<ito::detail::branch*>::steal_result::success)

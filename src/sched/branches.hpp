@@ -15,4 +15,11 @@ ult* take_own_branch(worker* w) noexcept;
 // if none (or a race lost). From thief's scheduler loop.
 ult* steal_branch(worker* victim, worker* thief) noexcept;
 
+// For the live-ULT report: whether u runs a branch someone took from its
+// caller's deque, and that caller once it waits for the branch (null before).
+// Only for a ULT that has not ended: until then the record, on the caller's
+// stack, is alive.
+bool runs_taken_branch(const ult* u) noexcept;
+const ult* taken_branch_waiter(const ult* u) noexcept;
+
 }  // namespace ito::sched

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <unordered_set>
 
+#include "sched/branches.hpp"
 #include "sched/scheduler.hpp"
 
 namespace ito::sched {
@@ -37,12 +38,26 @@ ITO_RACY_READ int running_on(runtime_state* rt, const ult* u) {
   return -1;
 }
 
+// " (parallel_invoke branch of ULT N)" for a ULT that runs a branch taken
+// from its caller's deque, " (detached)" for another detached one.
+ITO_RACY_READ void print_kind(const ult* u, std::uintptr_t s, const report& r) {
+  if (has_ended(s) || !runs_taken_branch(u)) {
+    if (s == join_detached) std::fprintf(r.out, " (detached)");
+    return;
+  }
+  const ult* caller = taken_branch_waiter(u);
+  if (!caller) std::fprintf(r.out, " (parallel_invoke branch)");
+  else if (caller == &r.rt->main_ult) std::fprintf(r.out, " (parallel_invoke branch of the main ULT)");
+  else std::fprintf(r.out, " (parallel_invoke branch of ULT %llu)", static_cast<unsigned long long>(caller->id));
+}
+
 ITO_RACY_READ void describe(const ult* u, report& r) {
   auto s = join_word::read(u);
   if (s == join_released) return;  // a cached descriptor, no ULT
   ++r.live;
-  std::fprintf(r.out, "ito:   ULT %llu%s: ", static_cast<unsigned long long>(u->id),
-               s == join_detached ? " (detached)" : "");
+  std::fprintf(r.out, "ito:   ULT %llu", static_cast<unsigned long long>(u->id));
+  print_kind(u, s, r);
+  std::fprintf(r.out, ": ");
   if (has_ended(s)) {
     std::fprintf(r.out, "finished, not joined yet\n");
   } else if (int w = running_on(r.rt, u); w >= 0) {
