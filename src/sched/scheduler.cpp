@@ -51,6 +51,9 @@ inline void trace_switch(const ult* next) noexcept {
 
 // Switches from the running context (prev, or the scheduler when null) to next
 // (or the scheduler when null); hook(arg) runs on next's stack first.
+// traced = false: the caller saw tracing off (a path that calls nothing else
+// then saves no registers for the trace call).
+template <bool traced = true>
 inline void switch_to(worker* w, ult* prev, ult* next, arch::on_top_fn hook, void* arg,
                       bool prev_dies = false) noexcept {
   void** save = prev ? &prev->sp : &w->scheduler_sp;
@@ -60,7 +63,7 @@ inline void switch_to(worker* w, ult* prev, ult* next, arch::on_top_fn hook, voi
   switch_eh(w, prev ? prev->eh : w->scheduler_eh, next ? next->eh : w->scheduler_eh);
   w->current = next;
   if (next) ++next->resumes;
-  trace_switch(next);
+  if constexpr (traced) trace_switch(next);
   arch::sanitizer_before_switch(from, to, prev_dies);
   arch::switch_context(save, load, arg, hook);
   arch::sanitizer_after_switch(from);
@@ -761,12 +764,14 @@ void yield(bool push_to_head) {
   // A lone worker's: self takes the deque slot of the ULT it switches to.
   // Also a bound ULT (the main ULT): with nobody to steal it, the only
   // worker, the one it is bound to, is the one that takes it out.
+  // Tracing takes the other path, so this one calls nothing but the switch.
   if (++w->yields_since_scheduler < 64 && w->alone && !push_to_head &&
-      w->deque.swap_bottom_unshared(self, next)) [[likely]] {
+      !trace::g_on.load(std::memory_order_relaxed) && w->deque.swap_bottom_unshared(self, next))
+      [[likely]] {
     // Both are ULTs (ito::yield checked self; deques hold no nulls): let the
     // compiler drop switch_to's tests for the scheduler's context.
     if (!self || !next) __builtin_unreachable();
-    return switch_to(w, self, next, nullptr, nullptr);
+    return switch_to<false>(w, self, next, nullptr, nullptr);
   }
   yield_elsewhere(w, self, push_to_head);
 }
