@@ -76,9 +76,13 @@ ult* take_own_branch(worker* w) noexcept {
   return as_ult(w, b);
 }
 
-bool runs_taken_branch(const ult* u) noexcept { return u->body == &run_taken_branch; }
+// The live-ULT report calls these on descriptors other threads may be
+// setting up: its reads are racy by design (ult_report.cpp), these too.
+__attribute__((no_sanitize("thread"))) bool runs_taken_branch(const ult* u) noexcept {
+  return u->body == &run_taken_branch;
+}
 
-const ult* taken_branch_waiter(const ult* u) noexcept {
+__attribute__((no_sanitize("thread"))) const ult* taken_branch_waiter(const ult* u) noexcept {
   ito::detail::branch* b = nullptr;
   std::memcpy(&b, u->frame, sizeof b);
   const std::uintptr_t state = b->state.load(std::memory_order_acquire);
