@@ -157,7 +157,7 @@ TEST(Deadlock, ParallelInvokeWaitingForItsStolenBranchIsReported) {
         branch_waits_for_its_callers_mutex();
       },
       ::testing::ExitedWithCode(deadlock_status),
-      "ito:   ULT [0-9]+ \\(parallel_invoke branch of the main ULT\\): blocked in mutex on 0x[0-9a-f]+\n"
+      "ito:   ULT [0-9]+ \\(parallel_invoke branch 0x[0-9a-f]+\\): blocked in mutex on 0x[0-9a-f]+\n"
       "ito:   main ULT: blocked in parallel_invoke on 0x[0-9a-f]+\n");
 }
 

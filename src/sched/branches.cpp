@@ -82,11 +82,10 @@ __attribute__((no_sanitize("thread"))) bool runs_taken_branch(const ult* u) noex
   return u->body == &run_taken_branch;
 }
 
-__attribute__((no_sanitize("thread"))) const ult* taken_branch_waiter(const ult* u) noexcept {
-  ito::detail::branch* b = nullptr;
+__attribute__((no_sanitize("thread"))) const void* taken_branch_record(const ult* u) noexcept {
+  const void* b = nullptr;
   std::memcpy(&b, u->frame, sizeof b);
-  const std::uintptr_t state = b->state.load(std::memory_order_acquire);
-  return state == branch_running || state == branch_finished ? nullptr : reinterpret_cast<const ult*>(state);
+  return b;
 }
 
 ult* steal_branch(worker* victim, worker* thief) noexcept {

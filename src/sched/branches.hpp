@@ -16,10 +16,10 @@ ult* take_own_branch(worker* w) noexcept;
 ult* steal_branch(worker* victim, worker* thief) noexcept;
 
 // For the live-ULT report: whether u runs a branch someone took from its
-// caller's deque, and that caller once it waits for the branch (null before).
-// Only for a ULT that has not ended: until then the record, on the caller's
-// stack, is alive.
+// caller's deque, and the address of that branch's record (the caller waits
+// "in parallel_invoke on" it). The address is only printed, never followed:
+// the report may read a descriptor that is being set up for another ULT.
 bool runs_taken_branch(const ult* u) noexcept;
-const ult* taken_branch_waiter(const ult* u) noexcept;
+const void* taken_branch_record(const ult* u) noexcept;
 
 }  // namespace ito::sched

@@ -38,17 +38,14 @@ ITO_RACY_READ int running_on(runtime_state* rt, const ult* u) {
   return -1;
 }
 
-// " (parallel_invoke branch of ULT N)" for a ULT that runs a branch taken
-// from its caller's deque, " (detached)" for another detached one.
+// " (parallel_invoke branch 0x...)" for a ULT that runs a branch taken from
+// its caller's deque (its caller is "blocked in parallel_invoke on" the same
+// address), " (detached)" for another detached one.
 ITO_RACY_READ void print_kind(const ult* u, std::uintptr_t s, const report& r) {
-  if (has_ended(s) || !runs_taken_branch(u)) {
-    if (s == join_detached) std::fprintf(r.out, " (detached)");
-    return;
-  }
-  const ult* caller = taken_branch_waiter(u);
-  if (!caller) std::fprintf(r.out, " (parallel_invoke branch)");
-  else if (caller == &r.rt->main_ult) std::fprintf(r.out, " (parallel_invoke branch of the main ULT)");
-  else std::fprintf(r.out, " (parallel_invoke branch of ULT %llu)", static_cast<unsigned long long>(caller->id));
+  if (!has_ended(s) && runs_taken_branch(u))
+    std::fprintf(r.out, " (parallel_invoke branch %p)", taken_branch_record(u));
+  else if (s == join_detached)
+    std::fprintf(r.out, " (detached)");
 }
 
 ITO_RACY_READ void describe(const ult* u, report& r) {
