@@ -129,12 +129,18 @@ inline void* split_limit() noexcept {
   return v;
 }
 inline void set_split_limit(void* v) noexcept { asm volatile("movq %0, %%fs:0x70" : : "r"(v) : "memory"); }
+// The limit word a suspended context loads when it resumes: the second word
+// above its saved sp (context_x86_64.S, save_context).
+inline void set_saved_split_limit(void* saved_sp, void* v) noexcept {
+  static_cast<void**>(saved_sp)[1] = v;
+}
 
 #else
 // Split stacks exist on x86-64 only (GCC has no -fsplit-stack for aarch64):
 // no context has a limit word.
 inline void* split_limit() noexcept { return nullptr; }
 inline void set_split_limit(void*) noexcept {}
+inline void set_saved_split_limit(void*, void*) noexcept {}
 
 #endif
 

@@ -220,9 +220,12 @@ ito_exit_switch finish(ult* self) noexcept {
       // parent has not seen the future yet, so nobody can join or detach us.
       if (next->resumes == self->parent_resumes && !self->id_was_public) {
         // Nobody can free self before the parent runs, so its end may be
-        // stored here and the exit hook skipped (the stack providers and the
-        // distributed mode still need it).
-        if (!self->from_provider() && !processes_extension()) [[likely]] {
+        // stored here and the exit hook skipped (the distributed mode still
+        // needs it; a stack provider, unless it can give the stack back
+        // into the parent's saved context now).
+        if (!processes_extension() &&
+            (!self->from_provider() ||
+             w->stack_provider->exited_into_parent(w, self, next))) [[likely]] {
           join_word::end_unseen(self);
           hook_arg = 0;
         } else {
@@ -264,9 +267,8 @@ ito_exit_switch finish(ult* self) noexcept {
 ito_exit_switch ult_main(void* data) noexcept {
   auto* self = static_cast<ult*>(data);
   arch::sanitizer_after_switch(self->fiber);
-  // Before anything else on a provider's stack (a split-stack ULT loads its
-  // limit word: a context starts with its creator's).
-  if (self->from_provider()) [[unlikely]] current_worker()->stack_provider->enter(self);
+  // (A provider's ULT runs with its own split-stack limit already: the
+  // context start or the made context loaded it.)
   self->unstarted.store(false, std::memory_order_relaxed);
   run_body(self);
   // Already detached: destroy the result (or report the exception) here, on
@@ -380,8 +382,15 @@ namespace {
 void make_startable(ult* child) noexcept {
   child->id_was_public = true;
   child->unstarted.store(true, std::memory_order_relaxed);
-  child->sp =
-      arch::make_context(child->from_provider() ? child->sp : child->frame, &ult_main, child);
+  if (child->from_provider()) [[unlikely]] {
+    // The provider left the top in sp and the child's split-stack limit in
+    // the word there: the first switch to the context loads it.
+    void* top = child->sp;
+    child->sp = arch::make_context(top, &ult_main, child);
+    arch::set_saved_split_limit(child->sp, *static_cast<void**>(top));
+    return;
+  }
+  child->sp = arch::make_context(child->frame, &ult_main, child);
 }
 
 void adopt(worker* w, ult* child, void (*body)(void*), bool id_was_public) noexcept {

@@ -22,13 +22,11 @@ ult* split_provider::allocate(worker* w, std::size_t frame_bytes, void** frame) 
   return split::allocate(w, frame_bytes, frame);
 }
 
-// A context starts with its creator's limit word: load the ULT's own before
-// any split-stack code runs (hence no_split_stack: the live word is stale).
-void split_provider::enter(ult* self) noexcept {
-  arch::set_split_limit(ext(self)->start_limit);
-}
-
 void split_provider::finish(ult* self) noexcept { on_finish(self); }
+
+bool split_provider::exited_into_parent(worker* w, ult* self, ult* parent) noexcept {
+  return merge_into_parent(w, self, parent);
+}
 
 void split_provider::exited(worker* w, ult* self) noexcept { on_exit(w, self); }
 

@@ -19,9 +19,8 @@ class split_provider final : public stack::stack_provider {
   ~split_provider() override;
   void attach(worker* w) override;
   ult* allocate(worker* w, std::size_t frame_bytes, void** frame) override;
-  // no_split_stack: the live limit word is still its creator's.
-  __attribute__((no_split_stack)) void enter(ult* self) noexcept override;
   void finish(ult* self) noexcept override;
+  bool exited_into_parent(worker* w, ult* self, ult* parent) noexcept override;
   void exited(worker* w, ult* self) noexcept override;
   void release(worker* w, ult* u) noexcept override;
   void parking(worker* w) noexcept override;

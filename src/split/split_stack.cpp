@@ -278,7 +278,8 @@ ult* new_descriptor(worker* w, std::size_t frame_bytes) {
 }
 
 // fork starts the child at `top` with ito_context_start_split, which loads
-// the child's limit word from there before anything runs on the new stack.
+// the child's limit word from there before anything runs on the new stack (a
+// child queued help-first gets it in its made context: make_startable).
 void start_stack_at(ult* u, char* top, void* limit) noexcept {
   *reinterpret_cast<void**>(top) = limit;
   u->sp = top;
@@ -288,11 +289,10 @@ void start_stack_at(ult* u, char* top, void* limit) noexcept {
 ult* start_on_segment(ult* u, region r) noexcept {
   ext(u)->region = nullptr;
   ext(u)->root = r;
-  ext(u)->start_limit = r.lo + backoff;
   ext(u)->lent = nullptr;
   ext(u)->cur_block = r.block;
   start_stack_at(u, reinterpret_cast<char*>(reinterpret_cast<std::uintptr_t>(r.hi) & ~std::uintptr_t{63}) - 64,
-                 ext(u)->start_limit);
+                 r.lo + backoff);
   return u;
 }
 
@@ -326,7 +326,6 @@ ult* allocate(worker* w, std::size_t frame_bytes, void** frame) {
       r->block = ext(parent)->cur_block;
       ext(u)->region = r;
       ext(u)->root = {};
-      ext(u)->start_limit = limit;
       ext(u)->lent = ext(parent)->lent;
       ext(u)->cur_block = ext(parent)->cur_block;
       start_stack_at(u, reinterpret_cast<char*>(r) - 16, limit);
@@ -392,6 +391,17 @@ void on_exit(worker* w, ult* self) noexcept {
     return;  // its owner merges it when it next needs the room
   orphan(w, r->final_lent);  // orphaned: the owner left, and gave us a reference
   unref(w, r->block);
+}
+
+bool merge_into_parent(worker* w, ult* self, ult* parent) noexcept {
+  lent_region* r = ext(self)->region;
+  if (!r || ext(parent)->lent != r) [[unlikely]] return false;
+  ext(parent)->lent = ext(self)->final_lent;
+  auto* limit = static_cast<char*>(ext(self)->final_limit);
+  if (ext(parent)->lent) merge_free(w, parent, limit);
+  arch::set_saved_split_limit(parent->sp, limit);
+  worker_stats::bump(state(w).stats.segments_merged);
+  return true;
 }
 
 void release(worker* w, ult* u) noexcept {

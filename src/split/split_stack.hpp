@@ -70,7 +70,6 @@ inline constexpr std::size_t inline_frame_bytes = 512;
 struct split_ult {
   bool big_chunk = false;           // frame too large for a recycled chunk
   lent_region* region = nullptr;    // its record when it runs on a parent's tail
-  void* start_limit = nullptr;      // split-stack limit word it starts with
   void* final_limit = nullptr;      // ... and the one it had when it ended
   lent_region* lent = nullptr;      // the region right below its limit
   lent_region* final_lent = nullptr;  // `lent` when it ended
@@ -127,6 +126,11 @@ void on_finish(ult* self) noexcept;
 // On the next context's stack, once nobody runs on the ended ULT's stack: its
 // region is merged into its running owner, left to the owner, pooled or freed.
 void on_exit(worker* w, ult* self) noexcept;
+// The quick resume's on_exit, before the switch: when the ULT ran on its
+// parent's tail and the parent (resumed next, not run since the fork) still
+// owns the region, gives it back by lowering the limit in the parent's saved
+// context. False when that is not the case: on_exit then does the rest.
+bool merge_into_parent(worker* w, ult* self, ult* parent) noexcept;
 // Recycles the descriptor (after join or detach).
 void release(worker* w, ult* u) noexcept;
 // Frees what the worker caches (at runtime stop, after every ULT ended).

@@ -17,10 +17,15 @@
 //             and in the word at that top the split-stack limit the child
 //             starts with (null without split stacks). May throw bad_alloc;
 //             must not block.
-//   enter     first thing on the new ULT's own stack, before any split-stack
-//             code runs: must be no_split_stack, must not block.
 //   finish    on the ULT's own stack once its body (and key destructors)
 //             returned, before it leaves it. Must not block.
+//   exited_into_parent
+//             in finish, on the ended ULT's own stack, when the context resumed
+//             next is its parent, which has not run since the fork and which
+//             nobody else can resume or know the ULT from (a quick resume): do
+//             exited's work now, changing only the parent's saved context and
+//             the provider's own state, and return true (the exit hook is then
+//             skipped); false: exited runs in the hook as usual. Must not block.
 //   exited    in the exit hook, on the next context's stack, once nobody runs
 //             on the ended ULT's stack and before its end is published (a
 //             joiner may recycle the descriptor right after). The stack may be
@@ -56,8 +61,9 @@ class stack_provider {
   virtual ~stack_provider() = default;
   virtual void attach(sched::worker* w) = 0;
   virtual sched::ult* allocate(sched::worker* w, std::size_t frame_bytes, void** frame) = 0;
-  virtual void enter(sched::ult* self) noexcept = 0;
   virtual void finish(sched::ult* self) noexcept = 0;
+  virtual bool exited_into_parent(sched::worker* w, sched::ult* self,
+                                  sched::ult* parent) noexcept = 0;
   virtual void exited(sched::worker* w, sched::ult* self) noexcept = 0;
   virtual void release(sched::worker* w, sched::ult* u) noexcept = 0;
   virtual void parking(sched::worker* w) noexcept = 0;

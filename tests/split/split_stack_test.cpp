@@ -142,6 +142,31 @@ TEST_P(split_lazy_child, ended_child_region_is_merged_back_when_the_parent_needs
   }
 }
 
+// The fib fast path: a child that ends while its parent waits, unseen, at the
+// bottom of the deque gives its region back in the parent's saved context
+// before the switch. The parent resumes with its old limit, its next frames
+// reuse the child's memory at once, and every child's result is intact.
+TEST_P(split_lazy_child, a_child_ending_into_its_parent_gives_the_region_back_before_it_resumes) {
+  ito::runtime rt(policy(GetParam(), 1));
+  auto parent = ito::create_thread([] {
+    char* before = limit_word();
+    int bad = 0;
+    for (int i = 0; i < 200; ++i) {
+      std::uint64_t merged = split_test::total(&stats::segments_merged);
+      std::uint64_t allocated = split_test::total(&stats::segments_allocated);
+      auto child = ito::create_thread(deep_sum, 8, i);  // 4.5 KB of frames on our tail
+      // Child-first on one worker: it ran to its end and resumed us.
+      bad += limit_word() != before;
+      bad += split_test::total(&stats::segments_merged) != merged + 1;
+      bad += deep_sum(16, -i) != 17L * 128;  // over the child's old frames
+      bad += ito::join(child) != 9L * 128;
+      bad += split_test::total(&stats::segments_allocated) != allocated;
+    }
+    return bad;
+  });
+  EXPECT_EQ(ito::join(parent), 0);
+}
+
 INSTANTIATE_TEST_SUITE_P(policies, split_lazy_child,
                          ::testing::Values(stack_policy::lazy, stack_policy::fair_use),
                          [](const auto& info) {
