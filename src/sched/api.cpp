@@ -15,6 +15,7 @@
 #include "ito/ult.hpp"
 #include "sched/extension.hpp"
 #include "sched/scheduler.hpp"
+#include "stack/provider.hpp"
 
 namespace ito {
 namespace {
@@ -122,7 +123,8 @@ inline allocated_ult frame_owned(sched::ult* u, void* frame, frame_cleanup_fn cl
   // queues the child instead of switching to it.
   if (!w) throw_outside_ult("ito::create_thread");
   void* frame = nullptr;
-  sched::ult* u = sched::allocate_slow(w, size, &frame);
+  sched::ult* u = w->stack_provider ? w->stack_provider->allocate(w, size, &frame)
+                                    : sched::allocate_slow(w, size, &frame);
   return frame_owned(u, frame, cleanup, on_exception, error_offset, result_local);
 }
 

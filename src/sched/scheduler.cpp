@@ -447,8 +447,8 @@ namespace {
   arch::sanitizer_after_switch(parent->fiber);
 }
 
-// fork() past its common case: help-first, a provider's stack, tracing on,
-// or a lone worker's deque that must grow.
+// fork() past its common case: help-first, tracing on, or a lone worker's
+// deque that must grow.
 [[gnu::noinline]] void fork_elsewhere(worker* w, ult* parent, ult* child) noexcept {
   // Help-first: a bound parent must not be stolen, and the scheduler stack has
   // no context to push.
@@ -471,8 +471,7 @@ void fork(ult* child, void (*body)(void*), bool id_was_public) noexcept {
   worker* w = current_worker();
   ult* parent = w->current;
   adopt(w, child, body, id_was_public);
-  if (parent && !parent->bound && !child->from_provider() &&
-      !trace::g_on.load(std::memory_order_relaxed)) [[likely]] {
+  if (parent && !parent->bound && !trace::g_on.load(std::memory_order_relaxed)) [[likely]] {
     if (!w->alone) return start_child_first(w, parent, child, false, /*traced=*/false);
     if (w->deque.push_if_room(parent)) return start_child_first(w, parent, child, true, false);
   }
@@ -697,12 +696,16 @@ void release(ult* u, bool orphaned) {
   // (two joins of one id, one wins) reads the flag while the winner releases.
   if (u->has_future) u->has_future = false;
   u->locals = nullptr;
-  if (u->stack_from != stack_origin::pool) [[unlikely]] return release_elsewhere(u);
+  worker* w = current_worker();
+  if (u->stack_from != stack_origin::pool) [[unlikely]] {
+    // A provider's ULT released on one of its runtime's workers: straight to it.
+    if (u->from_provider() && w && w->stack_provider) return w->stack_provider->release(w, u);
+    return release_elsewhere(u);
+  }
 #if ITO_ASAN
   // Frames of a finished ULT never returned; clear their redzones for reuse.
   __asan_unpoison_memory_region(u->stack.lo, u->stack.size() - sizeof(std::uint64_t));
 #endif
-  worker* w = current_worker();
   runtime_state* rt = g_runtime.load(std::memory_order_relaxed);
   if (w && w->rt == rt && w->free_count < worker::max_free_ults) [[likely]] {
     u->next = w->free_ults;
