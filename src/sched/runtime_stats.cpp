@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // ITO_STATS=1: the per-worker counters, printed when the runtime stops.
 #include <cstdio>
+#include <mutex>
 
 #include "sched/runtime_control.hpp"
 
@@ -32,6 +33,9 @@ void print_stats(runtime_state* rt, std::FILE* out) {
                  static_cast<unsigned long long>(s.stacks_taken.load()),
                  static_cast<unsigned long long>(s.branches_made_ults.load()));
   }
+  std::lock_guard lock(rt->idle_mutex);
+  std::fprintf(out, "ito: wake-ups that kept the woken worker off its waker's CPU: %llu\n",
+               static_cast<unsigned long long>(rt->wakes_kept_off_waker));
 }
 
 

@@ -115,6 +115,12 @@ struct alignas(64) worker {
   // In the futex wait (not still re-scanning before it): wake_one prefers
   // such a worker, since one still scanning may leave with work by itself.
   std::atomic<bool> asleep{false};
+  // Its affinity when it parked, and whether a waker has narrowed it for the
+  // wake-up (wake_placement.hpp); both guarded by idle_mutex once it is on
+  // the idle list.
+  cpu_set_t park_cpus{};
+  bool park_cpus_known = false;
+  bool narrowed = false;
 
   // Whether a ULT bound to this worker waits to run (a hint from other threads).
   bool bound_ready_looks_empty() const noexcept {
@@ -149,6 +155,9 @@ struct runtime_state {
   // idle_mutex. Unchanged while every worker stays on the list, so no ULT ran
   // in between (deadlock.hpp).
   std::uint64_t idle_leaves = 0;
+  // Wake-ups that kept the woken worker off its waker's CPU (guarded by
+  // idle_mutex; wake_placement.hpp).
+  std::uint64_t wakes_kept_off_waker = 0;
 
   // The starting thread's CPUs, read before ITO_BIND pins it: worker i is
   // pinned to the i-th of them, and that thread gets them back at the end.

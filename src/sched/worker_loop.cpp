@@ -11,6 +11,7 @@
 #include "sched/idle.hpp"
 #include "sched/runtime_control.hpp"
 #include "sched/scheduler.hpp"
+#include "sched/wake_placement.hpp"
 #include "stack/provider.hpp"
 #include "trace/trace.hpp"
 
@@ -58,6 +59,7 @@ bool work_visible(worker* w) noexcept {
 }
 
 void wake_locked(runtime_state* rt, worker* w) {  // with idle_mutex held
+  keep_off_waker_cpu(w);
   w->on_idle_list = false;
   rt->idle.erase(std::find(rt->idle.begin(), rt->idle.end(), w));
   ++rt->idle_leaves;
@@ -69,14 +71,19 @@ void wake_locked(runtime_state* rt, worker* w) {  // with idle_mutex held
 // Takes w off the idle list if nobody did; consumes a wake-up otherwise.
 void leave_idle(worker* w) {
   runtime_state* rt = w->rt;
-  std::lock_guard lock(rt->idle_mutex);
-  if (w->on_idle_list) {
-    w->on_idle_list = false;
-    rt->idle.erase(std::find(rt->idle.begin(), rt->idle.end(), w));
-    ++rt->idle_leaves;
-    rt->parked.fetch_sub(1, std::memory_order_relaxed);
+  bool narrowed;
+  {
+    std::lock_guard lock(rt->idle_mutex);
+    if (w->on_idle_list) {
+      w->on_idle_list = false;
+      rt->idle.erase(std::find(rt->idle.begin(), rt->idle.end(), w));
+      ++rt->idle_leaves;
+      rt->parked.fetch_sub(1, std::memory_order_relaxed);
+    }
+    w->wake_word.store(0, std::memory_order_relaxed);
+    narrowed = take_narrowed(w);
   }
-  w->wake_word.store(0, std::memory_order_relaxed);
+  if (narrowed) restore_park_cpus(w);
 }
 
 }  // namespace
@@ -122,6 +129,7 @@ void wake_all(runtime_state* rt) {
 bool sleep_idle_worker(worker* w) {
   runtime_state* rt = w->rt;
   if (w->stack_provider) w->stack_provider->parking(w);  // what it cached, for the others
+  remember_park_cpus(w);
   {
     std::lock_guard lock(rt->idle_mutex);
     w->on_idle_list = true;
