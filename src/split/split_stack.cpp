@@ -216,6 +216,17 @@ bool merge_free(worker* w, ult* owner, char*& limit) noexcept {
   return merged;
 }
 
+// The ended ULT self's region lies right below its owner's limit: the owner
+// takes it back, with the regions self had lent and any ended ones below.
+// Returns the owner's new limit; the caller stores it (live or saved).
+char* give_region_back(worker* w, ult* self, ult* owner) noexcept {
+  ext(owner)->lent = ext(self)->final_lent;
+  auto* limit = static_cast<char*>(ext(self)->final_limit);
+  if (ext(owner)->lent) merge_free(w, owner, limit);
+  worker_stats::bump(state(w).stats.segments_merged);
+  return limit;
+}
+
 // The owner leaves the segment holding the chain `c`: nobody will merge it now.
 void orphan(worker* w, lent_region* c) noexcept {
   while (c) {
@@ -364,11 +375,7 @@ void on_exit(worker* w, ult* self) noexcept {
   if (running && ext(running)->lent == r) [[likely]] {
     // Its owner is the context resumed now (its limit word is live): give the
     // region straight back.
-    ext(running)->lent = ext(self)->final_lent;
-    auto* limit = static_cast<char*>(ext(self)->final_limit);
-    if (ext(running)->lent) merge_free(w, running, limit);
-    arch::set_split_limit(limit);
-    worker_stats::bump(state(w).stats.segments_merged);
+    arch::set_split_limit(give_region_back(w, self, running));
     return;
   }
   r->final_limit = ext(self)->final_limit;
@@ -396,11 +403,7 @@ void on_exit(worker* w, ult* self) noexcept {
 bool merge_into_parent(worker* w, ult* self, ult* parent) noexcept {
   lent_region* r = ext(self)->region;
   if (!r || ext(parent)->lent != r) [[unlikely]] return false;
-  ext(parent)->lent = ext(self)->final_lent;
-  auto* limit = static_cast<char*>(ext(self)->final_limit);
-  if (ext(parent)->lent) merge_free(w, parent, limit);
-  arch::set_saved_split_limit(parent->sp, limit);
-  worker_stats::bump(state(w).stats.segments_merged);
+  arch::set_saved_split_limit(parent->sp, give_region_back(w, self, parent));
   return true;
 }
 
