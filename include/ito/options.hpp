@@ -29,6 +29,12 @@ struct options {
   stack_policy stacks = stack_policy::fixed;  // fixed: ITO_STACK may override it
   std::size_t stack_block_size = 0;  // lazy/fair_use block bytes; 0: ITO_STACK_BLOCK_SIZE, else default
   std::optional<stack_alloc> stack_allocator;  // unset: ITO_STACK_ALLOC, else mmap
+  // Preemption: a ULT that runs this many µs while others wait for its
+  // worker is interrupted and queued behind them; 0: never (cooperative).
+  // Unset: ITO_PREEMPT, else 0 (under libito-preload.so: 10,000). Needs ito
+  // in a shared library (libito.so or the preload), the fixed stack policy,
+  // and no ThreadSanitizer: otherwise a nonzero value is a config_error.
+  std::optional<unsigned> preempt_us;
 
   static constexpr std::size_t default_stack_size = 64 * 1024;
   static constexpr std::size_t min_stack_size = 16 * 1024;
@@ -37,6 +43,7 @@ struct options {
   static constexpr std::size_t default_stack_block_size = 256 * 1024;
   static constexpr std::size_t min_stack_block_size = 8 * 1024;
   static constexpr std::size_t max_stack_block_size = std::size_t{64} << 20;
+  static constexpr unsigned max_preempt_us = 1'000'000;
 };
 
 // A bad option value, or a bad ITO_* variable; what() names it and the accepted range.

@@ -128,6 +128,13 @@ options resolve_options(options o) {
   (void)config::choice_setting(setting_id::deque_fence);
   if (const char* v = config::text_setting(setting_id::trace)) check_trace_path(v);
 
+  const config::setting& preempt = declared(setting_id::preempt);
+  if (!o.preempt_us) {
+    o.preempt_us = static_cast<unsigned>(config::number_setting(setting_id::preempt).value_or(0));
+  } else if (*o.preempt_us > preempt.max) {
+    throw config::invalid_option("options.preempt_us", std::to_string(*o.preempt_us), preempt);
+  }
+
   if (!o.bind) o.bind = config::boolean_setting(setting_id::bind).value_or(false);
   if (!o.stats) o.stats = config::boolean_setting(setting_id::stats).value_or(false);
   return o;

@@ -29,7 +29,7 @@ enum class setting_id : unsigned {
   workers, stack_size, bind, stats, stack, stack_block_size, stack_alloc, deque_fence,
   pool_min, pool_max, pool_bias, dump_signal, deadlock, trace, preload_threads,
   delegate_mode, dsm_size, dsm_block, dsm_check, dist_progress_us, dist_idle_progress_us,
-  dist_heartbeat_ms, dist_watch, dist_reexec, dist_node,
+  dist_heartbeat_ms, dist_watch, dist_reexec, dist_node, preempt,
   count
 };
 
@@ -163,6 +163,12 @@ inline constexpr setting settings[] = {
             "page through the DSM protocol; `pair`: a host's ranks form nodes of two, in rank "
             "order (`rank` and `pair` test and measure the protocol between nodes on one machine; "
             "[DISTRIBUTED.md](DISTRIBUTED.md))"},
+    {.id = setting_id::preempt, .name = "ITO_PREEMPT", .kind = setting_kind::integer,
+     .min = 0, .max = options::max_preempt_us, .default_text = "0; 10000 under `libito-preload.so`",
+     .accepts_note = "0: never",
+     .doc = "time slice in µs: a ULT that runs this long while others wait for its worker is "
+            "interrupted and queued behind them; needs ito in a shared library "
+            "([ARCHITECTURE.md](ARCHITECTURE.md), \"Preemption\")"},
 };
 // clang-format on
 

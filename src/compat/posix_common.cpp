@@ -12,6 +12,7 @@
 #include "compat/posix_internal.hpp"
 #include "ito/options.hpp"
 #include "sched/idle.hpp"
+#include "sched/preempt.hpp"
 #include "sched/runtime_control.hpp"
 
 namespace ito::posix {
@@ -74,6 +75,17 @@ void register_exit_hooks() noexcept {
   pthread_atfork(nullptr, nullptr, &forget_runtime_in_child);
 }
 
+// The POSIX layer's options: the environment's, and preemption on by default
+// under the preload, where a pthread program expects threads to be
+// preemptive (source mode asks for it with ITO_PREEMPT).
+options posix_options() {
+  options o = resolve_options(options{});
+  if (preloaded() && !config::number_setting(config::setting_id::preempt) &&
+      !sched::preemption_unavailable(o))
+    o.preempt_us = sched::default_preempt_slice_us;
+  return o;
+}
+
 // 0, EPERM (an OS thread while a runtime runs), EAGAIN; *bad_config when an
 // ITO_* variable is at fault (its message is on stderr).
 int start_runtime_now(bool* bad_config = nullptr) noexcept {
@@ -82,7 +94,7 @@ int start_runtime_now(bool* bad_config = nullptr) noexcept {
   try {
     // Workers 1..N-1 start with the first thread (ito_pthread_create): a
     // program that never makes one, or not yet, runs on this thread alone.
-    sched::runtime_state* rt = sched::start_runtime(resolve_options(options{}), true);
+    sched::runtime_state* rt = sched::start_runtime(posix_options(), true);
     // glibc's pthread_self is the thread pointer (x86-64): no symbol that
     // the preload library would have to tell from its own.
     g_main_os_thread.store(reinterpret_cast<pthread_t>(__builtin_thread_pointer()),

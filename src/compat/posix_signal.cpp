@@ -29,6 +29,7 @@
 #include "io/delegated_syscall.hpp"
 #include "compat/posix_internal.hpp"
 #include "io/errno_now.hpp"
+#include "sched/preempt.hpp"
 #include "sched/scheduler.hpp"
 #include "sched/worker.hpp"
 
@@ -136,6 +137,16 @@ extern "C" {
 
 int ito_pthread_sigmask(int how, const sigset_t* set, sigset_t* old) {
   if (owns_its_thread()) {
+    // Worker 0 keeps the preemption signal open, or a main thread that
+    // blocks every signal (to sigwait in another thread) could not have the
+    // ULTs sharing its worker preempted.
+    sigset_t kept_open;
+    if (set && how != SIG_UNBLOCK && ito::sched::preemption_active() &&
+        sigismember(set, ito::sched::preempt_signal) == 1 && ito::sched::current_ult()) {
+      kept_open = *set;
+      sigdelset(&kept_open, ito::sched::preempt_signal);
+      set = &kept_open;
+    }
     const int e = ::pthread_sigmask(how, set, old);
     if (e == 0 && set && ito::sched::current_ult()) {
       std::lock_guard hold(g_shared_mask_lock);  // the others' mask follows main's

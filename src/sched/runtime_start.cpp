@@ -26,6 +26,7 @@
 #include "sched/handles.hpp"
 #include "sched/idle.hpp"
 #include "sched/overflow.hpp"
+#include "sched/preempt.hpp"
 #include "sched/extension.hpp"
 #include "sched/program_eh.hpp"
 #include "sched/scheduler.hpp"
@@ -91,7 +92,7 @@ void* worker_thread_main(void* p) {
   // ITO_TRACE: every worker has its track, even one that found no work
   // before the runtime ended (it records before stop_runtime joins it).
   trace::record(trace::kind::scheduler);
-  block_asynchronous_signals();
+  block_asynchronous_signals(w->rt->opts.preempt_us.value_or(0) != 0);
   enter_worker_thread(w);
   arch::sanitizer_adopt_current(w->scheduler_fiber);
   scheduler_loop(w);
@@ -178,9 +179,16 @@ void start_other_workers_slow(runtime_state* rt) {
     }
   }
   rt->others.store(runtime_state::others_running, std::memory_order_release);
+  start_preemption(rt);  // only now may a ULT wait for a worker another one holds
 }
 
 runtime_state* start_runtime(const options& resolved, bool defer_others) {
+  if (resolved.preempt_us.value_or(0) != 0) {
+    if (const char* why = preemption_unavailable(resolved))
+      throw config_error(std::string("ito: ITO_PREEMPT / options.preempt_us: preemption is "
+                                     "unavailable here: ") + why,
+                         config::text_setting(config::setting_id::preempt) != nullptr);
+  }
   runtime_state* expected = nullptr;
   auto* rt = new runtime_state(resolved);
   rt->tasks = tasks_extension();
@@ -266,12 +274,14 @@ void stop_runtime(runtime_state* rt) {
   while (rt->outside_wakers.load(std::memory_order_acquire) != 0) arch::cpu_relax();
   // Every ULT has finished, so no spawn is starting the other workers now.
   const bool others = rt->others.load(std::memory_order_acquire) == runtime_state::others_running;
+  stop_preemption(rt);  // it signals workers: it ends before they do
   rt->stopping.store(true, std::memory_order_release);
   wake_all(rt);
   for (unsigned i = 1; others && i < rt->workers.size(); ++i)
     pthread_join(rt->workers[i]->os_thread, nullptr);
   trace::finish();  // every worker has ended
   if (rt->opts.stats.value_or(false)) print_stats(rt, stderr);
+  free_preemption(rt);
 
   std::unique_lock no_dump(dump_lock());  // a dump from another thread waits, then sees none
   w0->current = nullptr;

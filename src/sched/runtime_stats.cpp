@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <mutex>
 
+#include "sched/preempt.hpp"
 #include "sched/runtime_control.hpp"
 
 namespace ito::sched {
@@ -32,6 +33,18 @@ void print_stats(runtime_state* rt, std::FILE* out) {
                  static_cast<unsigned long long>(s.stacks_reused.load()),
                  static_cast<unsigned long long>(s.stacks_taken.load()),
                  static_cast<unsigned long long>(s.branches_made_ults.load()));
+  }
+  if (rt->opts.preempt_us.value_or(0) != 0) {
+    std::uint64_t preempts = 0, refused = 0;
+    for (auto& w : rt->workers) {
+      preempts += w->stats.preempts.load();
+      refused += w->stats.preempts_refused.load();
+    }
+    std::fprintf(out,
+                 "ito: preemption (slice %u us): %llu signals sent, %llu ULTs preempted, %llu "
+                 "left running (not at a safe point)\n",
+                 *rt->opts.preempt_us, static_cast<unsigned long long>(preempt_signals_sent(rt)),
+                 static_cast<unsigned long long>(preempts), static_cast<unsigned long long>(refused));
   }
   std::lock_guard lock(rt->idle_mutex);
   std::fprintf(out, "ito: wake-ups that kept the woken worker off its waker's CPU: %llu\n",

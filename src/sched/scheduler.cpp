@@ -776,6 +776,11 @@ namespace {
 
 }  // namespace
 
+void preempt_current(worker* w, ult* self) noexcept {
+  w->yields_since_scheduler = 0;
+  switch_to(w, self, nullptr, &hook_push_yielded, self);
+}
+
 // Its common case calls nothing but the switch, so it saves no registers of
 // its own (the switch saves them).
 void yield(bool push_to_head) {

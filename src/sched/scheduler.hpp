@@ -94,6 +94,10 @@ void release(ult* child, bool orphaned = false);
 // detached or being joined, ESRCH if it was joined or reaped.
 int detach(ult* child);
 void yield(bool push_to_head);
+// The preemption handler's yield (preempt.cpp): self, interrupted at a safe
+// point, goes to the back of w's queue through the scheduler loop, which
+// fires due timers and takes ULTs woken from outside (the main ULT among them).
+void preempt_current(worker* w, ult* self) noexcept;
 
 // Suspends the running ULT. `after(self, arg)` runs once the ULT's context is
 // saved, on the next context's stack, and must hand `self` to whoever will

@@ -31,6 +31,7 @@ namespace ito::sched {
 
 struct runtime_state;
 struct worker;
+struct preempt_watch;
 
 // Counters written only by their worker; read at exit (ITO_STATS=1).
 struct worker_stats {
@@ -54,6 +55,10 @@ struct worker_stats {
   // finished before its hook tells another process that it ended; quiescence
   // must wait for both (quiescent_locally).
   std::atomic<std::uint64_t> exit_hooks_done{0};
+  // Preemption (preempt.hpp): ULTs interrupted and sent to the back of the
+  // queue; asked but left running (interrupted inside ito, libc, ...).
+  std::atomic<std::uint64_t> preempts{0};
+  std::atomic<std::uint64_t> preempts_refused{0};
 
   // Single writer: a plain load and store, no locked instruction.
   static void bump(std::atomic<std::uint64_t>& c) noexcept {
@@ -136,6 +141,10 @@ struct alignas(64) worker {
   pthread_t os_thread{};
   std::atomic<pid_t> tid{0};  // its OS thread's id, once it runs (deadlock.cpp: a known thread)
   void* altstack = nullptr;
+  // Set by the preemption watch just before it signals this worker's thread
+  // (preempt.hpp), so the handler tells ito's signal from the program's. Off
+  // the lines the switch path writes.
+  std::atomic<bool> preempt_asked{false};
   void* task_state = nullptr;  // the tasks extension's own (flow), per worker
 };
 
@@ -173,6 +182,7 @@ struct runtime_state {
   // it arrived), so that quiescence still reads finished == spawned.
   std::atomic<std::int64_t> moved_out{0};
   extension* tasks = nullptr;  // tasks_extension() when the runtime started
+  std::atomic<preempt_watch*> preempt{nullptr};  // preempt.hpp; null when off
   deadlock_mode on_deadlock = deadlock_mode::automatic;  // ITO_DEADLOCK
   // Owners pop their deques with no fence; thieves call membarrier
   // (ITO_DEQUE_FENCE, deque.hpp). Set before any worker runs.

@@ -9,6 +9,7 @@
 #include "sched/branches.hpp"
 #include "sched/extension.hpp"
 #include "sched/idle.hpp"
+#include "sched/preempt.hpp"
 #include "sched/runtime_control.hpp"
 #include "sched/scheduler.hpp"
 #include "sched/wake_placement.hpp"
@@ -84,6 +85,7 @@ void leave_idle(worker* w) {
     narrowed = take_narrowed(w);
   }
   if (narrowed) restore_park_cpus(w);
+  wake_preempt_watch(rt);  // it sleeps while every worker is parked
 }
 
 }  // namespace

@@ -5,6 +5,8 @@
 
 #include <initializer_list>
 
+#include "sched/preempt.hpp"
+
 namespace ito::sched {
 
 const sigset_t& asynchronous_signals() noexcept {
@@ -18,8 +20,10 @@ const sigset_t& asynchronous_signals() noexcept {
   return set;
 }
 
-void block_asynchronous_signals() noexcept {
-  pthread_sigmask(SIG_BLOCK, &asynchronous_signals(), nullptr);
+void block_asynchronous_signals(bool keep_preempt_signal) noexcept {
+  sigset_t set = asynchronous_signals();
+  if (keep_preempt_signal) sigdelset(&set, preempt_signal);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
 }
 
 }  // namespace ito::sched

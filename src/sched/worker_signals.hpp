@@ -17,7 +17,8 @@ namespace ito::sched {
 // The signals a worker other than worker 0 blocks.
 const sigset_t& asynchronous_signals() noexcept;
 
-// Called by a worker thread (not worker 0) as it starts.
-void block_asynchronous_signals() noexcept;
+// Called by a worker thread (not worker 0) as it starts. With preemption on,
+// its signal (preempt.hpp) stays open: the watch sends it to that thread.
+void block_asynchronous_signals(bool keep_preempt_signal) noexcept;
 
 }  // namespace ito::sched
