@@ -237,6 +237,52 @@ TEST(io_socket, poll_times_out_without_stalling_the_worker_and_sees_data) {
   });
 }
 
+// SO_RCVTIMEO/SO_SNDTIMEO bound a parked call, as the kernel's: -1 with
+// EAGAIN after the time-out (it waited forever before), the worker running
+// others meanwhile; data that comes first is read as usual.
+TEST(io_socket, socket_timeouts_end_a_parked_call_with_eagain) {
+  ito::start_main_thread_with_worker_size(1, [] {
+    int sv[2];
+    ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+    const timeval limit{0, 60'000};
+    ASSERT_EQ(::setsockopt(sv[1], SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof limit), 0);
+    ASSERT_EQ(::setsockopt(sv[1], SOL_SOCKET, SO_SNDTIMEO, &limit, sizeof limit), 0);
+    ticker t;
+    auto tick = ito::create_thread([&] { t.run(); });
+    char buf[8];
+    for (int flags : {0, int{MSG_WAITALL}}) {  // recv_plain and retry_when_ready
+      errno = 0;
+      const auto t0 = std::chrono::steady_clock::now();
+      EXPECT_EQ(ito::io::recv(sv[1], buf, sizeof buf, flags), -1);
+      EXPECT_EQ(errno, EAGAIN);
+      EXPECT_GE(std::chrono::steady_clock::now() - t0, 55ms);
+    }
+    iovec v{buf, sizeof buf};
+    errno = 0;
+    EXPECT_EQ(ito::io::readv(sv[1], &v, 1), -1);
+    EXPECT_EQ(errno, EAGAIN);
+    EXPECT_GT(t.ticks.load(), 0) << "the time-out blocked the only worker";
+    // Data that comes before the time-out is read.
+    auto writer = ito::create_thread([&] {
+      ito::io::sleep_for(10ms);
+      EXPECT_EQ(ito::io::write(sv[0], "x", 1), 1);
+    });
+    EXPECT_EQ(ito::io::read(sv[1], buf, sizeof buf), 1);
+    ito::join(std::move(writer));
+    // A full socket: send times out.
+    static char chunk[4096];
+    while (::send(sv[1], chunk, sizeof chunk, MSG_DONTWAIT) > 0) {
+    }
+    errno = 0;
+    EXPECT_EQ(ito::io::send(sv[1], "y", 1, 0), -1);
+    EXPECT_EQ(errno, EAGAIN);
+    t.stop = true;
+    ito::join(std::move(tick));
+    ito::io::close(sv[0]);
+    ito::io::close(sv[1]);
+  });
+}
+
 TEST(io_socket, close_wakes_a_parked_reader_with_ebadf) {
   ito::start_main_thread_with_worker_size(2, [] {
     int sv[2];

@@ -14,9 +14,9 @@
 //
 // A blocking socket keeps its blocking semantics (the ULT waits; send and
 // write send everything); a socket the program set O_NONBLOCK on gets EAGAIN
-// as usual. Limits (docs/IO.md): close sockets with io::close, or call
-// io::forget(fd) after closing or changing O_NONBLOCK by other means;
-// SO_RCVTIMEO/SO_SNDTIMEO are not honoured (use io::poll with a timeout).
+// as usual; a socket's SO_RCVTIMEO/SO_SNDTIMEO bound the wait (then -1 with
+// EAGAIN, as the kernel). Limits (docs/IO.md): close sockets with io::close,
+// or call io::forget(fd) after closing or changing O_NONBLOCK by other means.
 #pragma once
 
 #include "ito/cxx20.hpp"
@@ -25,6 +25,7 @@
 #include <poll.h>
 #include <sys/socket.h>
 #include <sys/types.h>
+#include <sys/uio.h>
 #include <time.h>
 
 #include <chrono>
@@ -67,6 +68,16 @@ int accept4(int fd, sockaddr* addr, socklen_t* addrlen, int flags);
 int connect(int fd, const sockaddr* addr, socklen_t addrlen);
 ssize_t recv(int fd, void* buf, std::size_t count, int flags);
 ssize_t send(int fd, const void* buf, std::size_t count, int flags);
+// The address and message forms, as recv/send; readv/writev as read/write
+// (a socket parks on the poller, anything else is delegated).
+ssize_t recvfrom(int fd, void* buf, std::size_t count, int flags, sockaddr* addr,
+                 socklen_t* addrlen);
+ssize_t sendto(int fd, const void* buf, std::size_t count, int flags, const sockaddr* addr,
+               socklen_t addrlen);
+ssize_t recvmsg(int fd, msghdr* msg, int flags);
+ssize_t sendmsg(int fd, const msghdr* msg, int flags);
+ssize_t readv(int fd, const iovec* iov, int iovcnt);
+ssize_t writev(int fd, const iovec* iov, int iovcnt);
 
 // poll(2) on one descriptor: returns 1 (p.revents set), 0 on timeout, or -1.
 // timeout_ms < 0 waits forever. io::close(p.fd) meanwhile: 1 with POLLNVAL.

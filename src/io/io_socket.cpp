@@ -8,9 +8,12 @@
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/time.h>
+#include <sys/uio.h>
+#include <limits.h>
 #include <unistd.h>
 
 #include <cstdint>
+#include <vector>
 
 #include "io/delegated_syscall.hpp"
 #include "io/fairness.hpp"
@@ -29,6 +32,7 @@ using detail::fd_state;
 using detail::ready_in;
 using detail::ready_out;
 using detail::retry_when_ready;
+using detail::socket_timeout;
 using detail::would_block;
 
 namespace {
@@ -60,13 +64,15 @@ bool stream_socket(int fd, fd_state& st) noexcept {
 // it remembers when the queue was left empty, so that the next call parks at
 // once instead of making a system call that can only fail with EAGAIN. A
 // request-response protocol saves one call per request (fd_state::drained_mark).
-ssize_t recv_plain(int fd, fd_state& st, std::uint32_t generation, void* buf, std::size_t count) {
+// SO_RCVTIMEO bounds the parks (`limit`): past it, one last recv decides.
+ssize_t recv_plain(int fd, fd_state& st, std::uint32_t generation, void* buf, std::size_t count,
+                   socket_timeout& limit) {
   const int saved = errno_now();
   for (;;) {
     const std::uint32_t edges = st.in_edges.load(std::memory_order_acquire);
     const std::uint64_t drained = (std::uint64_t{edges} << 1) | 1;
     if (st.drained_mark.load(std::memory_order_relaxed) != drained ||
-        st.hung_up.load(std::memory_order_acquire)) {
+        st.hung_up.load(std::memory_order_acquire) || limit.expired) {
       const ssize_t r = ::recv(fd, buf, count, MSG_DONTWAIT);
       if (r >= 0) {
         // A short read of a stream leaves its queue empty.
@@ -77,26 +83,33 @@ ssize_t recv_plain(int fd, fd_state& st, std::uint32_t generation, void* buf, st
         return r;
       }
       if (!would_block(errno_now()) || detail::program_wants_eagain(fd, st)) return -1;
+      if (limit.expired) return -1;  // SO_RCVTIMEO passed: EAGAIN, as the kernel says
       note_socket(st);
       st.drained_mark.store(drained, std::memory_order_relaxed);
     } else if (detail::program_wants_eagain(fd, st)) {
       errno_now() = EAGAIN;
       return -1;
     }
-    if (detail::park_until_ready(fd, st, generation, ready_in, detail::no_deadline, edges) < 0)
-      return -1;
+    const int woke =
+        detail::park_until_ready(fd, st, generation, ready_in, limit.deadline(fd), edges);
+    if (woke < 0) return -1;
+    if (woke == 0) limit.expired = true;
   }
 }
 
 ssize_t recv_in_ult(int fd, fd_state& st, void* buf, std::size_t count, int flags) {
   const std::uint32_t generation = st.current_generation();
-  if (flags == 0) return recv_plain(fd, st, generation, buf, count);
+  socket_timeout limit(SO_RCVTIMEO);
+  if (flags == 0) return recv_plain(fd, st, generation, buf, count, limit);
   if (flags & MSG_DONTWAIT) return ::recv(fd, buf, count, flags);
   auto once = [&](std::size_t done) {
-    return retry_when_ready(fd, st, generation, ready_in, [&] {
-      return ::recv(fd, static_cast<char*>(buf) + done, count - done,
-                    (flags & ~MSG_WAITALL) | MSG_DONTWAIT);
-    });
+    return retry_when_ready(
+        fd, st, generation, ready_in,
+        [&] {
+          return ::recv(fd, static_cast<char*>(buf) + done, count - done,
+                        (flags & ~MSG_WAITALL) | MSG_DONTWAIT);
+        },
+        &limit);
   };
   ssize_t r = once(0);
   // MSG_WAITALL on a stream: keep going until full, end of stream or error,
@@ -121,12 +134,17 @@ ssize_t recv_in_ult(int fd, fd_state& st, void* buf, std::size_t count, int flag
 ssize_t send_in_ult(int fd, fd_state& st, const void* buf, std::size_t count, int flags) {
   if (flags & MSG_DONTWAIT) return ::send(fd, buf, count, flags);
   const std::uint32_t generation = st.current_generation();
+  socket_timeout limit(SO_SNDTIMEO);
   std::size_t sent = 0;
   const int saved = errno_now();
   do {
-    const ssize_t r = retry_when_ready(fd, st, generation, ready_out, [&] {
-      return ::send(fd, static_cast<const char*>(buf) + sent, count - sent, flags | MSG_DONTWAIT);
-    });
+    const ssize_t r = retry_when_ready(
+        fd, st, generation, ready_out,
+        [&] {
+          return ::send(fd, static_cast<const char*>(buf) + sent, count - sent,
+                        flags | MSG_DONTWAIT);
+        },
+        &limit);
     if (r < 0) {
       if (sent == 0) return -1;
       break;
@@ -272,6 +290,174 @@ ssize_t write(int fd, const void* buf, std::size_t count) {
       [=](fd_state& st) { return send_in_ult(fd, st, buf, count, 0); });
 }
 
+// The message calls. A blocking recvmsg with MSG_WAITALL on a stream fills
+// every buffer, and a blocking sendmsg sends everything (a stream may take
+// part of it per call): both go on from where the last call left off, on a
+// copy of the caller's iovec array (made only then).
+namespace {
+
+std::size_t iov_total(const msghdr& m) noexcept {
+  std::size_t n = 0;
+  for (std::size_t i = 0; i < m.msg_iovlen; ++i) n += m.msg_iov[i].iov_len;
+  return n;
+}
+
+// The buffers of `m` after its first `done` bytes, in `rest` (m's copy).
+void skip_iov(const msghdr& m, std::size_t done, std::vector<iovec>& rest, msghdr& out) {
+  rest.clear();
+  for (std::size_t i = 0; i < m.msg_iovlen; ++i) {
+    iovec v = m.msg_iov[i];
+    const std::size_t skip = done < v.iov_len ? done : v.iov_len;
+    done -= skip;
+    v.iov_base = static_cast<char*>(v.iov_base) + skip;
+    v.iov_len -= skip;
+    if (v.iov_len) rest.push_back(v);
+  }
+  out.msg_iov = rest.data();
+  out.msg_iovlen = rest.size();
+}
+
+ssize_t recvmsg_in_ult(int fd, fd_state& st, msghdr* msg, int flags) {
+  if (flags & MSG_DONTWAIT) return ::recvmsg(fd, msg, flags);
+  const std::uint32_t generation = st.current_generation();
+  socket_timeout limit(SO_RCVTIMEO);
+  ssize_t r = retry_when_ready(
+      fd, st, generation, ready_in,
+      [&] { return ::recvmsg(fd, msg, (flags & ~MSG_WAITALL) | MSG_DONTWAIT); }, &limit);
+  if (r <= 0 || !(flags & MSG_WAITALL)) return r;
+  const std::size_t total = iov_total(*msg);
+  if (static_cast<std::size_t>(r) >= total || !stream_socket(fd, st)) return r;
+  std::size_t got = static_cast<std::size_t>(r);
+  std::vector<iovec> rest;
+  msghdr more{};
+  const int saved = errno_now();
+  while (got < total) {
+    skip_iov(*msg, got, rest, more);
+    r = retry_when_ready(
+        fd, st, generation, ready_in,
+        [&] { return ::recvmsg(fd, &more, (flags & ~MSG_WAITALL) | MSG_DONTWAIT); }, &limit);
+    if (r <= 0) break;
+    got += static_cast<std::size_t>(r);
+  }
+  errno_now() = saved;
+  return static_cast<ssize_t>(got);
+}
+
+ssize_t sendmsg_in_ult(int fd, fd_state& st, const msghdr* msg, int flags) {
+  if (flags & MSG_DONTWAIT) return ::sendmsg(fd, msg, flags);
+  const std::uint32_t generation = st.current_generation();
+  socket_timeout limit(SO_SNDTIMEO);
+  const int saved = errno_now();
+  ssize_t r = retry_when_ready(
+      fd, st, generation, ready_out, [&] { return ::sendmsg(fd, msg, flags | MSG_DONTWAIT); },
+      &limit);
+  if (r < 0) return -1;
+  const std::size_t total = iov_total(*msg);
+  std::size_t sent = static_cast<std::size_t>(r);
+  if (sent >= total) return r;
+  // Only a stream sends part of a message: the rest goes without the address
+  // and the control data, which went with the first part.
+  std::vector<iovec> rest;
+  msghdr more{};
+  while (sent < total) {
+    skip_iov(*msg, sent, rest, more);
+    r = retry_when_ready(
+        fd, st, generation, ready_out, [&] { return ::sendmsg(fd, &more, flags | MSG_DONTWAIT); },
+        &limit);
+    if (r < 0) break;
+    sent += static_cast<std::size_t>(r);
+  }
+  errno_now() = saved;
+  return static_cast<ssize_t>(sent);
+}
+
+// A call on a socket from a ULT; `plain` outside one (or for a descriptor
+// beyond the table).
+template <class Plain, class InUlt>
+ssize_t on_socket(int fd, Plain plain, InUlt in_ult) {
+  fd_state* st = caller_is_ult() ? fd_lookup(fd) : nullptr;
+  if (!st) return plain();
+  const ssize_t r = in_ult(*st);
+  if (r >= 0) socket_call_done(*st);
+  return r;
+}
+
+}  // namespace
+
+ssize_t recvmsg(int fd, msghdr* msg, int flags) {
+  return on_socket(
+      fd, [&] { return ::recvmsg(fd, msg, flags); },
+      [&](fd_state& st) { return recvmsg_in_ult(fd, st, msg, flags); });
+}
+
+ssize_t sendmsg(int fd, const msghdr* msg, int flags) {
+  return on_socket(
+      fd, [&] { return ::sendmsg(fd, msg, flags); },
+      [&](fd_state& st) { return sendmsg_in_ult(fd, st, msg, flags); });
+}
+
+ssize_t recvfrom(int fd, void* buf, std::size_t count, int flags, sockaddr* addr,
+                 socklen_t* addrlen) {
+  if (!addr) return io::recv(fd, buf, count, flags);
+  return on_socket(
+      fd, [&] { return ::recvfrom(fd, buf, count, flags, addr, addrlen); },
+      [&](fd_state& st) -> ssize_t {
+        if (flags & MSG_DONTWAIT) return ::recvfrom(fd, buf, count, flags, addr, addrlen);
+        iovec v{buf, count};
+        msghdr m{};
+        m.msg_name = addr;
+        m.msg_namelen = addrlen ? *addrlen : 0;
+        m.msg_iov = &v;
+        m.msg_iovlen = 1;
+        const ssize_t r = recvmsg_in_ult(fd, st, &m, flags);
+        if (r >= 0 && addrlen) *addrlen = m.msg_namelen;
+        return r;
+      });
+}
+
+ssize_t sendto(int fd, const void* buf, std::size_t count, int flags, const sockaddr* addr,
+               socklen_t addrlen) {
+  if (!addr) return io::send(fd, buf, count, flags);
+  return on_socket(
+      fd, [&] { return ::sendto(fd, buf, count, flags, addr, addrlen); },
+      [&](fd_state& st) -> ssize_t {
+        if (flags & MSG_DONTWAIT) return ::sendto(fd, buf, count, flags, addr, addrlen);
+        iovec v{const_cast<void*>(buf), count};
+        msghdr m{};
+        m.msg_name = const_cast<sockaddr*>(addr);
+        m.msg_namelen = addrlen;
+        m.msg_iov = &v;
+        m.msg_iovlen = 1;
+        return sendmsg_in_ult(fd, st, &m, flags);
+      });
+}
+
+// readv/writev: recvmsg/sendmsg with no flags on a socket, delegated on
+// anything else (as read/write). A count out of range fails at once.
+ssize_t readv(int fd, const iovec* iov, int iovcnt) {
+  if (iovcnt < 0 || iovcnt > IOV_MAX) return ::readv(fd, iov, iovcnt);
+  return socket_or_delegated(
+      fd, [=] { return ::readv(fd, iov, iovcnt); },
+      [=](fd_state& st) {
+        msghdr m{};
+        m.msg_iov = const_cast<iovec*>(iov);
+        m.msg_iovlen = static_cast<std::size_t>(iovcnt);
+        return recvmsg_in_ult(fd, st, &m, 0);
+      });
+}
+
+ssize_t writev(int fd, const iovec* iov, int iovcnt) {
+  if (iovcnt < 0 || iovcnt > IOV_MAX) return ::writev(fd, iov, iovcnt);
+  return socket_or_delegated(
+      fd, [=] { return ::writev(fd, iov, iovcnt); },
+      [=](fd_state& st) {
+        msghdr m{};
+        m.msg_iov = const_cast<iovec*>(iov);
+        m.msg_iovlen = static_cast<std::size_t>(iovcnt);
+        return sendmsg_in_ult(fd, st, &m, 0);
+      });
+}
+
 int accept4(int fd, sockaddr* addr, socklen_t* addrlen, int flags) {
   fd_state* st = fd_lookup(fd);
   int r;
@@ -312,9 +498,10 @@ int accept4(int fd, sockaddr* addr, socklen_t* addrlen, int flags) {
       }
       note_socket(*st);
     }
-    r = static_cast<int>(
-        retry_when_ready(fd, *st, generation, ready_in,
-                         [&] { return ::accept4(fd, addr, addrlen, flags); }));
+    socket_timeout limit(SO_RCVTIMEO);  // accept(2) gives up after it with EAGAIN too
+    r = static_cast<int>(retry_when_ready(
+        fd, *st, generation, ready_in, [&] { return ::accept4(fd, addr, addrlen, flags); },
+        &limit));
   }
   if (r >= 0) {
     // A new descriptor: whatever was known about this number is stale.
