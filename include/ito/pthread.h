@@ -27,6 +27,7 @@
 #define _GNU_SOURCE 1 /* PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP, pthread_yield */
 #endif
 #include <fcntl.h>
+#include <mqueue.h>
 #include <poll.h>
 #include <pthread.h>
 #include <sched.h>
@@ -36,6 +37,7 @@
 #include <sys/select.h>
 #include <sys/socket.h>
 #include <sys/types.h>
+#include <sys/uio.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -211,6 +213,63 @@ int ito_ppoll(struct pollfd* fds, nfds_t nfds, const struct timespec* timeout,
 int ito_epoll_wait(int epfd, struct epoll_event* events, int maxevents, int timeout_ms);
 int ito_epoll_pwait(int epfd, struct epoll_event* events, int maxevents, int timeout_ms,
                     const sigset_t* sigmask);
+/* The rest (docs/POSIX.md, "Blocking calls"; src/compat/posix_blocking.cpp):
+ * clock_nanosleep and thrd_sleep on the runtime's timers (CLOCK_MONOTONIC and
+ * CLOCK_REALTIME; other clocks delegated), the vector, address and message
+ * socket calls through ito::io, and the others delegated. */
+struct rusage;
+struct sembuf;
+struct addrinfo;
+int ito_clock_nanosleep(clockid_t clock, int flags, const struct timespec* request,
+                        struct timespec* remaining);
+int ito_thrd_sleep(const struct timespec* duration, struct timespec* remaining);
+ssize_t ito_readv(int fd, const struct iovec* iov, int iovcnt);
+ssize_t ito_writev(int fd, const struct iovec* iov, int iovcnt);
+ssize_t ito_preadv(int fd, const struct iovec* iov, int iovcnt, off_t offset);
+ssize_t ito_pwritev(int fd, const struct iovec* iov, int iovcnt, off_t offset);
+ssize_t ito_preadv2(int fd, const struct iovec* iov, int iovcnt, off_t offset, int flags);
+ssize_t ito_pwritev2(int fd, const struct iovec* iov, int iovcnt, off_t offset, int flags);
+ssize_t ito_recvfrom(int fd, void* buf, size_t count, int flags, struct sockaddr* addr,
+                     socklen_t* addrlen);
+ssize_t ito_sendto(int fd, const void* buf, size_t count, int flags, const struct sockaddr* addr,
+                   socklen_t addrlen);
+ssize_t ito_recvmsg(int fd, struct msghdr* msg, int flags);
+ssize_t ito_sendmsg(int fd, const struct msghdr* msg, int flags);
+int ito_recvmmsg(int fd, struct mmsghdr* msgs, unsigned int vlen, int flags,
+                 struct timespec* timeout);
+int ito_sendmmsg(int fd, struct mmsghdr* msgs, unsigned int vlen, int flags);
+int ito_openat(int dirfd, const char* path, int flags, ...);
+int ito_open64(const char* path, int flags, ...);
+int ito_creat(const char* path, mode_t mode);
+pid_t ito_wait3(int* status, int options, struct rusage* usage);
+pid_t ito_wait4(pid_t pid, int* status, int options, struct rusage* usage);
+int ito_pause(void);
+int ito_flock(int fd, int operation);
+int ito_fcntl(int fd, int cmd, ...); /* only F_SETLKW and F_OFD_SETLKW are delegated */
+int ito_lockf(int fd, int cmd, off_t len);
+ssize_t ito_msgrcv(int id, void* msg, size_t size, long type, int flags);
+int ito_msgsnd(int id, const void* msg, size_t size, int flags);
+int ito_semop(int id, struct sembuf* ops, size_t n);
+int ito_semtimedop(int id, struct sembuf* ops, size_t n, const struct timespec* timeout);
+ssize_t ito_mq_receive(mqd_t q, char* msg, size_t size, unsigned int* prio);
+int ito_mq_send(mqd_t q, const char* msg, size_t size, unsigned int prio);
+ssize_t ito_mq_timedreceive(mqd_t q, char* msg, size_t size, unsigned int* prio,
+                            const struct timespec* abstime);
+int ito_mq_timedsend(mqd_t q, const char* msg, size_t size, unsigned int prio,
+                     const struct timespec* abstime);
+int ito_epoll_pwait2(int epfd, struct epoll_event* events, int maxevents,
+                     const struct timespec* timeout, const sigset_t* sigmask);
+int ito_getaddrinfo(const char* node, const char* service, const struct addrinfo* hints,
+                    struct addrinfo** res);
+/* glibc's _FORTIFY_SOURCE entry points (__read_chk, ...): the check, then ito. */
+ssize_t ito_read_chk(int fd, void* buf, size_t count, size_t buflen);
+ssize_t ito_pread_chk(int fd, void* buf, size_t count, off_t offset, size_t buflen);
+ssize_t ito_recv_chk(int fd, void* buf, size_t count, size_t buflen, int flags);
+ssize_t ito_recvfrom_chk(int fd, void* buf, size_t count, size_t buflen, int flags,
+                         struct sockaddr* addr, socklen_t* addrlen);
+int ito_poll_chk(struct pollfd* fds, nfds_t nfds, int timeout_ms, size_t fdslen);
+int ito_ppoll_chk(struct pollfd* fds, nfds_t nfds, const struct timespec* timeout,
+                  const sigset_t* sigmask, size_t fdslen);
 
 #ifdef __cplusplus
 }
@@ -219,18 +278,80 @@ int ito_epoll_pwait(int epfd, struct epoll_event* events, int maxevents, int tim
 #if !defined(ITO_PTHREAD_NO_RENAME) && !defined(ITO_PTHREAD_NO_IO)
 /* The system calls are renamed at the symbol level (asm labels), not with
  * macros: names like read and close are also members of C++ classes and C
- * structs. Limit: with _FORTIFY_SOURCE, glibc's inline read, pread, recv and
- * poll wrappers call glibc by their own alias and bypass this (see docs/IO.md;
- * libito-preload.so has the same limit). Define ITO_PTHREAD_NO_IO to keep the
- * plain calls. */
+ * structs. Limits: with _FORTIFY_SOURCE, glibc's inline read, pread, recv and
+ * poll wrappers call glibc by their own alias when the buffer's size is
+ * unknown, and bypass this (libito-preload.so catches those); with
+ * _FILE_OFFSET_BITS=64 glibc has already renamed open, openat, creat, pread,
+ * pwrite, preadv, pwritev, lockf and fcntl to their *64 names, and those stay
+ * glibc's (see docs/POSIX.md, "Blocking calls"). Define ITO_PTHREAD_NO_IO to
+ * keep the plain calls. */
+/* glibc declares some of them __THROW: C++ needs the same exception
+ * specification, which goes before the label there. */
+#ifdef __cplusplus
+#define ITO_NOTHROW_ASM(name) noexcept(true) __asm__(name)
+#else
+#define ITO_NOTHROW_ASM(name) __asm__(name)
+#endif
 #ifdef __cplusplus
 extern "C" {
 #endif
 extern ssize_t read(int, void*, size_t) __asm__("ito_read");
 extern ssize_t write(int, const void*, size_t) __asm__("ito_write");
+#ifndef __USE_FILE_OFFSET64 /* else glibc renamed them (pread64...) first */
 extern ssize_t pread(int, void*, size_t, off_t) __asm__("ito_pread");
 extern ssize_t pwrite(int, const void*, size_t, off_t) __asm__("ito_pwrite");
 extern int open(const char*, int, ...) __asm__("ito_open");
+extern int openat(int, const char*, int, ...) __asm__("ito_openat");
+extern int creat(const char*, mode_t) __asm__("ito_creat");
+extern ssize_t preadv(int, const struct iovec*, int, off_t) __asm__("ito_preadv");
+extern ssize_t pwritev(int, const struct iovec*, int, off_t) __asm__("ito_pwritev");
+extern ssize_t preadv2(int, const struct iovec*, int, off_t, int) __asm__("ito_preadv2");
+extern ssize_t pwritev2(int, const struct iovec*, int, off_t, int) __asm__("ito_pwritev2");
+extern int lockf(int, int, off_t) __asm__("ito_lockf");
+extern int fcntl(int, int, ...) __asm__("ito_fcntl");
+#endif
+extern int open64(const char*, int, ...) __asm__("ito_open64");
+extern int clock_nanosleep(clockid_t, int, const struct timespec*, struct timespec*)
+    __asm__("ito_clock_nanosleep");
+extern int thrd_sleep(const struct timespec*, struct timespec*) __asm__("ito_thrd_sleep");
+extern ssize_t readv(int, const struct iovec*, int) __asm__("ito_readv");
+extern ssize_t writev(int, const struct iovec*, int) __asm__("ito_writev");
+extern ssize_t recvfrom(int, void*, size_t, int, struct sockaddr*, socklen_t*)
+    __asm__("ito_recvfrom");
+extern ssize_t sendto(int, const void*, size_t, int, const struct sockaddr*, socklen_t)
+    __asm__("ito_sendto");
+extern ssize_t recvmsg(int, struct msghdr*, int) __asm__("ito_recvmsg");
+extern ssize_t sendmsg(int, const struct msghdr*, int) __asm__("ito_sendmsg");
+extern int recvmmsg(int, struct mmsghdr*, unsigned int, int, struct timespec*)
+    __asm__("ito_recvmmsg");
+extern int sendmmsg(int, struct mmsghdr*, unsigned int, int) __asm__("ito_sendmmsg");
+extern pid_t wait3(int*, int, struct rusage*) ITO_NOTHROW_ASM("ito_wait3");
+extern pid_t wait4(pid_t, int*, int, struct rusage*) ITO_NOTHROW_ASM("ito_wait4");
+extern int pause(void) __asm__("ito_pause");
+extern int flock(int, int) ITO_NOTHROW_ASM("ito_flock");
+extern ssize_t msgrcv(int, void*, size_t, long, int) __asm__("ito_msgrcv");
+extern int msgsnd(int, const void*, size_t, int) __asm__("ito_msgsnd");
+extern int semop(int, struct sembuf*, size_t) ITO_NOTHROW_ASM("ito_semop");
+extern int semtimedop(int, struct sembuf*, size_t, const struct timespec*)
+    ITO_NOTHROW_ASM("ito_semtimedop");
+extern ssize_t mq_receive(mqd_t, char*, size_t, unsigned int*) __asm__("ito_mq_receive");
+extern int mq_send(mqd_t, const char*, size_t, unsigned int) __asm__("ito_mq_send");
+extern ssize_t mq_timedreceive(mqd_t, char*, size_t, unsigned int*, const struct timespec*)
+    __asm__("ito_mq_timedreceive");
+extern int mq_timedsend(mqd_t, const char*, size_t, unsigned int, const struct timespec*)
+    __asm__("ito_mq_timedsend");
+extern int epoll_pwait2(int, struct epoll_event*, int, const struct timespec*, const sigset_t*)
+    __asm__("ito_epoll_pwait2");
+extern int getaddrinfo(const char*, const char*, const struct addrinfo*, struct addrinfo**)
+    __asm__("ito_getaddrinfo");
+extern ssize_t __read_chk(int, void*, size_t, size_t) __asm__("ito_read_chk");
+extern ssize_t __pread_chk(int, void*, size_t, off_t, size_t) __asm__("ito_pread_chk");
+extern ssize_t __recv_chk(int, void*, size_t, size_t, int) __asm__("ito_recv_chk");
+extern ssize_t __recvfrom_chk(int, void*, size_t, size_t, int, struct sockaddr*, socklen_t*)
+    __asm__("ito_recvfrom_chk");
+extern int __poll_chk(struct pollfd*, nfds_t, int, size_t) __asm__("ito_poll_chk");
+extern int __ppoll_chk(struct pollfd*, nfds_t, const struct timespec*, const sigset_t*, size_t)
+    __asm__("ito_ppoll_chk");
 extern int close(int) __asm__("ito_close");
 extern int fsync(int) __asm__("ito_fsync");
 extern int accept(int, struct sockaddr*, socklen_t*) __asm__("ito_accept");

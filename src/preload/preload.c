@@ -18,8 +18,13 @@
 #define _GNU_SOURCE 1
 #define ITO_PTHREAD_NO_RENAME 1
 #include <dlfcn.h>
+#include <netdb.h>
 #include <stdarg.h>
 #include <stdint.h>
+#include <sys/file.h>
+#include <sys/msg.h>
+#include <sys/sem.h>
+#include <threads.h>
 
 #include "ito/pthread.h"
 
@@ -304,6 +309,155 @@ __attribute__((visibility("default"))) int open(const char* path, int flags, ...
   va_end(ap);
   return g_step_aside ? __wrap_open(path, flags, mode) : ito_open(path, flags, mode);
 }
+
+/* The rest of the blocking calls (src/compat/posix_blocking.cpp;
+ * docs/POSIX.md, "Blocking calls"), with the *64 names of the same calls
+ * (off_t is 64 bits: the same functions) that programs built with
+ * _FILE_OFFSET_BITS=64 call, and _FORTIFY_SOURCE's checking entry points,
+ * whose glibc versions reach glibc's read (or recv, poll...) without the PLT. */
+ITO_FORWARD(int, clock_nanosleep, (clockid_t c, int f, const struct timespec* r, struct timespec* m),
+            (c, f, r, m))
+ITO_FORWARD(int, thrd_sleep, (const struct timespec* r, struct timespec* m), (r, m))
+ITO_FORWARD(ssize_t, readv, (int fd, const struct iovec* v, int n), (fd, v, n))
+ITO_FORWARD(ssize_t, writev, (int fd, const struct iovec* v, int n), (fd, v, n))
+ITO_FORWARD(ssize_t, preadv, (int fd, const struct iovec* v, int n, off_t o), (fd, v, n, o))
+ITO_FORWARD(ssize_t, pwritev, (int fd, const struct iovec* v, int n, off_t o), (fd, v, n, o))
+ITO_FORWARD(ssize_t, preadv2, (int fd, const struct iovec* v, int n, off_t o, int f),
+            (fd, v, n, o, f))
+ITO_FORWARD(ssize_t, pwritev2, (int fd, const struct iovec* v, int n, off_t o, int f),
+            (fd, v, n, o, f))
+ITO_FORWARD_TO(ssize_t, pread64, ito_pread, (int fd, void* b, size_t n, off_t o), (fd, b, n, o))
+ITO_FORWARD_TO(ssize_t, pwrite64, ito_pwrite, (int fd, const void* b, size_t n, off_t o),
+               (fd, b, n, o))
+ITO_FORWARD_TO(ssize_t, preadv64, ito_preadv, (int fd, const struct iovec* v, int n, off_t o),
+               (fd, v, n, o))
+ITO_FORWARD_TO(ssize_t, pwritev64, ito_pwritev, (int fd, const struct iovec* v, int n, off_t o),
+               (fd, v, n, o))
+ITO_FORWARD_TO(ssize_t, preadv64v2, ito_preadv2,
+               (int fd, const struct iovec* v, int n, off_t o, int f), (fd, v, n, o, f))
+ITO_FORWARD_TO(ssize_t, pwritev64v2, ito_pwritev2,
+               (int fd, const struct iovec* v, int n, off_t o, int f), (fd, v, n, o, f))
+ITO_FORWARD(ssize_t, recvfrom,
+            (int fd, void* b, size_t n, int f, struct sockaddr* a, socklen_t* l),
+            (fd, b, n, f, a, l))
+ITO_FORWARD(ssize_t, sendto,
+            (int fd, const void* b, size_t n, int f, const struct sockaddr* a, socklen_t l),
+            (fd, b, n, f, a, l))
+ITO_FORWARD(ssize_t, recvmsg, (int fd, struct msghdr* m, int f), (fd, m, f))
+ITO_FORWARD(ssize_t, sendmsg, (int fd, const struct msghdr* m, int f), (fd, m, f))
+ITO_FORWARD(int, recvmmsg, (int fd, struct mmsghdr* m, unsigned int n, int f, struct timespec* t),
+            (fd, m, n, f, t))
+ITO_FORWARD(int, sendmmsg, (int fd, struct mmsghdr* m, unsigned int n, int f), (fd, m, n, f))
+ITO_FORWARD(int, creat, (const char* p, mode_t m), (p, m))
+ITO_FORWARD_TO(int, creat64, ito_creat, (const char* p, mode_t m), (p, m))
+ITO_FORWARD(pid_t, wait3, (int* s, int o, struct rusage* u), (s, o, u))
+ITO_FORWARD(pid_t, wait4, (pid_t p, int* s, int o, struct rusage* u), (p, s, o, u))
+ITO_FORWARD(int, pause, (void), ())
+ITO_FORWARD(int, flock, (int fd, int op), (fd, op))
+ITO_FORWARD(int, lockf, (int fd, int c, off_t n), (fd, c, n))
+ITO_FORWARD_TO(int, lockf64, ito_lockf, (int fd, int c, off_t n), (fd, c, n))
+ITO_FORWARD(ssize_t, msgrcv, (int q, void* m, size_t n, long t, int f), (q, m, n, t, f))
+ITO_FORWARD(int, msgsnd, (int q, const void* m, size_t n, int f), (q, m, n, f))
+ITO_FORWARD(int, semop, (int id, struct sembuf* o, size_t n), (id, o, n))
+ITO_FORWARD(int, semtimedop, (int id, struct sembuf* o, size_t n, const struct timespec* t),
+            (id, o, n, t))
+ITO_FORWARD(ssize_t, mq_receive, (mqd_t q, char* m, size_t n, unsigned int* p), (q, m, n, p))
+ITO_FORWARD(int, mq_send, (mqd_t q, const char* m, size_t n, unsigned int p), (q, m, n, p))
+ITO_FORWARD(ssize_t, mq_timedreceive,
+            (mqd_t q, char* m, size_t n, unsigned int* p, const struct timespec* t),
+            (q, m, n, p, t))
+ITO_FORWARD(int, mq_timedsend,
+            (mqd_t q, const char* m, size_t n, unsigned int p, const struct timespec* t),
+            (q, m, n, p, t))
+ITO_FORWARD(int, epoll_pwait2,
+            (int f, struct epoll_event* e, int n, const struct timespec* t, const sigset_t* m),
+            (f, e, n, t, m))
+ITO_FORWARD(int, getaddrinfo,
+            (const char* n, const char* s, const struct addrinfo* h, struct addrinfo** r),
+            (n, s, h, r))
+ITO_FORWARD_TO(ssize_t, __read_chk, ito_read_chk, (int fd, void* b, size_t n, size_t l),
+               (fd, b, n, l))
+ITO_FORWARD_TO(ssize_t, __pread_chk, ito_pread_chk, (int fd, void* b, size_t n, off_t o, size_t l),
+               (fd, b, n, o, l))
+ITO_FORWARD_TO(ssize_t, __pread64_chk, ito_pread_chk,
+               (int fd, void* b, size_t n, off_t o, size_t l), (fd, b, n, o, l))
+ITO_FORWARD_TO(ssize_t, __recv_chk, ito_recv_chk, (int fd, void* b, size_t n, size_t l, int f),
+               (fd, b, n, l, f))
+ITO_FORWARD_TO(ssize_t, __recvfrom_chk, ito_recvfrom_chk,
+               (int fd, void* b, size_t n, size_t l, int f, struct sockaddr* a, socklen_t* al),
+               (fd, b, n, l, f, a, al))
+ITO_FORWARD_TO(int, __poll_chk, ito_poll_chk, (struct pollfd * p, nfds_t n, int t, size_t l),
+               (p, n, t, l))
+ITO_FORWARD_TO(int, __ppoll_chk, ito_ppoll_chk,
+               (struct pollfd * p, nfds_t n, const struct timespec* t, const sigset_t* m,
+                size_t l),
+               (p, n, t, m, l))
+
+/* The open family with a mode argument (present only with O_CREAT or
+ * O_TMPFILE), and fcntl, whose one argument glibc reads as a pointer. */
+#define ITO_FORWARD_OPEN(ret, name, target, params, args)                     \
+  __attribute__((visibility("hidden"))) ret __wrap_##name params {            \
+    va_list ap;                                                               \
+    va_start(ap, flags);                                                      \
+    const mode_t mode = open_mode(flags, ap);                                 \
+    va_end(ap);                                                               \
+    return GLIBC(ret(*) params, name) args;                                   \
+  }                                                                           \
+  __attribute__((visibility("default"))) ret name params {                    \
+    va_list ap;                                                               \
+    va_start(ap, flags);                                                      \
+    const mode_t mode = open_mode(flags, ap);                                 \
+    va_end(ap);                                                               \
+    return g_step_aside ? __wrap_##name args : target args;                   \
+  }
+ITO_FORWARD_OPEN(int, open64, ito_open64, (const char* path, int flags, ...), (path, flags, mode))
+ITO_FORWARD_OPEN(int, openat, ito_openat, (int dir, const char* path, int flags, ...),
+                 (dir, path, flags, mode))
+ITO_FORWARD_OPEN(int, openat64, ito_openat, (int dir, const char* path, int flags, ...),
+                 (dir, path, flags, mode))
+#define ITO_FORWARD_FCNTL(ret, name)                                          \
+  __attribute__((visibility("hidden"))) ret __wrap_##name(int fd, int cmd, ...) { \
+    va_list ap;                                                               \
+    va_start(ap, cmd);                                                        \
+    void* arg = va_arg(ap, void*);                                            \
+    va_end(ap);                                                               \
+    return GLIBC(ret(*)(int, int, ...), name)(fd, cmd, arg);                  \
+  }                                                                           \
+  __attribute__((visibility("default"))) ret name(int fd, int cmd, ...) {     \
+    va_list ap;                                                               \
+    va_start(ap, cmd);                                                        \
+    void* arg = va_arg(ap, void*);                                            \
+    va_end(ap);                                                               \
+    return g_step_aside ? __wrap_##name(fd, cmd, arg) : ito_fcntl(fd, cmd, arg); \
+  }
+ITO_FORWARD_FCNTL(int, fcntl)
+ITO_FORWARD_FCNTL(int, fcntl64)
+/* _FORTIFY_SOURCE's open without a mode: one that needs a mode is glibc's
+ * to report (it aborts). */
+static int needs_mode(int flags) {
+  return (flags & O_CREAT) || (flags & O_TMPFILE) == O_TMPFILE;
+}
+static int ito_open_2(const char* path, int flags) {
+  if (needs_mode(flags)) return GLIBC(int (*)(const char*, int), __open_2)(path, flags);
+  return ito_open(path, flags);
+}
+static int ito_open64_2(const char* path, int flags) {
+  if (needs_mode(flags)) return GLIBC(int (*)(const char*, int), __open64_2)(path, flags);
+  return ito_open64(path, flags);
+}
+static int ito_openat_2(int dir, const char* path, int flags) {
+  if (needs_mode(flags)) return GLIBC(int (*)(int, const char*, int), __openat_2)(dir, path, flags);
+  return ito_openat(dir, path, flags);
+}
+static int ito_openat64_2(int dir, const char* path, int flags) {
+  if (needs_mode(flags))
+    return GLIBC(int (*)(int, const char*, int), __openat64_2)(dir, path, flags);
+  return ito_openat(dir, path, flags);
+}
+ITO_FORWARD_TO(int, __open_2, ito_open_2, (const char* p, int f), (p, f))
+ITO_FORWARD_TO(int, __open64_2, ito_open64_2, (const char* p, int f), (p, f))
+ITO_FORWARD_TO(int, __openat_2, ito_openat_2, (int d, const char* p, int f), (d, p, f))
+ITO_FORWARD_TO(int, __openat64_2, ito_openat64_2, (int d, const char* p, int f), (d, p, f))
 
 /* glibc's <pthread.h> maps pthread_yield to sched_yield by asm label, so
  * programs built against it call sched_yield; older binaries still name it. */
