@@ -25,6 +25,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <new>
 #include <vector>
 
 #include "common/setting_values.hpp"
@@ -40,7 +41,7 @@ std::atomic<std::int64_t> g_outside_work{0};
 std::mutex g_helpers_lock;
 // Guarded by g_helpers_lock. Never destroyed: pool threads may still end
 // (and unlist themselves) while static destructors run at exit.
-std::vector<pid_t>& g_helpers = *new std::vector<pid_t>;
+std::vector<pid_t>* g_helpers = new std::vector<pid_t>;
 
 // The first proof comes this long after every worker went idle; the second
 // as long after the first. A failed one is tried again after twice the
@@ -76,7 +77,7 @@ bool only_known_threads(runtime_state* rt) {
   std::vector<pid_t> known;
   try {
     std::lock_guard lock(g_helpers_lock);
-    known = g_helpers;
+    known = *g_helpers;
   } catch (...) {
     return false;
   }
@@ -217,10 +218,17 @@ deadlock_mode deadlock_mode_from_environment() noexcept {
 void outside_work_begins() noexcept { g_outside_work.fetch_add(1, std::memory_order_seq_cst); }
 void outside_work_ends() noexcept { g_outside_work.fetch_sub(1, std::memory_order_seq_cst); }
 
+void forget_helpers_in_child() noexcept {
+  // A helper of the parent may have held the lock, or been inside the list,
+  // at the fork: a fresh lock, and a fresh list (the old one is leaked).
+  new (&g_helpers_lock) std::mutex;
+  g_helpers = new std::vector<pid_t>;
+}
+
 void helper_thread_begins() noexcept {
   try {
     std::lock_guard lock(g_helpers_lock);
-    g_helpers.push_back(gettid());
+    g_helpers->push_back(gettid());
   } catch (...) {
     // Unlisted, it counts as a thread outside ito: no report, never a false one.
   }
@@ -229,8 +237,8 @@ void helper_thread_begins() noexcept {
 void helper_thread_ends() noexcept {
   const pid_t me = gettid();
   std::lock_guard lock(g_helpers_lock);
-  auto it = std::find(g_helpers.begin(), g_helpers.end(), me);
-  if (it != g_helpers.end()) g_helpers.erase(it);
+  auto it = std::find(g_helpers->begin(), g_helpers->end(), me);
+  if (it != g_helpers->end()) g_helpers->erase(it);
 }
 
 }  // namespace ito::sched

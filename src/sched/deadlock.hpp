@@ -61,5 +61,8 @@ void outside_work_ends() noexcept;
 // exists nothing is reported.
 void helper_thread_begins() noexcept;
 void helper_thread_ends() noexcept;
+// In a child forked from a runtime (sched/fork_child.cpp): the parent's
+// helpers do not exist there, and one may have held the list's lock.
+void forget_helpers_in_child() noexcept;
 
 }  // namespace ito::sched

@@ -6,15 +6,25 @@
 #include <atomic>
 #include <cstdlib>
 
+#include "sched/deadlock.hpp"
 #include "sched/runtime_control.hpp"
 #include "sched/scheduler.hpp"
 
 namespace ito::sched {
 namespace {
 
+// Finishes are read before spawns and both only grow: equal sums mean none is left.
+bool every_ult_finished(runtime_state* rt) noexcept {
+  std::uint64_t finished = 0, spawned = 0;
+  for (auto& w : rt->workers) finished += w->stats.finished.load(std::memory_order_acquire);
+  for (auto& w : rt->workers) spawned += w->stats.spawns.load(std::memory_order_acquire);
+  return finished == spawned;
+}
+
 // Runs in the child, on the thread that forked, before fork returns there.
 void forget_runtime_in_child() noexcept {
   if (!g_runtime.load(std::memory_order_relaxed)) return;
+  forget_helpers_in_child();
   set_current_worker(nullptr);  // a plain OS thread from now on
   publish_debug_table(nullptr);
   g_runtime.store(nullptr, std::memory_order_release);
@@ -28,6 +38,23 @@ void install_fork_handler() noexcept {
   pthread_atfork(nullptr, nullptr, &forget_runtime_in_child);
 }
 
-void end_forked_child_thread() noexcept { std::exit(0); }
+bool forked_child_thread(const ult* self) noexcept {
+  const worker* w = current_worker();
+  return !w || w->current != self;
+}
+
+void end_forked_child_thread() noexcept {
+  runtime_state* rt = g_runtime.load(std::memory_order_acquire);
+  if (rt && current_ult() == &rt->main_ult) {
+    // CPython's thread bootstrap returns from the start routine of a thread
+    // that forked, created and joined a thread in the child (test_threading's
+    // test_3_join_in_forked_from_thread): the child hung here before.
+    for (unsigned round = 0; !every_ult_finished(rt); ++round) {
+      if (round < 1000) yield(false);
+      else sleep_until_ns(monotonic_ns() + 100'000);
+    }
+  }
+  std::exit(0);
+}
 
 }  // namespace ito::sched

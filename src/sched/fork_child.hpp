@@ -9,12 +9,22 @@
 
 namespace ito::sched {
 
+struct ult;
+
 // Registers the child handler with pthread_atfork, once per process (called at
 // every runtime start).
 void install_fork_handler() noexcept;
 
-// A ULT's body returned (or called pthread_exit) in such a child, where it was
-// the only thread: the process ends with status 0, as when the last thread ends.
+// Whether `self`, whose body just returned, is that thread in such a child:
+// the runtime it ran in is gone (no worker), or the child started another
+// since, which adopted the OS thread as its main ULT (so its running ULT is
+// not self).
+bool forked_child_thread(const ult* self) noexcept;
+
+// A ULT's body returned (or called pthread_exit) in such a child: the process
+// ends with status 0 as when its last thread ends. If the child started a
+// runtime of its own since, that is once its threads have ended, as NPTL's
+// pthread_exit of a main thread.
 [[noreturn]] void end_forked_child_thread() noexcept;
 
 }  // namespace ito::sched

@@ -285,8 +285,10 @@ ito_exit_switch ult_main(void* data) noexcept {
   if (self->frame_cleanup &&
       join_word::read(self) == join_detached) [[unlikely]]
     clean_orphaned_frame(self->frame);
-  // The only thread of a child forked from a runtime: it has no worker to finish on.
-  if (!current_worker()) [[unlikely]] end_forked_child_thread();
+  // The thread of a child forked from a runtime, which has no worker to finish
+  // on: none, or that of a runtime the child started since, which adopted
+  // this OS thread as its main ULT.
+  if (forked_child_thread(self)) [[unlikely]] end_forked_child_thread();
   if (self->from_provider()) [[unlikely]] current_worker()->stack_provider->finish(self);
   ito_exit_switch exit = finish(self);
   worker* w = current_worker();
@@ -542,9 +544,9 @@ void run_inline(worker* w, ult* self, ult* child) noexcept {
   run_body(child);
   arch::change_fp_modes(arch::save_fp_modes(), own_modes);
   w = current_worker();  // it may have been stolen, or woken elsewhere
-  // The only thread of a child forked from a runtime: it has no worker to
-  // return to (as in ult_main).
-  if (!w) [[unlikely]] end_forked_child_thread();
+  // The thread of a child forked from a runtime: it has no worker to return
+  // to (as in ult_main).
+  if (forked_child_thread(child)) [[unlikely]] end_forked_child_thread();
   worker_stats::bump(w->stats.finished);
   child->fiber = own_fiber;
   child->inline_host = nullptr;

@@ -2,11 +2,13 @@
 /* fork() from a thread while others run: the child has that one thread, and
  * may use every call again (pipes, sleeps, mutexes, new threads) before it
  * exits; a child whose only thread returns from its start routine ends with
- * status 0. Each child bounds itself with alarm(): a hang shows as a signal.
+ * status 0, also after it made and joined a thread of its own (CPython's
+ * thread bootstrap returns so: test_3_join_in_forked_from_thread). Each child bounds itself with alarm(): a hang shows as a signal.
  * Prints the same lines under NPTL and ito. */
 #define _GNU_SOURCE 1
 #include <pthread.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,16 +58,25 @@ static void child_main(void) {
   exit(3);
 }
 
+static void* nothing(void* arg) { return arg; }
+
+/* What the forked child does: exit(3) after its threads (child_main), return
+ * from the forking thread's start routine, or first make and join a thread. */
+enum { child_exits, child_returns, child_joins_then_returns, child_kinds };
+
 static void* fork_and_wait(void* arg) {
-  int child_returns = arg != NULL;
+  const int kind = (int)(intptr_t)arg;
   pid_t pid = fork();
   check(pid >= 0, "fork");
   if (pid == 0) {
-    if (child_returns) {  /* the only thread of the child ends: status 0 */
-      alarm(10);
-      return NULL;
+    if (kind == child_exits) child_main();
+    alarm(10);
+    if (kind == child_joins_then_returns) {
+      pthread_t t;
+      check(pthread_create(&t, NULL, nothing, NULL) == 0, "create in child");
+      check(pthread_join(t, NULL) == 0, "join in child");
     }
-    child_main();
+    return NULL; /* the only thread of the child ends: status 0 */
   }
   int status = 0;
   check(waitpid(pid, &status, 0) == pid, "waitpid");
@@ -79,9 +90,9 @@ int main(void) {
   check(pipe(report) == 0, "pipe");
   pthread_t spinner;
   check(pthread_create(&spinner, NULL, spin, NULL) == 0, "create");
-  for (int child_returns = 0; child_returns < 2; ++child_returns) {
+  for (int kind = 0; kind < child_kinds; ++kind) {
     pthread_t t;
-    check(pthread_create(&t, NULL, fork_and_wait, child_returns ? "returns" : NULL) == 0, "create");
+    check(pthread_create(&t, NULL, fork_and_wait, (void*)(intptr_t)kind) == 0, "create");
     check(pthread_join(t, NULL) == 0, "join");
   }
   long child_count = 0;
