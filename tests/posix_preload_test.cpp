@@ -258,8 +258,13 @@ TEST(PosixPreload, WorkersStartWithTheFirstThread) {
   result r = run("timeout 60 env ITO_WORKERS=3 LD_PRELOAD=" + preload_lib + " '" +
                  task_count_program + "'");
   EXPECT_EQ(r.status, 0) << r.out;
-  // Before: the main thread alone. After: it and workers 1 and 2 (the thread
-  // made and joined was a ULT).
+  // Before: the main thread alone. After: it, workers 1 and 2 and the
+  // preemption watch, which starts with them (the thread made and joined was
+  // a ULT).
+  EXPECT_EQ(r.out, "before: 1\nafter: 4\n");
+  // Without preemption, no watch.
+  r = run("timeout 60 env ITO_WORKERS=3 ITO_PREEMPT=0 LD_PRELOAD=" + preload_lib + " '" +
+          task_count_program + "'");
   EXPECT_EQ(r.out, "before: 1\nafter: 3\n");
 }
 

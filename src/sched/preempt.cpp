@@ -22,6 +22,7 @@
 
 #include "arch/sanitizer.hpp"
 #include "os/futex.hpp"
+#include "sched/deadlock.hpp"
 #include "sched/scheduler.hpp"
 
 namespace ito::sched {
@@ -256,6 +257,8 @@ void* watch_main(void* p) {
   auto* watch = static_cast<preempt_watch*>(p);
   runtime_state* rt = watch->rt;
   pthread_setname_np(pthread_self(), "ito-preempt");
+  // Never a ULT's waker: the deadlock proof may count it as ito's own.
+  helper_thread_begins();
   sigset_t all;
   sigfillset(&all);
   pthread_sigmask(SIG_BLOCK, &all, nullptr);
@@ -294,6 +297,7 @@ void* watch_main(void* p) {
     watch->sleeping.store(false, std::memory_order_relaxed);
     for (auto& s : last) s = {};
   }
+  helper_thread_ends();
   return nullptr;
 }
 
