@@ -62,6 +62,11 @@ int ito_pthread_cancel(pthread_t thread); /* ENOSYS: cancellation is not support
 int ito_pthread_getattr_np(pthread_t thread, pthread_attr_t* attr);
 int ito_pthread_kill(pthread_t thread, int sig);
 int ito_pthread_sigqueue(pthread_t thread, int sig, const union sigval value);
+/* A thread's id as gettid(2) gives it (docs/POSIX.md, "Thread ids"): the
+ * main thread's is its OS thread's; another thread's is a number above the
+ * kernel's range of ids, distinct per live thread, which tgkill takes. */
+pid_t ito_gettid(void);
+int ito_tgkill(pid_t pid, pid_t tid, int sig);
 /* Signal masks and waits (docs/POSIX.md, "Signals"): the main thread's mask
  * is its OS thread's; the other threads share one; waits are delegated. */
 int ito_pthread_sigmask(int how, const sigset_t* set, sigset_t* old);
@@ -418,6 +423,8 @@ extern int sem_getvalue(sem_t*, int*) __asm__("ito_posix_sem_getvalue");
 #define pthread_getattr_np ito_pthread_getattr_np
 #define pthread_kill ito_pthread_kill
 #define pthread_sigqueue ito_pthread_sigqueue
+#define gettid ito_gettid
+#define tgkill ito_tgkill
 #define pthread_sigmask ito_pthread_sigmask
 #define pthread_getschedparam ito_pthread_getschedparam
 #define pthread_setschedparam ito_pthread_setschedparam

@@ -21,6 +21,8 @@
 #include <netdb.h>
 #include <stdarg.h>
 #include <stdint.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #include <sys/file.h>
 #include <sys/msg.h>
 #include <sys/sem.h>
@@ -89,6 +91,8 @@ ITO_FORWARD(int, sched_yield, (void), ())
 ITO_FORWARD(int, pthread_cancel, (pthread_t t), (t))
 ITO_FORWARD(int, pthread_getattr_np, (pthread_t t, pthread_attr_t* a), (t, a))
 ITO_FORWARD(int, pthread_kill, (pthread_t t, int s), (t, s))
+ITO_FORWARD(pid_t, gettid, (void), ())
+ITO_FORWARD(int, tgkill, (pid_t p, pid_t t, int s), (p, t, s))
 ITO_FORWARD(int, pthread_sigqueue, (pthread_t t, int s, const union sigval v), (t, s, v))
 ITO_FORWARD(int, pthread_sigmask, (int h, const sigset_t* s, sigset_t* o), (h, s, o))
 ITO_FORWARD(int, sigprocmask, (int h, const sigset_t* s, sigset_t* o), (h, s, o))
@@ -458,6 +462,35 @@ ITO_FORWARD_TO(int, __open_2, ito_open_2, (const char* p, int f), (p, f))
 ITO_FORWARD_TO(int, __open64_2, ito_open64_2, (const char* p, int f), (p, f))
 ITO_FORWARD_TO(int, __openat_2, ito_openat_2, (int d, const char* p, int f), (d, p, f))
 ITO_FORWARD_TO(int, __openat64_2, ito_openat64_2, (int d, const char* p, int f), (d, p, f))
+
+/* syscall(SYS_gettid) is how CPython (threading.get_native_id) and much C
+ * code ask for a thread's id, and syscall(SYS_tgkill) how they signal one:
+ * those reach ito (src/compat/posix_thread_ids.cpp); every other number goes
+ * to glibc as it came. glibc's syscall reads six arguments whatever the
+ * number, and so does this. */
+#define ITO_SYSCALL_ARGS(ap, a)                                               \
+  do {                                                                        \
+    va_start(ap, n);                                                          \
+    for (int i = 0; i < 6; ++i) a[i] = va_arg(ap, long);                      \
+    va_end(ap);                                                               \
+  } while (0)
+__attribute__((visibility("hidden"))) long __wrap_syscall(long n, ...) {
+  va_list ap;
+  long a[6];
+  ITO_SYSCALL_ARGS(ap, a);
+  return GLIBC(long (*)(long, ...), syscall)(n, a[0], a[1], a[2], a[3], a[4], a[5]);
+}
+__attribute__((visibility("default"))) long syscall(long n, ...) {
+  va_list ap;
+  long a[6];
+  ITO_SYSCALL_ARGS(ap, a);
+  if (!g_step_aside) {
+    if (n == SYS_gettid) return ito_gettid();
+    if (n == SYS_tgkill) return ito_tgkill((pid_t)a[0], (pid_t)a[1], (int)a[2]);
+    if (n == SYS_tkill) return ito_tgkill(getpid(), (pid_t)a[0], (int)a[1]);
+  }
+  return GLIBC(long (*)(long, ...), syscall)(n, a[0], a[1], a[2], a[3], a[4], a[5]);
+}
 
 /* glibc's <pthread.h> maps pthread_yield to sched_yield by asm label, so
  * programs built against it call sched_yield; older binaries still name it. */

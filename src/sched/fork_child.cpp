@@ -7,6 +7,7 @@
 #include <cstdlib>
 
 #include "sched/deadlock.hpp"
+#include "sched/handles.hpp"
 #include "sched/runtime_control.hpp"
 #include "sched/scheduler.hpp"
 
@@ -25,6 +26,7 @@ bool every_ult_finished(runtime_state* rt) noexcept {
 void forget_runtime_in_child() noexcept {
   if (!g_runtime.load(std::memory_order_relaxed)) return;
   forget_helpers_in_child();
+  handles::keep_in_forked_child(current_ult(), os_thread_identity());
   set_current_worker(nullptr);  // a plain OS thread from now on
   publish_debug_table(nullptr);
   g_runtime.store(nullptr, std::memory_order_release);

@@ -227,4 +227,35 @@ void adopt_before_start(ult* main, const void* thread) noexcept {
   g_reserved.store(0, std::memory_order_release);
 }
 
+std::uint32_t index_of(value h) noexcept { return static_cast<std::uint32_t>(h & index_mask); }
+std::uint64_t reuses_of(value h) noexcept { return (h & ~claimed_bit) >> index_bits; }
+
+value live_at(std::uint32_t index) noexcept {
+  slot* s = find_slot(index);
+  return s ? s->live.load(std::memory_order_acquire) & ~claimed_bit : 0;
+}
+
+void keep_in_forked_child(const ult* self, const void* thread) noexcept {
+  // A thread of the parent may have held the lock at the fork.
+  new (&g_lock) std::mutex;
+  std::uint32_t kept = self ? self->handle : 0;
+  value kept_handle = kept ? at(kept).live.load(std::memory_order_relaxed) & ~claimed_bit : 0;
+  drop_all();  // the parent's other threads do not exist here
+  g_runtime_started = false;
+  g_reserved_thread.store(nullptr, std::memory_order_relaxed);
+  g_reserved.store(0, std::memory_order_relaxed);
+  if (kept_handle == 0) return;
+  // Back from the free list drop_all made, as before_start's reservation.
+  std::lock_guard<std::mutex> hold(g_lock);
+  std::uint32_t* link = &g_free;
+  while (*link != 0 && *link != kept) link = &at(*link).next;
+  if (*link != kept) return;
+  *link = at(kept).next;
+  slot& s = at(kept);
+  s.reuses = kept_handle >> index_bits;
+  s.live.store(kept_handle, std::memory_order_release);
+  g_reserved.store(kept_handle, std::memory_order_relaxed);
+  g_reserved_thread.store(thread, std::memory_order_release);
+}
+
 }  // namespace ito::sched::handles

@@ -32,6 +32,12 @@ ult* claim(value h, int* error) noexcept;
 // Gives the right back (the claimer found it may not join after all).
 void unclaim(value h) noexcept;
 
+// The slot index of a handle, and the live handle of a slot (0 when free):
+// the POSIX layer numbers a thread for gettid() by its slot.
+std::uint32_t index_of(value h) noexcept;
+std::uint64_t reuses_of(value h) noexcept;  // how many handles the slot had before
+value live_at(std::uint32_t index) noexcept;
+
 // At release: u's handles go stale and its slot may be reused.
 void drop(ult* u) noexcept;
 
@@ -51,6 +57,11 @@ bool is_before_start(value h) noexcept;
 // Called as a runtime starts on `thread`, with its main ULT: that ULT adopts
 // the thread's handle from before_start, if it has one.
 void adopt_before_start(ult* main, const void* thread) noexcept;
+// In a child forked while `self` ran on OS thread `thread`: the parent's
+// other handles go stale, and self's stays that thread's (pthread_self keeps
+// its value across fork, as under NPTL: CPython finds the forking thread by
+// it), as before_start's handle until the child starts a runtime.
+void keep_in_forked_child(const ult* self, const void* thread) noexcept;
 
 }  // namespace handles
 }  // namespace ito::sched

@@ -66,9 +66,13 @@ enum { child_exits, child_returns, child_joins_then_returns, child_kinds };
 
 static void* fork_and_wait(void* arg) {
   const int kind = (int)(intptr_t)arg;
+  const pthread_t self = pthread_self();
   pid_t pid = fork();
   check(pid >= 0, "fork");
   if (pid == 0) {
+    /* The forking thread is the same thread in the child (CPython finds it
+     * by its id there: test_main_thread_after_fork_from_nonmain_thread). */
+    if (!pthread_equal(pthread_self(), self)) _exit(5);
     if (kind == child_exits) child_main();
     alarm(10);
     if (kind == child_joins_then_returns) {
