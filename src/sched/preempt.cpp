@@ -18,9 +18,12 @@
 #include <cstdio>
 #include <cstring>
 #include <new>
+#include <string>
 #include <vector>
 
 #include "arch/sanitizer.hpp"
+#include "common/setting_values.hpp"
+#include "ito/options.hpp"
 #include "os/futex.hpp"
 #include "sched/deadlock.hpp"
 #include "sched/scheduler.hpp"
@@ -327,6 +330,14 @@ const char* preemption_unavailable(const options& resolved) noexcept {
            "libito.so (ito::ito_shared) or run under libito-preload.so, not libito.a";
   return nullptr;
 #endif
+}
+
+void check_preemption_available(const options& resolved) {
+  if (resolved.preempt_us.value_or(0) == 0) return;
+  if (const char* why = preemption_unavailable(resolved))
+    throw config_error(std::string("ito: ITO_PREEMPT / options.preempt_us: preemption is "
+                                   "unavailable here: ") + why,
+                       config::text_setting(config::setting_id::preempt) != nullptr);
 }
 
 bool preemption_active() noexcept { return g_active.load(std::memory_order_relaxed) != 0; }

@@ -41,6 +41,10 @@ inline constexpr unsigned default_preempt_slice_us = 10'000;
 // program itself (libito.a), where its code cannot be told from the program's.
 const char* preemption_unavailable(const options& resolved) noexcept;
 
+// Throws config_error (from the environment when ITO_PREEMPT is set) when
+// the options ask for preemption where it is unavailable.
+void check_preemption_available(const options& resolved);
+
 // Whether a runtime with preemption on runs (the main ULT's signal mask
 // keeps preempt_signal open then: posix_signal.cpp).
 bool preemption_active() noexcept;

@@ -6,6 +6,7 @@
 #include <cstdlib>
 
 #include "ito/error.hpp"
+#include "sched/preempt.hpp"
 #include "sched/runtime_control.hpp"
 #include "sched/scheduler.hpp"
 
@@ -19,6 +20,7 @@ runtime::runtime(const options& requested) {
   options resolved;
   try {
     resolved = resolve_options(requested);
+    sched::check_preemption_available(resolved);
   } catch (const config_error& e) {
     if (e.from_environment()) {
       // The user's environment, not the program, is wrong: say so and stop.

@@ -183,12 +183,7 @@ void start_other_workers_slow(runtime_state* rt) {
 }
 
 runtime_state* start_runtime(const options& resolved, bool defer_others) {
-  if (resolved.preempt_us.value_or(0) != 0) {
-    if (const char* why = preemption_unavailable(resolved))
-      throw config_error(std::string("ito: ITO_PREEMPT / options.preempt_us: preemption is "
-                                     "unavailable here: ") + why,
-                         config::text_setting(config::setting_id::preempt) != nullptr);
-  }
+  check_preemption_available(resolved);
   runtime_state* expected = nullptr;
   auto* rt = new runtime_state(resolved);
   rt->tasks = tasks_extension();
