@@ -20,6 +20,8 @@ void pool_command(args& a, const common_flags& c, reporter& out);
 void delegate_command(args& a, const common_flags& c, reporter& out);
 // bench/phases.cpp: fork-join phases from the main thread after idling.
 void phases_command(args& a, const common_flags& c, reporter& out);
+// bench/preempt.cpp: a sleeper's wake lateness beside busy threads on one CPU.
+void preempt_command(args& a, const common_flags& c, reporter& out);
 }
 
 namespace {
@@ -60,6 +62,10 @@ const char* const usage_text =
     "                                      W children of U us (1000) forked from the main thread\n"
     "                                      after G ms idle (20), N phases (20): ito, std::thread,\n"
     "                                      oneTBB, OpenMP (W: 2,4)\n"
+    "  preempt      [--samples N] [--sleep-us U] [--busy B] [--slice-us S]\n"
+    "                                      a thread sleeping U us (2000), N times (100), beside B\n"
+    "                                      busy ones (1) on one CPU: how late it runs again, NPTL\n"
+    "                                      and ito under the preload at one worker (ITO_PREEMPT=S)\n"
     "  dsm          [--ranks N] [--pages N] [--node M]\n"
     "                                      the DSM's fetch, release, barrier against raw MPI and\n"
     "                                      seed 003 listing 3's sweep; launches N (2) ranks itself\n"
@@ -206,6 +212,8 @@ int run(int argc, char** argv) {
     bench::delegate_command(a, c, out);
   } else if (cmd == "phases") {
     bench::phases_command(a, c, out);
+  } else if (cmd == "preempt") {
+    bench::preempt_command(a, c, out);
   } else if (is_demo) {
     a.finish();
     // Small sizes: the whole demo takes well under two minutes on 2 cores.
