@@ -226,12 +226,21 @@ void install_handler() {
 
 // --- The watch --------------------------------------------------------------
 
-// Whether some ULT waits for w: its own queues (the main ULT waits in the
-// bound inbox), or work any worker could take while all are busy.
-bool others_wait(runtime_state* rt, worker* w, std::int64_t now) noexcept {
-  return !w->deque.looks_empty() || !w->yielded.looks_empty() || !w->branches.looks_empty() ||
-         !w->bound_ready_looks_empty() || !rt->injector.looks_empty() ||
-         rt->timers.next_deadline() <= now;
+constexpr std::int64_t never_ns = timer_queue::never;
+
+// How long the ULT running on w may go on while others wait for it: a slice
+// when only queued work waits (its deque, yielded ULTs, branches: throughput);
+// a tenth of one when a woken ULT does (the main ULT in the bound inbox, a ULT
+// woken from outside in the injector, a sleeper whose deadline passed:
+// latency, as Linux lets a woken thread preempt after a short granularity).
+// never_ns when nothing waits.
+std::int64_t allowed_run(runtime_state* rt, worker* w, std::int64_t now, std::int64_t slice) noexcept {
+  if (!w->bound_ready_looks_empty() || !rt->injector.looks_empty() ||
+      rt->timers.next_deadline() <= now)
+    return std::max<std::int64_t>(slice / 10, 100'000);
+  if (!w->deque.looks_empty() || !w->yielded.looks_empty() || !w->branches.looks_empty())
+    return slice;
+  return never_ns;
 }
 
 // Whether the OS thread is on a CPU or waiting for one (state R): one blocked
@@ -267,29 +276,47 @@ void* watch_main(void* p) {
   pthread_sigmask(SIG_BLOCK, &all, nullptr);
   const std::int64_t slice = static_cast<std::int64_t>(rt->opts.preempt_us.value_or(0)) * 1000;
   const std::int64_t tick = std::max<std::int64_t>(slice / 2, 50'000);
+  constexpr std::int64_t min_wait = 100'000;  // at most 10 looks per ms
   std::vector<seen> last(rt->workers.size());
   const pid_t pid = getpid();
+  std::int64_t wait = tick;
   while (!watch->stop.load(std::memory_order_acquire)) {
     const std::uint32_t word = watch->word.load(std::memory_order_acquire);
-    os::futex_wait_for(&watch->word, word, tick);
+    os::futex_wait_for(&watch->word, word, wait);
     const std::int64_t now = monotonic_ns();
     bool any_running = false;
+    std::int64_t next_look = tick;
     for (std::size_t i = 0; i < rt->workers.size(); ++i) {
       worker* w = rt->workers[i].get();
       const ult* running = __atomic_load_n(&w->current, __ATOMIC_RELAXED);
-      if (running) any_running = true;
-      if (!running || running != last[i].running) {
-        last[i] = {running, now};
+      if (!running) {
+        last[i] = {};
         continue;
       }
-      if (now - last[i].since < slice || !others_wait(rt, w, now)) continue;
+      any_running = true;
+      // A ULT first seen now has run since some time after the last look.
+      if (running != last[i].running) last[i] = {running, now};
+      const std::int64_t ran = now - last[i].since;
+      const std::int64_t allowed = allowed_run(rt, w, now, slice);
+      if (allowed == never_ns) continue;
+      if (ran < allowed) {
+        next_look = std::min(next_look, allowed - ran);
+        continue;
+      }
       const pid_t tid = w->tid.load(std::memory_order_relaxed);
       if (tid == 0 || !thread_running(tid)) continue;
       refresh_ranges_if_loaded();
       w->preempt_asked.store(true, std::memory_order_release);
       syscall(SYS_tgkill, pid, tid, preempt_signal);
       watch->signals.fetch_add(1, std::memory_order_relaxed);
+      next_look = 0;  // a refusal (not at a safe point) asks again soon
     }
+    // A sleeper's deadline is a wake-up nobody delivers while every worker
+    // computes: look again then, not a tick later.
+    const std::int64_t deadline = rt->timers.next_deadline();
+    if (any_running && deadline != never_ns && deadline > now)
+      next_look = std::min(next_look, deadline - now);
+    wait = std::clamp<std::int64_t>(next_look, min_wait, tick);
     if (any_running || rt->parked.load(std::memory_order_seq_cst) != rt->workers.size()) continue;
     // Every worker is parked: sleep until one leaves the idle list.
     watch->sleeping.store(true, std::memory_order_seq_cst);
