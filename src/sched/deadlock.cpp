@@ -42,6 +42,9 @@ std::mutex g_helpers_lock;
 // Guarded by g_helpers_lock. Never destroyed: pool threads may still end
 // (and unlist themselves) while static destructors run at exit.
 std::vector<pid_t>* g_helpers = new std::vector<pid_t>;
+// In a forked child, the parent's list: kept reachable (volatile: a store no
+// code reads would be dropped, and LeakSanitizer would report the list).
+std::vector<pid_t>* volatile g_parents_helpers = nullptr;
 
 // The first proof comes this long after every worker went idle; the second
 // as long after the first. A failed one is tried again after twice the
@@ -220,8 +223,10 @@ void outside_work_ends() noexcept { g_outside_work.fetch_sub(1, std::memory_orde
 
 void forget_helpers_in_child() noexcept {
   // A helper of the parent may have held the lock, or been inside the list,
-  // at the fork: a fresh lock, and a fresh list (the old one is leaked).
+  // at the fork: a fresh lock, and a fresh list. The old one stays reachable
+  // (LeakSanitizer would report it at the child's exit), never touched.
   new (&g_helpers_lock) std::mutex;
+  g_parents_helpers = g_helpers;
   g_helpers = new std::vector<pid_t>;
 }
 
