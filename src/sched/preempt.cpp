@@ -309,7 +309,11 @@ void* watch_main(void* p) {
       w->preempt_asked.store(true, std::memory_order_release);
       syscall(SYS_tgkill, pid, tid, preempt_signal);
       watch->signals.fetch_add(1, std::memory_order_relaxed);
-      next_look = 0;  // a refusal (not at a safe point) asks again soon
+      // A ULT the handler left running (not at a safe point: inside libc,
+      // say) is asked again after another allowance, not at every look: a
+      // long memcpy would otherwise draw a signal every 100 us.
+      last[i].since = now;
+      next_look = std::min(next_look, allowed);
     }
     // A sleeper's deadline is a wake-up nobody delivers while every worker
     // computes: look again then, not a tick later.

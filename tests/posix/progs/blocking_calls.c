@@ -42,6 +42,13 @@
  * with a known buffer size would. */
 extern ssize_t __read_chk(int fd, void* buf, size_t count, size_t buflen);
 
+/* errno read after a call that may switch: its address asked afresh. The
+ * compiler may keep __errno_location()'s result (a const function) from
+ * before the call, and the thread may resume on another worker, whose errno
+ * is another thread's (docs/POSIX.md, "TLS and errno"); TSan saw the race. */
+static int* (*volatile errno_at)(void) = __errno_location;
+#define ERRNO (*errno_at())
+
 #define WAIT_MS 150
 #define MAX_THREADS 8
 
@@ -103,23 +110,23 @@ static void* clock_sleeper(void* arg) {
     if (t.tv_nsec >= 1000000000L) t.tv_sec += 1, t.tv_nsec -= 1000000000L;
     flags = TIMER_ABSTIME;
   }
-  errno = 0;
+  ERRNO = 0;
   const int r = clock_nanosleep(clock, flags, &t, NULL);
-  check(r == 0 && errno == 0, "clock_nanosleep");
+  check(r == 0 && ERRNO == 0, "clock_nanosleep");
   return NULL;
 }
 
 static void* clock_errors(void* arg) {
   (void)arg;
   struct timespec bad = {0, 1000000000L}, zero = {0, 0}, negative = {-1, 0};
-  errno = 1234;
+  ERRNO = 1234;
   const int e1 = clock_nanosleep(CLOCK_MONOTONIC, 0, &bad, NULL);
   const int e2 = clock_nanosleep(CLOCK_REALTIME, TIMER_ABSTIME, &negative, NULL);
   const int e3 = clock_nanosleep(CLOCK_THREAD_CPUTIME_ID, 0, &zero, NULL);
   const int e4 = clock_nanosleep((clockid_t)12345, 0, &zero, NULL);
   const int e5 = clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &zero, NULL); /* past */
   printf("clock_nanosleep errors: %s %s %s %s %d, errno kept: %s\n", strerror(e1), strerror(e2),
-         strerror(e3), strerror(e4), e5, errno == 1234 ? "yes" : "no");
+         strerror(e3), strerror(e4), e5, ERRNO == 1234 ? "yes" : "no");
   return NULL;
 }
 
@@ -154,7 +161,7 @@ static void* timed_reader(void* arg) {
     case 2: r = recvmsg(fd, &m, 0); break;
     default: r = readv(fd, &v, 1); break;
   }
-  check(r == -1 && (errno == EAGAIN || errno == EWOULDBLOCK), "timed read");
+  check(r == -1 && (ERRNO == EAGAIN || ERRNO == EWOULDBLOCK), "timed read");
   return NULL;
 }
 static void* timed_writer(void* arg) {
@@ -172,14 +179,14 @@ static void* timed_writer(void* arg) {
     case 2: r = sendmsg(fd, &m, 0); break;
     default: r = writev(fd, &v, 1); break;
   }
-  check(r == -1 && (errno == EAGAIN || errno == EWOULDBLOCK), "timed write");
+  check(r == -1 && (ERRNO == EAGAIN || ERRNO == EWOULDBLOCK), "timed write");
   return NULL;
 }
 static void fill(int fd) {
   static char chunk[4096];
   while (send(fd, chunk, sizeof chunk, MSG_DONTWAIT) > 0) {
   }
-  check(errno == EAGAIN || errno == EWOULDBLOCK, "fill");
+  check(ERRNO == EAGAIN || ERRNO == EWOULDBLOCK, "fill");
 }
 
 /* Socket data: readers wait in readv, recvfrom (UDP), recvmsg, recvmmsg;
@@ -355,7 +362,7 @@ static void* sysv_waiter(void* arg) {
       break;
     case 2: check(semop(semid, &down, 1) == 0, "semop"); break;
     default:
-      check(semtimedop(semid, &down, 1, &limit) == -1 && errno == EAGAIN, "semtimedop");
+      check(semtimedop(semid, &down, 1, &limit) == -1 && ERRNO == EAGAIN, "semtimedop");
       break;
   }
   return NULL;
@@ -385,7 +392,7 @@ static void* mq_waiter(void* arg) {
     clock_gettime(CLOCK_REALTIME, &limit);
     limit.tv_nsec += WAIT_MS * 1000000L;
     if (limit.tv_nsec >= 1000000000L) limit.tv_sec += 1, limit.tv_nsec -= 1000000000L;
-    check(mq_timedreceive(mq[1], buf, sizeof buf, &prio, &limit) == -1 && errno == ETIMEDOUT,
+    check(mq_timedreceive(mq[1], buf, sizeof buf, &prio, &limit) == -1 && ERRNO == ETIMEDOUT,
           "mq_timedreceive");
   }
   return NULL;
@@ -405,7 +412,7 @@ static void* epoll_waiter(void* arg) {
   struct epoll_event e;
   struct timespec limit = {0, WAIT_MS * 1000000L};
   const int r = epoll_pwait2(ep, &e, 1, &limit, NULL);
-  if (r == -1 && errno == ENOSYS)
+  if (r == -1 && ERRNO == ENOSYS)
     epoll_supported = 0;
   else
     check(r == 0, "epoll_pwait2");
