@@ -43,14 +43,6 @@ namespace {
 
 bool preloaded() noexcept { return &ito_posix_preload_marker != nullptr; }
 
-// Every ULT ever forked has finished (as stop_runtime's wait tests).
-bool all_finished(sched::runtime_state* rt) {
-  std::uint64_t finished = 0, spawned = 0;
-  for (auto& w : rt->workers) finished += w->stats.finished.load(std::memory_order_acquire);
-  for (auto& w : rt->workers) spawned += w->stats.spawns.load(std::memory_order_acquire);
-  return finished == spawned;
-}
-
 // atexit: exit() or a return from main. POSIX ends the other threads with the
 // process, so the runtime is stopped (workers joined, stats printed) only
 // when that can be done without waiting: on the main ULT, with every ULT
@@ -60,7 +52,7 @@ void stop_at_exit() {
   sched::runtime_state* rt = g_posix_runtime.load(std::memory_order_acquire);
   if (!rt || sched::g_runtime.load(std::memory_order_acquire) != rt) return;
   sched::worker* w = sched::current_worker();
-  if (!w || w->rt != rt || w->current != &rt->main_ult || !all_finished(rt)) return;
+  if (!w || w->rt != rt || w->current != &rt->main_ult || !sched::all_finished(rt)) return;
   g_posix_runtime.store(nullptr, std::memory_order_release);
   sched::stop_runtime(rt);
 }
@@ -131,10 +123,7 @@ void wait_for_others_then_exit() {
   sched::runtime_state* rt = sched::g_runtime.load(std::memory_order_acquire);
   // pthread_exit on the main thread: the process lives until the last
   // thread ends, then exits with status 0.
-  for (unsigned round = 0; !all_finished(rt); ++round) {
-    if (round < 1000) sched::yield(false);
-    else sched::sleep_until_ns(sched::monotonic_ns() + 100'000);
-  }
+  sched::wait_until_all_finished(rt);
   std::exit(0);
 }
 
@@ -149,7 +138,7 @@ void exit_outside_any_ult(sched::worker* w) {
   // status 0. The threads still running end on the other workers; this one
   // cannot run any while it stays in the handler.
   for (;;) {
-    if (all_finished(rt)) std::exit(0);
+    if (sched::all_finished(rt)) std::exit(0);
     if (rt->workers.size() == 1)
       sched::fatal("pthread_exit: called in a signal handler while the main thread waited, "
                    "with other threads still running on the only worker (docs/POSIX.md, Signals)");

@@ -14,14 +14,6 @@
 namespace ito::sched {
 namespace {
 
-// Finishes are read before spawns and both only grow: equal sums mean none is left.
-bool every_ult_finished(runtime_state* rt) noexcept {
-  std::uint64_t finished = 0, spawned = 0;
-  for (auto& w : rt->workers) finished += w->stats.finished.load(std::memory_order_acquire);
-  for (auto& w : rt->workers) spawned += w->stats.spawns.load(std::memory_order_acquire);
-  return finished == spawned;
-}
-
 // Runs in the child, on the thread that forked, before fork returns there.
 void forget_runtime_in_child() noexcept {
   if (!g_runtime.load(std::memory_order_relaxed)) return;
@@ -51,10 +43,7 @@ void end_forked_child_thread() noexcept {
     // CPython's thread bootstrap returns from the start routine of a thread
     // that forked, created and joined a thread in the child (test_threading's
     // test_3_join_in_forked_from_thread): the child hung here before.
-    for (unsigned round = 0; !every_ult_finished(rt); ++round) {
-      if (round < 1000) yield(false);
-      else sleep_until_ns(monotonic_ns() + 100'000);
-    }
+    wait_until_all_finished(rt);
   }
   std::exit(0);
 }

@@ -31,6 +31,12 @@ void stop_runtime(runtime_state* rt);
 // For the distributed mode's global quiescence; exact only while nothing can
 // spawn, i.e. once it returned true nothing here spawns until a ULT arrives.
 bool quiescent_locally(runtime_state* rt) noexcept;
+// Every ULT ever forked has finished (the main ULT is not counted). Finishes
+// are read before spawns and both only grow, so equal sums mean quiescence.
+bool all_finished(runtime_state* rt) noexcept;
+// From the main ULT: yields, then naps, until all_finished (pthread_exit of
+// the main thread; a forked child's returning thread).
+void wait_until_all_finished(runtime_state* rt);
 // For a thief that is not one of rt's workers (another process's steal,
 // served on the progress thread): one ULT from a random worker's deques
 // (yielded ones first), or null.

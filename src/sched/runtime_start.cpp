@@ -101,9 +101,9 @@ void* worker_thread_main(void* p) {
   return nullptr;
 }
 
-// Every ULT ever forked has finished (the main ULT is not counted). Finishes
-// are read before spawns and both only grow, so equal sums mean quiescence.
-bool all_finished(runtime_state* rt) {
+}  // namespace
+
+bool all_finished(runtime_state* rt) noexcept {
   std::uint64_t finished = 0, spawned = 0;
   for (auto& w : rt->workers) finished += w->stats.finished.load(std::memory_order_acquire);
   finished += static_cast<std::uint64_t>(rt->moved_out.load(std::memory_order_acquire));
@@ -111,7 +111,12 @@ bool all_finished(runtime_state* rt) {
   return finished == spawned;
 }
 
-}  // namespace
+void wait_until_all_finished(runtime_state* rt) {
+  for (unsigned round = 0; !all_finished(rt); ++round) {
+    if (round < 1000) yield(false);
+    else sleep_until_ns(monotonic_ns() + 100'000);
+  }
+}
 
 bool quiescent_locally(runtime_state* rt) noexcept {
   // Each count only grows (moved_out is fixed by the caller), and a ULT is
