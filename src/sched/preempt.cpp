@@ -2,7 +2,6 @@
 // Preemption (preempt.hpp): the watch thread and the signal handler.
 #include "sched/preempt.hpp"
 
-#include <dlfcn.h>
 #include <fcntl.h>
 #include <link.h>
 #include <locale.h>
