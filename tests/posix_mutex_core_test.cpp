@@ -66,8 +66,10 @@ TEST(posix_mutex_core, a_waiter_gets_in_while_a_ult_relocks_in_a_loop) {
   ito::start_main_thread_with_worker_size(2, [] {
     pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
     std::atomic<bool> stop{false};
+    std::atomic<bool> hog_started{false};
     auto hog = ito::create_thread([&] {
       std::uint64_t rounds = 0;
+      hog_started = true;
       while (!stop.load(std::memory_order_relaxed)) {
         ito_pthread_mutex_lock(&m);
         if (++rounds % 100'000 == 0) ito::yield();
@@ -76,6 +78,10 @@ TEST(posix_mutex_core, a_waiter_gets_in_while_a_ult_relocks_in_a_loop) {
       return rounds;
     });
     auto victim = ito::create_thread([&] {
+      // A thief may take the hog and then lose its CPU for longer than the
+      // victim's whole loop (seen under emulation on a loaded machine): wait
+      // until the hog runs, so that the two really compete.
+      while (!hog_started) ito::sleep_for_ns(100'000);
       int got = 0;
       for (int i = 0; i < 20; ++i) {
         if (ito_pthread_mutex_lock(&m) == 0) ++got;
