@@ -110,8 +110,6 @@ const std::set<std::string> allowed = {
     // Process-wide or per-OS-thread state, no thread handle or ito object.
     "pthread_atfork", "pthread_getconcurrency", "pthread_setconcurrency",
     "pthread_kill_other_threads_np", "__pthread_get_minstack",
-    // Cancellation state of the worker's OS thread: ito never cancels.
-    "pthread_setcancelstate", "pthread_setcanceltype", "pthread_testcancel",
     // The inline helper of glibc's -fexceptions cleanup macros: it reads only
     // its own frame record.
     "__pthread_cleanup_routine",

@@ -56,7 +56,10 @@ pthread_t ito_pthread_self(void);
 int ito_pthread_equal(pthread_t a, pthread_t b);
 int ito_pthread_yield(void);
 int ito_sched_yield(void);
-int ito_pthread_cancel(pthread_t thread); /* ENOSYS: cancellation is not supported */
+int ito_pthread_cancel(pthread_t thread);
+int ito_pthread_setcancelstate(int state, int* oldstate);
+int ito_pthread_setcanceltype(int type, int* oldtype);
+void ito_pthread_testcancel(void);
 
 /* Calls that take a thread (docs/POSIX.md says what a ULT does with each). */
 int ito_pthread_getattr_np(pthread_t thread, pthread_attr_t* attr);
@@ -420,6 +423,9 @@ extern int sem_getvalue(sem_t*, int*) __asm__("ito_posix_sem_getvalue");
 #define pthread_yield ito_pthread_yield
 #define sched_yield ito_sched_yield
 #define pthread_cancel ito_pthread_cancel
+#define pthread_setcancelstate ito_pthread_setcancelstate
+#define pthread_setcanceltype ito_pthread_setcanceltype
+#define pthread_testcancel ito_pthread_testcancel
 #define pthread_getattr_np ito_pthread_getattr_np
 #define pthread_kill ito_pthread_kill
 #define pthread_sigqueue ito_pthread_sigqueue

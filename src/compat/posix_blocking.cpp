@@ -30,6 +30,7 @@
 #include <cstdint>
 
 #include "compat/carried_state.hpp"
+#include "compat/posix_internal.hpp"
 #include "io/delegated_syscall.hpp"
 #include "io/errno_now.hpp"
 #include "io/fd_table.hpp"
@@ -123,12 +124,14 @@ long long clock_ns(clockid_t clock) {
 int sleep_on_timers(clockid_t clock, int flags, const timespec* request) {
   if (request->tv_sec < 0 || request->tv_nsec < 0 || request->tv_nsec >= ns_per_s) return EINVAL;
   const long long ns = to_ns(*request);
+  // A cancellation point, as every sleep.
   if (!(flags & TIMER_ABSTIME)) {
-    ito::io::sleep_for_ns(ns);
+    ito::posix::cancellable_sleep_for(ns);
   } else if (clock == CLOCK_MONOTONIC) {
-    ito::io::sleep_until_ns(ns);
+    ito::posix::cancellable_sleep_until(ns);
   } else {
-    for (long long left; (left = ns - clock_ns(CLOCK_REALTIME)) > 0;) ito::io::sleep_for_ns(left);
+    for (long long left; (left = ns - clock_ns(CLOCK_REALTIME)) > 0;)
+      ito::posix::cancellable_sleep_for(left);
   }
   return 0;
 }

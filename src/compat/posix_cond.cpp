@@ -53,7 +53,13 @@ int wait(pthread_cond_t* cond, pthread_mutex_t* mutex, const timespec* abstime,
     if (int e = to_deadline(abstime, clock < 0 ? own : clock, &deadline)) return e;
   }
   errno_guard keep_errno;
-  if (is_pshared(c)) return pshared::wait(cond, mutex, deadline);
+  // A cancellation point: a cancellation acts with the mutex held, here or
+  // once the wait it interrupted has taken the mutex back.
+  if (is_pshared(c)) {
+    cancellation_point();
+    return pshared::wait(cond, mutex, deadline);
+  }
+  const bool cancellable = begin_cancellable_wait();
   // A recursive mutex is released completely and restored to its depth.
   const std::uint32_t depth = access::take_depth(m);
   std::unique_lock<ito::mutex> lock(m, std::adopt_lock);
@@ -66,6 +72,10 @@ int wait(pthread_cond_t* cond, pthread_mutex_t* mutex, const timespec* abstime,
   }
   lock.release();  // the caller holds it again, as it did
   access::restore_depth(m, depth);
+  if (end_cancellable_wait(cancellable)) {
+    cancellation_point();
+    timed_out = false;  // a stale interrupt: a spurious wake-up, which POSIX allows
+  }
   return rc != 0 ? rc : timed_out ? ETIMEDOUT : 0;
 }
 

@@ -96,6 +96,23 @@ inline const void* identity() noexcept {
   return sched::os_thread_identity();
 }
 
+// Cancellation (posix_cancel.cpp). A cancellation point that does not wait
+// acts on a pending cancellation, if the thread has it enabled.
+void cancellation_point();
+// Around a wait at a cancellation point: begin acts on a pending
+// cancellation, else arms the ULT's next interruptible wait (a condition or
+// semaphore wait, cancellable_sleep_until) when it may be cancelled; end
+// says whether pthread_cancel interrupted that wait. The caller then calls
+// cancellation_point() where POSIX lets it act (not when the wait got what
+// it waited for: a semaphore's permit is not lost), and otherwise treats the
+// interruption as a spurious wake-up.
+bool begin_cancellable_wait();
+bool end_cancellable_wait(bool armed) noexcept;
+// A ULT's sleep until deadline_ns (CLOCK_MONOTONIC), a cancellation point.
+void cancellable_sleep_until(std::int64_t deadline_ns);
+// The same for a duration (negative: none), saturated at never.
+void cancellable_sleep_for(long long ns);
+
 // Nanoseconds since the epoch of `clock` (CLOCK_REALTIME or CLOCK_MONOTONIC).
 std::int64_t clock_ns(clockid_t clock) noexcept;
 // An absolute time on `clock` as a CLOCK_MONOTONIC deadline (what ito's timers

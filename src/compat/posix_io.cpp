@@ -10,9 +10,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <climits>
 #include <cstdarg>
 
 #include "compat/carried_state.hpp"
+#include "compat/posix_internal.hpp"
 #include "io/delegated_syscall.hpp"
 #include "io/errno_now.hpp"
 #include "ito/io.hpp"
@@ -96,23 +98,45 @@ int ito_poll(struct pollfd* fds, nfds_t nfds, int timeout_ms) {
   if (!in_ult()) return ::poll(fds, nfds, timeout_ms);
   if (nfds == 1) return keep_errno_on_success([&] { return ito::io::poll(fds[0], timeout_ms); });
   if (nfds == 0 && timeout_ms >= 0)
-    return keep_errno_on_success([&] { return ito::io::sleep_for_ns(timeout_ms * 1'000'000LL); });
+    return keep_errno_on_success([&] {
+      ito::posix::cancellable_sleep_for(timeout_ms * 1'000'000LL);
+      return 0;
+    });
   return keep_errno_on_success(
       [&] { return ito::detail::delegated_syscall([&] { return ::poll(fds, nfds, timeout_ms); }); });
 }
 
+// The sleeps are cancellation points: pthread_cancel ends them.
 int ito_nanosleep(const struct timespec* request, struct timespec* remaining) {
-  return keep_errno_on_success([&] { return ito::io::nanosleep(request, remaining); });
+  if (!in_ult()) return ::nanosleep(request, remaining);
+  if (!request || request->tv_sec < 0 || request->tv_nsec < 0 ||
+      request->tv_nsec >= 1'000'000'000) {
+    errno_now() = request ? EINVAL : EFAULT;
+    return -1;
+  }
+  return keep_errno_on_success([&] {
+    constexpr long long ns_per_s = 1'000'000'000;
+    const long long s = request->tv_sec;
+    ito::posix::cancellable_sleep_for(s >= LLONG_MAX / ns_per_s ? LLONG_MAX
+                                                                : s * ns_per_s + request->tv_nsec);
+    if (remaining) *remaining = timespec{0, 0};
+    return 0;
+  });
 }
 int ito_usleep(useconds_t usec) {
-  return keep_errno_on_success(
-      [&] { return ito::io::sleep_for_ns(static_cast<long long>(usec) * 1000); });
+  if (!in_ult()) return ::usleep(usec);
+  return keep_errno_on_success([&] {
+    ito::posix::cancellable_sleep_for(static_cast<long long>(usec) * 1000);
+    return 0;
+  });
 }
 // A ULT's sleep is never cut short by a signal: 0 seconds remain.
 unsigned ito_sleep(unsigned seconds) {
   if (!in_ult()) return ::sleep(seconds);
-  keep_errno_on_success(
-      [&] { return ito::io::sleep_for_ns(static_cast<long long>(seconds) * 1'000'000'000LL); });
+  keep_errno_on_success([&] {
+    ito::posix::cancellable_sleep_for(static_cast<long long>(seconds) * 1'000'000'000LL);
+    return 0;
+  });
   return 0;
 }
 

@@ -89,12 +89,21 @@ int glibc_wait(sem_t* sem, Wait&& wait) {
 }
 
 // The slow path of every wait: 0, ETIMEDOUT or ENOMEM (arming a ULT's timer).
+// A cancellation point: pthread_cancel interrupts the wait, unless a permit
+// came first (it is kept, and the cancellation acts at the next point).
 int wait_slow(sem_t* sem, std::int64_t deadline) {
   errno_guard keep_errno;  // the wait may resume the caller on another worker
-  try {
-    return sync_access::acquire(core(sem), deadline, sem_wait_name) ? 0 : ETIMEDOUT;
-  } catch (const std::bad_alloc&) {
-    return ENOMEM;
+  for (;;) {
+    const bool cancellable = begin_cancellable_wait();
+    bool got = false;
+    try {
+      got = sync_access::acquire(core(sem), deadline, sem_wait_name);
+    } catch (const std::bad_alloc&) {
+      end_cancellable_wait(cancellable);
+      return ENOMEM;
+    }
+    if (!end_cancellable_wait(cancellable) || got) return got ? 0 : ETIMEDOUT;
+    cancellation_point();  // else a stale interrupt: wait on
   }
 }
 
@@ -135,6 +144,7 @@ int ito_posix_sem_destroy(sem_t* sem) {
 int ito_posix_sem_wait(sem_t* sem) {
   if (!sem) return fail(EINVAL);
   if (!is_ours(sem)) return ito::posix::glibc_wait(sem, [sem] { return ::sem_wait(sem); });
+  ito::posix::cancellation_point();  // "shall occur", so even when a unit is free (as glibc)
   if (core(sem).try_acquire()) [[likely]] return 0;
   if (int e = ito::posix::enter()) return fail(e);
   ito::posix::wait_slow(sem, ito::posix::never);  // no deadline: always 0
@@ -151,6 +161,7 @@ int ito_posix_sem_timedwait(sem_t* sem, const struct timespec* abstime) {
   if (sem && !is_ours(sem))
     return ito::posix::glibc_wait(sem, [=] { return ::sem_timedwait(sem, abstime); });
   if (int e = ito::posix::enter()) return fail(e);
+  ito::posix::cancellation_point();
   return ito::posix::timed_wait(sem, CLOCK_REALTIME, abstime);
 }
 
@@ -159,6 +170,7 @@ int ito_posix_sem_clockwait(sem_t* sem, clockid_t clock, const struct timespec* 
     return ito::posix::glibc_wait(sem, [=] { return ::sem_clockwait(sem, clock, abstime); });
   if (clock != CLOCK_REALTIME && clock != CLOCK_MONOTONIC) return fail(EINVAL);  // as glibc
   if (int e = ito::posix::enter()) return fail(e);
+  ito::posix::cancellation_point();
   return ito::posix::timed_wait(sem, clock, abstime);
 }
 

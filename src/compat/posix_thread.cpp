@@ -81,6 +81,9 @@ int ito_pthread_create(pthread_t* thread, const pthread_attr_t* attr, void* (*st
 int ito_pthread_join(pthread_t thread, void** retval) {
   if (int e = ito::posix::ensure_runtime()) return e;
   ito::posix::errno_guard keep_errno;
+  // A cancellation point before it waits (a join in progress is not
+  // interrupted: docs/POSIX.md, "Cancellation").
+  ito::posix::cancellation_point();
   // ESRCH: joined already, or detached and ended; EINVAL: detached (POSIX's
   // "not joinable") or joined by another; EDEADLK: itself.
   return ito_join(static_cast<ito_ult_t>(thread), retval);
@@ -116,12 +119,6 @@ int ito_pthread_yield(void) {
 }
 
 int ito_sched_yield(void) { return ito_pthread_yield(); }
-
-int ito_pthread_cancel(pthread_t thread) {
-  ito::sched::ult* u = nullptr;
-  if (ito::compat::find_ult(static_cast<ito_ult_t>(thread), &u) != 0) return ESRCH;
-  return ENOSYS;  // cancellation is not supported (docs/POSIX.md)
-}
 
 int ito_pthread_attr_init(pthread_attr_t* attr) {
   if (!attr) return EINVAL;

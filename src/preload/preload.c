@@ -89,6 +89,16 @@ ITO_FORWARD(pthread_t, pthread_self, (void), ())
 ITO_FORWARD(int, pthread_equal, (pthread_t a, pthread_t b), (a, b))
 ITO_FORWARD(int, sched_yield, (void), ())
 ITO_FORWARD(int, pthread_cancel, (pthread_t t), (t))
+ITO_FORWARD(int, pthread_setcancelstate, (int s, int* o), (s, o))
+ITO_FORWARD(int, pthread_setcanceltype, (int t, int* o), (t, o))
+/* ITO_FORWARD's shape, for a call that returns nothing. */
+__attribute__((visibility("hidden"))) void __wrap_pthread_testcancel(void) {
+  GLIBC(void (*)(void), pthread_testcancel)();
+}
+__attribute__((visibility("default"))) void pthread_testcancel(void) {
+  if (g_step_aside) __wrap_pthread_testcancel();
+  else ito_pthread_testcancel();
+}
 ITO_FORWARD(int, pthread_getattr_np, (pthread_t t, pthread_attr_t* a), (t, a))
 ITO_FORWARD(int, pthread_kill, (pthread_t t, int s), (t, s))
 ITO_FORWARD(pid_t, gettid, (void), ())

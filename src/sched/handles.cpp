@@ -24,6 +24,9 @@ struct slot {
   std::atomic<value> live{0};
   std::atomic<ult*> owner{nullptr};
   value reuses = 0;        // the reuse count its next handle gets (free slots only)
+  // The POSIX layer's cancellation word of the thread (posix_cancel.cpp):
+  // per handle, so it starts at 0 for every thread that gets one.
+  std::atomic<std::uint32_t> cancel{0};
   std::uint32_t next = 0;  // free-list link
 };
 
@@ -119,6 +122,7 @@ value of(ult* u) noexcept {
   if (index == 0) return 0;
   slot& s = at(index);
   value h = (s.reuses << index_bits) | index;
+  s.cancel.store(0, std::memory_order_relaxed);
   s.owner.store(u, std::memory_order_relaxed);
   s.live.store(h, std::memory_order_release);
   u->handle = index;
@@ -134,6 +138,12 @@ ult* find(value h) noexcept {
   // Still h: the slot was not reused between the two reads, so u is h's ULT.
   if ((s->live.load(std::memory_order_relaxed) & ~claimed_bit) != h) return nullptr;
   return u;
+}
+
+std::atomic<std::uint32_t>* cancel_word(value h) noexcept {
+  slot* s = find_slot(h);
+  if (!s || (s->live.load(std::memory_order_acquire) & ~claimed_bit) != h) return nullptr;
+  return &s->cancel;
 }
 
 ult* claim(value h, int* error) noexcept {
@@ -203,6 +213,7 @@ value before_start(const void* thread) noexcept {
   if (index == 0) return 0;
   slot& s = at(index);
   const value h = (s.reuses << index_bits) | index;
+  s.cancel.store(0, std::memory_order_relaxed);
   s.live.store(h, std::memory_order_release);  // owner null: find gives no ULT yet
   g_reserved.store(h, std::memory_order_relaxed);
   g_reserved_thread.store(thread, std::memory_order_release);

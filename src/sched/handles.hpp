@@ -9,6 +9,7 @@
 // take a slot; create_thread's ULTs never pay for one.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 
 namespace ito::sched {
@@ -24,6 +25,11 @@ value of(ult* u) noexcept;
 
 // The ULT h names while it lives (until release), else null.
 ult* find(value h) noexcept;
+
+// The POSIX layer's cancellation word of h's thread (0 when its handle was
+// given out), or null for a stale handle. It stays valid while the handle
+// is live, i.e. until the thread is joined or, detached, ends.
+std::atomic<std::uint32_t>* cancel_word(value h) noexcept;
 
 // Takes h's right to join or detach: exactly one caller per life of the ULT
 // gets its ULT; the others get null with *error = ESRCH (h is stale) or

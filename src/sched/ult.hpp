@@ -113,6 +113,11 @@ struct ult {
   ult_registry* registry = nullptr;
   ult* registry_prev = nullptr;
   ult* registry_next = nullptr;
+  // A wait that may be ended early (POSIX cancellation): sched/interrupt.hpp
+  // has the slot's states. The flags are the ULT's own, written only by it.
+  std::atomic<std::uintptr_t> interrupt_slot{0};
+  bool wait_interruptible = false;  // armed: the next supporting wait may be interrupted
+  bool wait_interrupted = false;    // the armed wait was
 };
 
 // An OS thread's identity: its thread pointer (glibc's thread control

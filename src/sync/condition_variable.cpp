@@ -77,11 +77,13 @@ bool condition_variable::expired_wait(mutex& m) {
 
 bool condition_variable::wait_until_ns(std::unique_lock<mutex>& lock, std::int64_t deadline_ns) {
   mutex& m = held_mutex(lock, "ito::condition_variable::wait_until");
+  // Taken here, so that the mutex's relock below is never interruptible.
+  const bool interruptible = sched::take_interruptible_arm(detail::calling_ult());
   if (deadline_ns <= now_ns()) return expired_wait(m);
 
   const detail::kept_in_process kept;
   detail::waiter me(detail::calling_ult());
-  detail::timed_park wait(me, deadline_ns);
+  detail::timed_park wait(me, deadline_ns, interruptible);
   wait.arm();  // before queueing (may throw)
   queue_lock_.lock();
   detail::push_back(waiters_, &me);

@@ -25,8 +25,9 @@ namespace {
 constexpr std::int64_t never = std::numeric_limits<std::int64_t>::max();
 constexpr const char* core_wait = "counting_semaphore";
 // waiter::ended_by of a timed-out waiter that found its permit on its way and
-// parks again for it: the release that pops it must wake it.
-constexpr std::uint32_t awaiting_permit = 3;
+// parks again for it: the release that pops it must wake it. A value past
+// waiter.hpp's own reasons.
+constexpr std::uint32_t awaiting_permit = detail::by_interrupt + 1;
 
 }  // namespace
 
@@ -59,7 +60,7 @@ bool counting_semaphore::try_acquire_until_ns(std::int64_t deadline_ns) {
                                                         const char* what) {
   if (deadline_ns != never && sched::monotonic_ns() >= deadline_ns) return try_acquire();
   detail::waiter me(detail::calling_ult());
-  detail::timed_park wait(me, deadline_ns);
+  detail::timed_park wait(me, deadline_ns, sched::take_interruptible_arm(me.ult));
   wait.arm();  // may throw std::bad_alloc: nothing is registered yet
   lock_.lock();
   if (count_.fetch_sub(1, std::memory_order_acquire) > 0) {  // a permit came meanwhile

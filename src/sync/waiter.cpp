@@ -97,11 +97,31 @@ void timed_park::disarm() noexcept {
   rt_ = nullptr;
 }
 
+void timed_park::on_interrupt(sched::interruptible_wait* i) noexcept {
+  waiter& w = *static_cast<interrupt_record*>(i)->w;
+  if (claim(w, by_interrupt)) unpark(w);
+}
+
+// The record is published while the ULT is queued, and taken back before the
+// frame may go; an interrupt asked before it was published ends the park at
+// once (the handshake lets the park return without suspending for long).
+void timed_park::park_interruptible(const char* what, const void* object) {
+  interrupt_record record;
+  record.end = &on_interrupt;
+  record.w = &w_;
+  if (!sched::publish_interruptible(w_.ult, &record)) on_interrupt(&record);
+  detail::park(w_, what, object);
+  sched::unpublish_interruptible(w_.ult, &record);
+}
+
 bool timed_park::park(const char* what, const void* object) {
   if (w_.ult) {
-    detail::park(w_, what, object);
+    if (interruptible_) park_interruptible(what, object);
+    else detail::park(w_, what, object);
     disarm();
-    return w_.ended_by.load(std::memory_order_acquire) == by_timeout;
+    const std::uint32_t end = w_.ended_by.load(std::memory_order_acquire);
+    if (end == by_interrupt) sched::mark_interrupted(w_.ult);
+    return end == by_timeout || end == by_interrupt;
   }
   if (deadline_ns_ == sched::timer_queue::never) {
     detail::park(w_, what, object);

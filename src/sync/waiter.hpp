@@ -15,6 +15,7 @@
 
 #include "ito/sync.hpp"
 #include "sched/extension.hpp"
+#include "sched/interrupt.hpp"
 #include "sched/timers.hpp"
 #include "sched/ult.hpp"
 
@@ -85,9 +86,11 @@ void unpark(waiter& w) noexcept;
 // Wakes every waiter of a list linked by `next` (as take_all returns it).
 void unpark_all(waiter* list) noexcept;
 
-// The two ways a timed wait ends (waiter::ended_by).
+// The ways a timed wait ends (waiter::ended_by): an interrupted wait
+// (sched/interrupt.hpp) ends as a timed-out one does.
 inline constexpr std::uint32_t by_wake = 1;
 inline constexpr std::uint32_t by_timeout = 2;
+inline constexpr std::uint32_t by_interrupt = 3;
 
 // Sets ended_by to `reason` if nobody has yet; true if this call did.
 inline bool claim(waiter& w, std::uint32_t reason) noexcept {
@@ -154,9 +157,12 @@ inline waiter* pop_claimed(wait_queue& q) noexcept {
 // none), for every timed primitive. A ULT's deadline is a timer that claims
 // the waiter by_timeout and unparks it, so a wake and the time-out race only
 // through claim(); an OS thread sleeps on its futex until the deadline.
+// interruptible: the caller took the ULT's arming (take_interruptible_arm):
+// interrupt() may then end the park, which returns as from a time-out.
 class timed_park {
  public:
-  timed_park(waiter& w, std::int64_t deadline_ns) noexcept : w_(w), deadline_ns_(deadline_ns) {}
+  timed_park(waiter& w, std::int64_t deadline_ns, bool interruptible = false) noexcept
+      : w_(w), deadline_ns_(deadline_ns), interruptible_(interruptible && w.ult) {}
   timed_park(const timed_park&) = delete;
   timed_park& operator=(const timed_park&) = delete;
   ~timed_park() { disarm(); }
@@ -166,19 +172,26 @@ class timed_park {
   // unwinds. A timer that fires before w is queued has claimed it, and the
   // park returns at once.
   void arm();
-  // Parks until unparked or the deadline passed. true: timed out (w is
-  // claimed by_timeout and may still be queued: the caller takes it off).
+  // Parks until unparked, the deadline passed or (interruptible) interrupted.
+  // true: not woken (w is claimed by_timeout or by_interrupt and may still be
+  // queued: the caller takes it off).
   bool park(const char* what, const void* object);
 
  private:
   struct timer : sched::timer_entry {
     waiter* w = nullptr;
   };
+  struct interrupt_record : sched::interruptible_wait {
+    waiter* w = nullptr;
+  };
   static void on_timeout(sched::timer_entry* t);
+  static void on_interrupt(sched::interruptible_wait* i) noexcept;
+  void park_interruptible(const char* what, const void* object);
   void disarm() noexcept;
 
   waiter& w_;
   const std::int64_t deadline_ns_;
+  const bool interruptible_;
   timer timer_;
   sched::runtime_state* rt_ = nullptr;  // set while the timer is armed
 };

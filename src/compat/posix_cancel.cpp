@@ -1,0 +1,167 @@
+// SPDX-License-Identifier: Apache-2.0
+// Cancellation of ULTs, deferred (and asynchronous at cancellation points),
+// as POSIX and NPTL do it.
+//
+// Each thread's state is one word in its handle's slot (sched/handles.hpp):
+// asked (pthread_cancel came), disabled (PTHREAD_CANCEL_DISABLE), async
+// (PTHREAD_CANCEL_ASYNCHRONOUS), acting (it is being cancelled: its cleanup
+// handlers run and must not be cancelled again). A ULT without a handle has
+// never been named, so nobody can have cancelled it: its cancellation points
+// cost a load of its handle field.
+//
+// A thread acts on a cancellation at a cancellation point by exiting with
+// PTHREAD_CANCELED: pthread_exit's path, which runs the plain-C cleanup
+// handlers and unwinds the stack (C++ destructors, -fexceptions handlers).
+// A cancellation point that waits (sleeps, condition and semaphore waits)
+// arms its wait (sched/interrupt.hpp): pthread_cancel interrupts it as a
+// time-out would end it, and the waiter, back in the call, acts.
+#define ITO_PTHREAD_NO_RENAME 1
+#include <pthread.h>
+
+#include "compat/c_create.hpp"
+#include "compat/posix_internal.hpp"
+#include "ito/pthread.h"
+#include "sched/handles.hpp"
+#include "sched/interrupt.hpp"
+
+namespace ito::posix {
+namespace {
+
+namespace handles = sched::handles;
+
+constexpr std::uint32_t cancel_asked = 1;
+constexpr std::uint32_t cancel_disabled = 2;
+constexpr std::uint32_t cancel_async = 4;
+constexpr std::uint32_t cancel_acting = 8;
+
+// The calling ULT's word; with `name`, a ULT without a handle gets one (its
+// state is about to be set), else null for it: nobody can have cancelled it.
+std::atomic<std::uint32_t>* own_word(sched::ult* self, bool name) noexcept {
+  if (!self || (!self->handle && !name)) return nullptr;
+  const handles::value h = handles::of(self);
+  return h ? handles::cancel_word(h) : nullptr;
+}
+
+bool must_act(std::uint32_t s) noexcept {
+  return (s & (cancel_asked | cancel_disabled | cancel_acting)) == cancel_asked;
+}
+
+[[noreturn]] void act(std::atomic<std::uint32_t>* word) {
+  // Its cleanup handlers may reach cancellation points: they must go on.
+  word->fetch_or(cancel_acting | cancel_disabled, std::memory_order_relaxed);
+  ito_pthread_exit(PTHREAD_CANCELED);
+  __builtin_unreachable();
+}
+
+}  // namespace
+
+void cancellation_point() {
+  sched::ult* self = sched::current_ult();
+  if (!self || !self->handle) [[likely]] return;
+  std::atomic<std::uint32_t>* word = own_word(self, false);
+  if (word && must_act(word->load(std::memory_order_acquire))) act(word);
+}
+
+bool begin_cancellable_wait() {
+  sched::ult* self = sched::current_ult();
+  if (!self || !self->handle) [[likely]] return false;
+  std::atomic<std::uint32_t>* word = own_word(self, false);
+  if (!word || (word->load(std::memory_order_relaxed) & cancel_disabled)) return false;
+  // Forget an interrupt of an earlier wait, then look at the reason afresh:
+  // a cancellation asked from here on either is seen now or interrupts the
+  // wait (pthread_cancel sets the word before it interrupts).
+  sched::clear_interrupt(self);
+  if (must_act(word->load(std::memory_order_seq_cst))) act(word);
+  sched::arm_interruptible_wait(self);
+  return true;
+}
+
+bool end_cancellable_wait(bool armed) noexcept {
+  return armed && sched::disarm_interruptible_wait(sched::current_ult());
+}
+
+void cancellable_sleep_until(std::int64_t deadline_ns) {
+  for (;;) {
+    const bool armed = begin_cancellable_wait();
+    if (!armed) return sched::sleep_until_ns(deadline_ns);
+    detail::waiter me(sched::current_ult());
+    detail::timed_park wait(me, deadline_ns, sched::take_interruptible_arm(me.ult));
+    wait.arm();
+    wait.park("sleep", nullptr);
+    if (!end_cancellable_wait(armed)) return;  // the deadline ended it
+    cancellation_point();                      // acts, unless the interrupt was stale
+    if (sched::monotonic_ns() >= deadline_ns) return;
+  }
+}
+
+void cancellable_sleep_for(long long ns) {
+  std::int64_t deadline;
+  if (__builtin_add_overflow(sched::monotonic_ns(), ns > 0 ? ns : 0, &deadline))
+    deadline = sched::timer_queue::never;
+  cancellable_sleep_until(deadline);
+}
+
+}  // namespace ito::posix
+
+namespace handles = ito::sched::handles;
+using ito::posix::cancel_acting;
+using ito::posix::cancel_asked;
+using ito::posix::cancel_async;
+using ito::posix::cancel_disabled;
+
+extern "C" {
+
+int ito_pthread_cancel(pthread_t thread) {
+  ito::sched::ult* u = nullptr;
+  if (ito::compat::find_ult(static_cast<ito_ult_t>(thread), &u) != 0) return ESRCH;
+  std::atomic<std::uint32_t>* word = handles::cancel_word(static_cast<handles::value>(thread));
+  if (!word) return ESRCH;
+  const std::uint32_t before = word->fetch_or(cancel_asked, std::memory_order_seq_cst);
+  if (before & (cancel_asked | cancel_acting | cancel_disabled)) return 0;  // acts when it enables
+  if (u == ito::sched::current_ult()) {
+    if (before & cancel_async) ito::posix::act(word);
+    return 0;
+  }
+  ito::sched::interrupt(u);
+  return 0;
+}
+
+int ito_pthread_setcancelstate(int state, int* oldstate) {
+  if (state != PTHREAD_CANCEL_ENABLE && state != PTHREAD_CANCEL_DISABLE) return EINVAL;
+  if (ito::posix::ensure_runtime() != 0) return ::pthread_setcancelstate(state, oldstate);
+  std::atomic<std::uint32_t>* word = ito::posix::own_word(ito::sched::current_ult(), true);
+  if (!word) return EAGAIN;  // no handle to be had (16M live)
+  const std::uint32_t before = state == PTHREAD_CANCEL_DISABLE
+                                   ? word->fetch_or(cancel_disabled, std::memory_order_acq_rel)
+                                   : word->fetch_and(~cancel_disabled, std::memory_order_acq_rel);
+  if (oldstate)
+    *oldstate = (before & cancel_disabled) ? PTHREAD_CANCEL_DISABLE : PTHREAD_CANCEL_ENABLE;
+  // Enabled again with a cancellation pending: asynchronous acts at once.
+  const std::uint32_t now = before & ~cancel_disabled;
+  if (state == PTHREAD_CANCEL_ENABLE && (now & cancel_async) && ito::posix::must_act(now))
+    ito::posix::act(word);
+  return 0;
+}
+
+int ito_pthread_setcanceltype(int type, int* oldtype) {
+  if (type != PTHREAD_CANCEL_DEFERRED && type != PTHREAD_CANCEL_ASYNCHRONOUS) return EINVAL;
+  if (ito::posix::ensure_runtime() != 0) return ::pthread_setcanceltype(type, oldtype);
+  std::atomic<std::uint32_t>* word = ito::posix::own_word(ito::sched::current_ult(), true);
+  if (!word) return EAGAIN;
+  const std::uint32_t before = type == PTHREAD_CANCEL_ASYNCHRONOUS
+                                   ? word->fetch_or(cancel_async, std::memory_order_acq_rel)
+                                   : word->fetch_and(~cancel_async, std::memory_order_acq_rel);
+  if (oldtype)
+    *oldtype = (before & cancel_async) ? PTHREAD_CANCEL_ASYNCHRONOUS : PTHREAD_CANCEL_DEFERRED;
+  if (type == PTHREAD_CANCEL_ASYNCHRONOUS && ito::posix::must_act(before)) ito::posix::act(word);
+  return 0;
+}
+
+void ito_pthread_testcancel(void) {
+  if (!ito::sched::current_ult()) {
+    if (ito::posix::ensure_runtime() != 0) return ::pthread_testcancel();
+  }
+  ito::posix::cancellation_point();
+}
+
+}  // extern "C"

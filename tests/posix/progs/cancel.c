@@ -1,0 +1,282 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Cancellation: at each kind of cancellation point (testcancel, a condition
+ * wait, a semaphore wait, the sleeps, join), with cleanup handlers run
+ * innermost first (a condition wait's with the mutex held again), the
+ * joiner seeing PTHREAD_CANCELED, the disabled state holding a cancellation
+ * back until enabled, asynchronous self-cancellation acting at once, a
+ * handler's own cancellation points not cancelling again, and the error
+ * codes. Built as plain C, with -fexceptions and as C++ (cancel_cxx.cpp adds
+ * a destructor that must run). The output is compared with NPTL's. */
+#define _GNU_SOURCE 1
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <sched.h>
+#include <semaphore.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define CHECK(what)                                                    \
+  do {                                                                 \
+    if (!(what)) {                                                     \
+      printf("FAILED line %d: %s\n", __LINE__, #what);                \
+      exit(1);                                                         \
+    }                                                                  \
+  } while (0)
+
+static char trail[256];
+static pthread_mutex_t trail_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void note(const char* s) {
+  pthread_mutex_lock(&trail_lock);
+  strncat(trail, s, sizeof trail - strlen(trail) - 1);
+  pthread_mutex_unlock(&trail_lock);
+}
+
+static void note_handler(void* arg) { note((const char*)arg); }
+
+static sem_t ready;
+
+/* Starts `body`, waits until it says it is about to block, cancels it,
+ * joins it and prints what its handlers left. */
+static void cancel_one(const char* name, void* (*body)(void*)) {
+  pthread_t t;
+  trail[0] = '\0';
+  CHECK(pthread_create(&t, NULL, body, NULL) == 0);
+  CHECK(sem_wait(&ready) == 0);
+  CHECK(pthread_cancel(t) == 0);
+  void* result = NULL;
+  CHECK(pthread_join(t, &result) == 0);
+  printf("%-18s %s, handlers: %s\n", name, result == PTHREAD_CANCELED ? "cancelled" : "NOT cancelled",
+         trail);
+}
+
+/* Deferred: only pthread_testcancel stops a thread that computes. (It
+ * yields too: from source, ULTs are not preempted, and the main thread
+ * shares the first worker with it at ITO_WORKERS=1.) */
+static volatile int spin;
+static void* at_testcancel(void* arg) {
+  (void)arg;
+  pthread_cleanup_push(note_handler, (void*)"1 ");
+  pthread_cleanup_push(note_handler, (void*)"2 ");
+  sem_post(&ready);
+  for (;;) {
+    for (int i = 0; i < 1000; ++i) spin = spin + 1;
+    pthread_testcancel();
+    sched_yield();
+  }
+  pthread_cleanup_pop(0);
+  pthread_cleanup_pop(0);
+  return NULL;
+}
+
+static pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t never_signalled = PTHREAD_COND_INITIALIZER;
+static void unlock_m(void* arg) {
+  (void)arg;
+  /* The wait took the mutex back before the handlers ran. */
+  note(pthread_mutex_unlock(&m) == 0 ? "unlocked " : "NOT-HELD ");
+}
+static void* at_cond_wait(void* arg) {
+  (void)arg;
+  pthread_mutex_lock(&m);
+  pthread_cleanup_push(unlock_m, NULL);
+  sem_post(&ready);
+  for (;;) pthread_cond_wait(&never_signalled, &m);
+  pthread_cleanup_pop(0);
+  return NULL;
+}
+
+static void* at_cond_timedwait(void* arg) {
+  (void)arg;
+  pthread_mutex_lock(&m);
+  pthread_cleanup_push(unlock_m, NULL);
+  sem_post(&ready);
+  struct timespec t;
+  clock_gettime(CLOCK_REALTIME, &t);
+  t.tv_sec += 3600;
+  for (;;) pthread_cond_timedwait(&never_signalled, &m, &t);
+  pthread_cleanup_pop(0);
+  return NULL;
+}
+
+static sem_t empty;
+static void* at_sem_wait(void* arg) {
+  (void)arg;
+  pthread_cleanup_push(note_handler, (void*)"sem ");
+  sem_post(&ready);
+  for (;;) sem_wait(&empty);
+  pthread_cleanup_pop(0);
+  return NULL;
+}
+
+static void* at_sleep(void* arg) {
+  (void)arg;
+  pthread_cleanup_push(note_handler, (void*)"sleep ");
+  sem_post(&ready);
+  for (;;) sleep(3600);
+  pthread_cleanup_pop(0);
+  return NULL;
+}
+
+static void* at_nanosleep(void* arg) {
+  (void)arg;
+  pthread_cleanup_push(note_handler, (void*)"nanosleep ");
+  sem_post(&ready);
+  struct timespec hour = {3600, 0};
+  for (;;) nanosleep(&hour, NULL);
+  pthread_cleanup_pop(0);
+  return NULL;
+}
+
+static void* at_clock_nanosleep(void* arg) {
+  (void)arg;
+  pthread_cleanup_push(note_handler, (void*)"clock_nanosleep ");
+  sem_post(&ready);
+  struct timespec hour = {3600, 0};
+  for (;;) clock_nanosleep(CLOCK_MONOTONIC, 0, &hour, NULL);
+  pthread_cleanup_pop(0);
+  return NULL;
+}
+
+static void* at_usleep_and_poll(void* arg) {
+  (void)arg;
+  pthread_cleanup_push(note_handler, (void*)"usleep/poll ");
+  sem_post(&ready);
+  for (;;) {
+    usleep(1000);
+    poll(NULL, 0, 1);
+  }
+  pthread_cleanup_pop(0);
+  return NULL;
+}
+
+static void* forever(void* arg) {
+  (void)arg;
+  for (;;) sleep(3600);
+  return NULL;
+}
+/* Join is a cancellation point: a cancellation asked before it acts. */
+static void* at_join(void* arg) {
+  (void)arg;
+  pthread_t sleeper;
+  pthread_create(&sleeper, NULL, forever, NULL);
+  pthread_cleanup_push(note_handler, (void*)"join ");
+  sem_post(&ready);
+  while (1) {
+    usleep(100);  /* acts here, or at the join */
+    pthread_join(sleeper, NULL);
+  }
+  pthread_cleanup_pop(0);
+  return NULL;
+}
+
+/* A handler that sleeps: its own cancellation points go on. */
+static void sleepy_handler(void* arg) {
+  (void)arg;
+  usleep(1000);
+  pthread_testcancel();
+  note("handler-slept ");
+}
+static void* handler_with_points(void* arg) {
+  (void)arg;
+  pthread_cleanup_push(sleepy_handler, NULL);
+  sem_post(&ready);
+  for (;;) sleep(3600);
+  pthread_cleanup_pop(0);
+  return NULL;
+}
+
+/* Disabled: the cancellation waits, through sleeps, until enabled. */
+static sem_t cancelled_while_disabled;
+static void* disabled_then_enabled(void* arg) {
+  (void)arg;
+  int old = -1;
+  CHECK(pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old) == 0);
+  CHECK(old == PTHREAD_CANCEL_ENABLE);
+  pthread_cleanup_push(note_handler, (void*)"enabled ");
+  sem_post(&ready);
+  CHECK(sem_wait(&cancelled_while_disabled) == 0);
+  usleep(2000);
+  pthread_testcancel();
+  note("alive ");
+  CHECK(pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, &old) == 0);
+  CHECK(old == PTHREAD_CANCEL_DISABLE);
+  pthread_testcancel();
+  note("NOT-REACHED ");
+  pthread_cleanup_pop(0);
+  return NULL;
+}
+
+/* Asynchronous: cancelling itself acts inside pthread_cancel. */
+static void* async_self(void* arg) {
+  (void)arg;
+  int old = -1;
+  CHECK(pthread_setcanceltype(PTHREAD_CANCEL_ASYNCHRONOUS, &old) == 0);
+  CHECK(old == PTHREAD_CANCEL_DEFERRED);
+  pthread_cleanup_push(note_handler, (void*)"async ");
+  pthread_cancel(pthread_self());
+  note("NOT-REACHED ");
+  pthread_cleanup_pop(0);
+  return NULL;
+}
+
+#ifdef __cplusplus
+#include "cancel_cxx_part.hpp"
+#endif
+
+int main(void) {
+  CHECK(sem_init(&ready, 0, 0) == 0);
+  CHECK(sem_init(&empty, 0, 0) == 0);
+  CHECK(sem_init(&cancelled_while_disabled, 0, 0) == 0);
+  setvbuf(stdout, NULL, _IOLBF, 0);
+
+  CHECK(pthread_setcancelstate(7, NULL) == EINVAL);
+  CHECK(pthread_setcanceltype(7, NULL) == EINVAL);
+
+  cancel_one("testcancel", at_testcancel);
+  cancel_one("cond_wait", at_cond_wait);
+  cancel_one("cond_timedwait", at_cond_timedwait);
+  cancel_one("sem_wait", at_sem_wait);
+  cancel_one("sleep", at_sleep);
+  cancel_one("nanosleep", at_nanosleep);
+  cancel_one("clock_nanosleep", at_clock_nanosleep);
+  cancel_one("usleep/poll", at_usleep_and_poll);
+  cancel_one("join", at_join);
+  cancel_one("handler points", handler_with_points);
+
+  {
+    pthread_t t;
+    void* result = NULL;
+    trail[0] = '\0';
+    CHECK(pthread_create(&t, NULL, disabled_then_enabled, NULL) == 0);
+    CHECK(sem_wait(&ready) == 0);
+    CHECK(pthread_cancel(t) == 0);
+    CHECK(pthread_cancel(t) == 0); /* twice is fine */
+    CHECK(sem_post(&cancelled_while_disabled) == 0);
+    CHECK(pthread_join(t, &result) == 0);
+    printf("%-18s %s, handlers: %s\n", "disabled, enabled",
+           result == PTHREAD_CANCELED ? "cancelled" : "NOT cancelled", trail);
+  }
+  {
+    pthread_t t;
+    void* result = NULL;
+    trail[0] = '\0';
+    CHECK(pthread_create(&t, NULL, async_self, NULL) == 0);
+    CHECK(pthread_join(t, &result) == 0);
+    printf("%-18s %s, handlers: %s\n", "async self",
+           result == PTHREAD_CANCELED ? "cancelled" : "NOT cancelled", trail);
+  }
+#ifdef __cplusplus
+  cxx_cases();
+#endif
+  /* The mutex every condition case left unlocked is free. */
+  CHECK(pthread_mutex_trylock(&m) == 0);
+  CHECK(pthread_mutex_unlock(&m) == 0);
+  printf("done\n");
+  return 0;
+}
