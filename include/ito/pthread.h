@@ -13,9 +13,9 @@
  * thread becomes the main ULT, bound to worker 0. Return codes are POSIX's.
  * Stack attributes work: a caller-supplied stack (pthread_attr_setstack,
  * glibc's own setter) is used as given, and a stack size above the runtime's
- * (ITO_STACK_SIZE) gets a stack mapped for that thread. Unsupported:
- * pthread_cancel (ENOSYS) and process-shared objects (process-shared and
- * named semaphores stay glibc's).
+ * (ITO_STACK_SIZE) gets a stack mapped for that thread. Cancellation is
+ * per ULT (docs/POSIX.md, "Cancellation"). Unsupported: some process-shared
+ * objects (process-shared and named semaphores stay glibc's).
  * See docs/POSIX.md for the limits (TLS, errno, blocking system calls).
  *
  * Define ITO_PTHREAD_NO_RENAME before including it to get the ito_pthread_*
