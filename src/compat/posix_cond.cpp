@@ -55,11 +55,12 @@ int wait(pthread_cond_t* cond, pthread_mutex_t* mutex, const timespec* abstime,
   errno_guard keep_errno;
   // A cancellation point: a cancellation acts with the mutex held, here or
   // once the wait it interrupted has taken the mutex back.
-  if (is_pshared(c)) {
-    cancellation_point();
-    return pshared::wait(cond, mutex, deadline);
-  }
   const bool cancellable = begin_cancellable_wait();
+  if (is_pshared(c)) {
+    const int e = pshared::wait(cond, mutex, deadline);
+    if (end_cancellable_wait(cancellable)) cancellation_point();
+    return e;
+  }
   // A recursive mutex is released completely and restored to its depth.
   const std::uint32_t depth = access::take_depth(m);
   std::unique_lock<ito::mutex> lock(m, std::adopt_lock);

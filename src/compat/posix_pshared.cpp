@@ -12,6 +12,7 @@
 #include "io/fork_child.hpp"
 #include "ito/delegate.hpp"
 #include "os/futex.hpp"
+#include "sched/interrupt.hpp"
 
 namespace ito::posix::pshared {
 namespace {
@@ -210,17 +211,47 @@ void init_cond(pthread_cond_t* c) noexcept {
   w->waiters.store(0, std::memory_order_relaxed);
 }
 
+namespace {
+
+// An interruptible wait on a condition's futex (sched/interrupt.hpp): the
+// interrupter broadcasts it, a spurious wake-up for the other waiters,
+// which POSIX allows; changing the word first means the wake cannot be
+// lost before the waiting pool thread reaches the futex.
+struct futex_interrupt : sched::interruptible_wait {
+  cond_words* words = nullptr;
+  std::atomic<bool> done{false};
+  static void broadcast(sched::interruptible_wait* i) noexcept {
+    auto* self = static_cast<futex_interrupt*>(i);
+    self->done.store(true, std::memory_order_relaxed);
+    self->words->seq.fetch_add(1, std::memory_order_seq_cst);
+    os::futex_wake_shared(&self->words->seq, INT_MAX);
+  }
+};
+
+}  // namespace
+
 int wait(pthread_cond_t* c, pthread_mutex_t* m, std::int64_t deadline_ns) noexcept {
   cond_words* w = cwords(c);
+  sched::ult* self = sched::current_ult();
+  futex_interrupt interrupt;
+  interrupt.end = &futex_interrupt::broadcast;
+  interrupt.words = w;
+  const bool interruptible = sched::take_interruptible_arm(self);
   // Counted before the sequence is read, and both before the mutex is
   // released: a signaller that changes the sequence after this read sees
   // the count (both sides seq_cst) and wakes the futex.
   w->waiters.fetch_add(1, std::memory_order_seq_cst);
   const std::uint32_t seq = w->seq.load(std::memory_order_seq_cst);
   const std::uint32_t depth = release(m);
-  const bool timed_out =
-      wait_shared(&w->seq, seq, deadline_ns) == os::futex_status::timed_out &&
-      deadline_ns != never && sched::monotonic_ns() >= deadline_ns;
+  bool timed_out = false;
+  if (!interruptible || sched::publish_interruptible(self, &interrupt)) {
+    timed_out = wait_shared(&w->seq, seq, deadline_ns) == os::futex_status::timed_out &&
+                deadline_ns != never && sched::monotonic_ns() >= deadline_ns;
+    if (interruptible) sched::unpublish_interruptible(self, &interrupt);
+  } else {
+    interrupt.done.store(true, std::memory_order_relaxed);  // asked before it could wait
+  }
+  if (interrupt.done.load(std::memory_order_relaxed)) sched::mark_interrupted(self);
   w->waiters.fetch_sub(1, std::memory_order_relaxed);
   retake(m, depth);
   return timed_out ? ETIMEDOUT : 0;
