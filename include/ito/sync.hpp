@@ -114,6 +114,7 @@ class mutex {
   // off the queue and no longer counted as a waiter.
   bool sleep_in_queue(bool at_front, std::int64_t deadline_ns);
   void uncount_waiter() noexcept;
+  std::uint32_t uncount_from_before_fork(std::uint32_t n) noexcept;
   void wake_first() noexcept;
   bool held_by(const void* self) const noexcept {
     return owner_.load(std::memory_order_relaxed) == self;

@@ -40,6 +40,11 @@ struct errno_guard {
     restore_carried(other);
     detail::errno_now() = saved;
   }
+  // Keeps what the caller has now instead (pthread_once: what its routine set).
+  __attribute__((no_sanitize("thread"))) void keep_current() {
+    other = save_carried();
+    saved = detail::errno_now();
+  }
 };
 
 // Starts the runtime if none runs and the caller is a plain OS thread; the

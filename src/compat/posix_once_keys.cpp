@@ -37,10 +37,16 @@ int ito_pthread_once(pthread_once_t* once, void (*fn)(void)) {
   if (ito::detail::sync_access::done(flag)) [[likely]] return 0;
   // No runtime needed: before the first thread nobody can be parked here (a
   // latecomer while a runtime runs is a ULT, or an OS thread on a futex).
+  // A caller that waits for another's run may resume on another worker: it
+  // keeps its own errno and locale. One that runs fn keeps what fn left, as
+  // under NPTL (a lazy open's errno, for the caller's perror).
   ito::posix::errno_guard keep_errno;
   // pthread_exit (an unwind) inside fn: POSIX treats it as cancellation, and
   // call_once lets the next caller (or a parked one) run fn again.
-  ito::call_once(flag, fn);
+  ito::call_once(flag, [&] {
+    fn();
+    keep_errno.keep_current();
+  });
   return 0;
 }
 

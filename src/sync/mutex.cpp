@@ -231,10 +231,29 @@ void mutex::uncount_waiter() noexcept {
 
 void mutex::wake_first() noexcept {
   queue_lock_.lock();
-  detail::waiter* chosen = detail::pop_claimed(waiters_);
-  if (!chosen) aux_.fetch_add(one_token, std::memory_order_relaxed);
+  std::uint32_t dropped = 0;
+  detail::waiter* chosen = detail::pop_claimed(waiters_, dropped);
+  // With nobody queued, the wake-up is owed to a waiter counted but not queued
+  // yet: leave it a token. Unless the count was only records from before a
+  // fork: a token then would let a later waiter think it was handed the mutex.
+  const bool owed = dropped == 0 || uncount_from_before_fork(dropped) != 0;
+  if (!chosen && owed) aux_.fetch_add(one_token, std::memory_order_relaxed);
   queue_lock_.unlock();
   if (chosen) detail::unpark(*chosen);
+}
+
+// In a forked child: `n` waiters of the parent, dropped from the queue, leave
+// the count (they never will by themselves). Once no waiter is left, the
+// starvation mode and the wake-up meant for one of them end with them.
+// Returns the waiters still counted.
+std::uint32_t mutex::uncount_from_before_fork(std::uint32_t n) noexcept {
+  std::uint32_t old = state_.load(std::memory_order_relaxed);
+  for (;;) {
+    std::uint32_t desired = old - n * one_waiter;
+    if (waiters_in(desired) == 0) desired &= ~(starving | woken);
+    if (state_.compare_exchange_weak(old, desired, std::memory_order_relaxed))
+      return waiters_in(desired);
+  }
 }
 
 }  // namespace ito

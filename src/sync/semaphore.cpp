@@ -121,6 +121,13 @@ bool counting_semaphore::add_permits(std::ptrdiff_t update, std::ptrdiff_t limit
   for (; permits > 0; --permits) {
     // Never null: every permit owed has its waiter queued (see the top).
     detail::waiter* w = detail::pop_front(waiters_);
+    if (detail::from_before_fork(*w)) {
+      // In a forked child, a parent's waiter: its permit is released again,
+      // into the count, or on to the next waiter while the count says more
+      // are registered (this loop hands it, so it goes round once more).
+      if (count_.fetch_add(1, std::memory_order_release) < 0) ++permits;
+      continue;
+    }
     // A waiter whose time-out won the claim is already awake and finds
     // itself off the queue, permit in hand; one awaiting its permit needs a wake.
     if (!detail::claim(*w, detail::by_wake) &&

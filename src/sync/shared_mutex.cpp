@@ -195,6 +195,10 @@ detail::waiter* shared_mutex::grant_locked() noexcept {
   for (;;) {
     auto* front = static_cast<rw_waiter*>(waiters_.head);
     if (!front) break;
+    if (detail::from_before_fork(*front)) {  // a forked child's copy of a parent's waiter
+      detail::pop_front(waiters_);
+      continue;
+    }
     if (front->write) {
       // A writer waits for every holder to leave, and for the readers just granted.
       const std::uint32_t s = state_.load(std::memory_order_relaxed);

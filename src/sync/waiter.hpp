@@ -18,6 +18,7 @@
 #include "sched/interrupt.hpp"
 #include "sched/timers.hpp"
 #include "sched/ult.hpp"
+#include "sync/fork_generation.hpp"
 
 namespace ito::sched {
 struct runtime_state;
@@ -39,7 +40,16 @@ struct waiter {
   const void* key = nullptr;  // the word it waits on, in a queue shared by words (word_wait.hpp)
   waiter* next = nullptr;
   waiter* prev = nullptr;
+  const std::uint32_t generation = fork_generation();
 };
+
+// A record a forked child inherited: its thread exists only in the parent, so
+// nothing may be handed to it nor may it be woken (a ULT woken there would
+// resume the parent's context). A wake that finds one drops it from its queue
+// (the record stays readable: the parent's stacks are leaked in the child).
+inline bool from_before_fork(const waiter& w) noexcept {
+  return w.generation != fork_generation();
+}
 
 // A waiter for the caller: its ULT, or a plain OS thread.
 sched::ult* calling_ult() noexcept;
@@ -145,12 +155,20 @@ inline waiter* take_all(wait_queue& q) noexcept {
 }
 
 // Pops waiters off q until one is claimed by_wake (a wait that has just
-// timed out is skipped); null if none is left. The caller holds q's lock and
-// unparks the one returned after releasing it.
-inline waiter* pop_claimed(wait_queue& q) noexcept {
-  while (waiter* w = pop_front(q))
-    if (claim(*w, by_wake)) return w;
+// timed out is skipped, and a record from before a fork dropped, counted in
+// `dropped`); null if none is left. The caller holds q's lock and unparks the
+// one returned after releasing it.
+inline waiter* pop_claimed(wait_queue& q, std::uint32_t& dropped) noexcept {
+  while (waiter* w = pop_front(q)) {
+    if (from_before_fork(*w)) ++dropped;
+    else if (claim(*w, by_wake)) return w;
+  }
   return nullptr;
+}
+
+inline waiter* pop_claimed(wait_queue& q) noexcept {
+  std::uint32_t dropped = 0;
+  return pop_claimed(q, dropped);
 }
 
 // One wait with a deadline (CLOCK_MONOTONIC ns; sched::timer_queue::never for

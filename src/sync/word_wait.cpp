@@ -50,7 +50,9 @@ void wake_all_on_word(const std::atomic<std::uint32_t>& word) noexcept {
   b.lock.lock();
   for (waiter* w = b.waiters.head; w;) {
     waiter* next = w->next;
-    if (w->key == &word) {
+    if (from_before_fork(*w)) {
+      remove(b.waiters, w);  // in a forked child, a parent's waiter: never woken
+    } else if (w->key == &word) {
       remove(b.waiters, w);
       *last = w;
       last = &w->next;
