@@ -1,6 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// Cancellation of ULTs, deferred (and asynchronous at cancellation points),
-// as POSIX and NPTL do it.
+// Cancellation of ULTs, deferred and asynchronous, as POSIX and NPTL do it.
 //
 // Each thread's state is one word in its handle's slot (sched/handles.hpp):
 // asked (pthread_cancel came), disabled (PTHREAD_CANCEL_DISABLE), async
@@ -15,6 +14,9 @@
 // A cancellation point that waits (sleeps, condition and semaphore waits)
 // arms its wait (sched/interrupt.hpp): pthread_cancel interrupts it as a
 // time-out would end it, and the waiter, back in the call, acts.
+// Asynchronous cancellation also interrupts a ULT that computes, through the
+// preemption handler (where preemption is active), and one that waits for a
+// mutex.
 #define ITO_PTHREAD_NO_RENAME 1
 #include <pthread.h>
 
@@ -23,6 +25,7 @@
 #include "ito/pthread.h"
 #include "sched/handles.hpp"
 #include "sched/interrupt.hpp"
+#include "sched/preempt.hpp"
 
 namespace ito::posix {
 namespace {
@@ -62,11 +65,24 @@ void cancellation_point() {
   if (word && must_act(word->load(std::memory_order_acquire))) act(word);
 }
 
-bool begin_cancellable_wait() {
+// The preemption handler's asynchronous action (sched/preempt.hpp): a ULT
+// interrupted at a safe point acts on a cancellation it has enabled as
+// asynchronous, from inside the signal frame.
+void act_if_async(sched::ult* self) {
+  self->async_action_pending.store(false, std::memory_order_relaxed);
+  std::atomic<std::uint32_t>* word = own_word(self, false);
+  if (!word) return;
+  const std::uint32_t s = word->load(std::memory_order_acquire);
+  if ((s & cancel_async) && must_act(s)) act(word);
+}
+
+bool begin_cancellable_wait(bool only_async) {
   sched::ult* self = sched::current_ult();
   if (!self || !self->handle) [[likely]] return false;
   std::atomic<std::uint32_t>* word = own_word(self, false);
-  if (!word || (word->load(std::memory_order_relaxed) & cancel_disabled)) return false;
+  if (!word) return false;
+  const std::uint32_t s = word->load(std::memory_order_relaxed);
+  if ((s & cancel_disabled) || (only_async && !(s & cancel_async))) return false;
   // Forget an interrupt of an earlier wait, then look at the reason afresh:
   // a cancellation asked from here on either is seen now or interrupts the
   // wait (pthread_cancel sets the word before it interrupts).
@@ -123,6 +139,12 @@ int ito_pthread_cancel(pthread_t thread) {
     return 0;
   }
   ito::sched::interrupt(u);
+  // Asynchronous: also while it runs (the preemption watch interrupts it at
+  // a safe point, where one is active) or waits in a mutex.
+  if (before & cancel_async) {
+    ito::sched::set_async_action(&ito::posix::act_if_async);
+    ito::sched::ask_async_action(u);
+  }
   return 0;
 }
 

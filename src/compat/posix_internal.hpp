@@ -111,7 +111,9 @@ void cancellation_point();
 // cancellation_point() where POSIX lets it act (not when the wait got what
 // it waited for: a semaphore's permit is not lost), and otherwise treats the
 // interruption as a spurious wake-up.
-bool begin_cancellable_wait();
+// only_async: a wait that is not a cancellation point (a mutex), which only
+// an asynchronous cancellation may end.
+bool begin_cancellable_wait(bool only_async = false);
 bool end_cancellable_wait(bool armed) noexcept;
 // A ULT's sleep until deadline_ns (CLOCK_MONOTONIC), a cancellation point.
 void cancellable_sleep_until(std::int64_t deadline_ns);

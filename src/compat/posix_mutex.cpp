@@ -38,10 +38,20 @@ int lock(pthread_mutex_t* mutex, std::int64_t deadline) {
   if (int e = enter()) return e;
   errno_guard keep_errno;
   if (pshared::is_mutex(mutex)) return pshared::lock(mutex, deadline);
-  try {
-    return access::lock(as_mutex(mutex), self, deadline);
-  } catch (const std::bad_alloc&) {  // arming the time-out's timer
-    return ENOMEM;
+  for (;;) {
+    // Not a cancellation point, but an asynchronous cancellation ends the
+    // wait (NPTL's does too).
+    const bool cancellable = begin_cancellable_wait(/*only_async=*/true);
+    int e;
+    try {
+      e = access::lock(as_mutex(mutex), self, deadline);
+    } catch (const std::bad_alloc&) {  // arming the time-out's timer
+      end_cancellable_wait(cancellable);
+      return ENOMEM;
+    }
+    if (!end_cancellable_wait(cancellable) || e != ETIMEDOUT) return e;
+    cancellation_point();  // acts; else a stale interrupt: wait on until the deadline
+    if (deadline != access::never && sched::monotonic_ns() >= deadline) return e;
   }
 }
 

@@ -168,6 +168,8 @@ bool safe_point(const ult* self, const ucontext_t* uc) noexcept {
 
 // --- The handler ------------------------------------------------------------
 
+std::atomic<async_action_fn> g_async_action{nullptr};
+
 struct sigaction g_program_action;  // what the program had installed before ito
 std::atomic<bool> g_installed{false};
 std::atomic<unsigned> g_active{0};  // runtimes with preemption on (0 or 1)
@@ -197,10 +199,17 @@ void on_preempt_signal(int sig, siginfo_t* info, void* ucv) {
     errno = saved_errno;
     return;
   }
-  worker_stats::bump(w->stats.preempts);
-  // The worker goes on with other ULTs under the mask it had before the
-  // signal (this signal open again), not the handler's.
+  // The worker goes on with other ULTs (or, for an action that unwinds the
+  // ULT, with this one's exit) under the mask it had before the signal
+  // (this signal open again), not the handler's.
   pthread_sigmask(SIG_SETMASK, &uc->uc_sigmask, nullptr);
+  if (self->async_action_pending.load(std::memory_order_acquire)) {
+    if (async_action_fn action = g_async_action.load(std::memory_order_acquire)) {
+      errno = saved_errno;
+      action(self);  // returns only when it had nothing to do
+    }
+  }
+  worker_stats::bump(w->stats.preempts);
   const locale_t locale = uselocale(nullptr);
   preempt_current(w, self);
   // Resumed, perhaps on another worker: sigreturn will install the frame's
@@ -296,7 +305,11 @@ void* watch_main(void* p) {
       // A ULT first seen now has run since some time after the last look.
       if (running != last[i].running) last[i] = {running, now};
       const std::int64_t ran = now - last[i].since;
-      const std::int64_t allowed = allowed_run(rt, w, now, slice);
+      // A ULT with an asynchronous action asked (a cancellation) is
+      // interrupted at once, whoever waits.
+      const std::int64_t allowed = running->async_action_pending.load(std::memory_order_acquire)
+                                       ? 0
+                                       : allowed_run(rt, w, now, slice);
       if (allowed == never_ns) continue;
       if (ran < allowed) {
         next_look = std::min(next_look, allowed - ran);
@@ -421,6 +434,17 @@ void free_preemption(runtime_state* rt) noexcept {
 std::uint64_t preempt_signals_sent(const runtime_state* rt) noexcept {
   const preempt_watch* watch = rt->preempt.load(std::memory_order_acquire);
   return watch ? watch->signals.load(std::memory_order_relaxed) : 0;
+}
+
+void set_async_action(async_action_fn action) noexcept {
+  g_async_action.store(action, std::memory_order_release);
+}
+
+void ask_async_action(ult* u) noexcept {
+  u->async_action_pending.store(true, std::memory_order_release);
+  runtime_state* rt = g_runtime.load(std::memory_order_acquire);
+  if (!rt) return;
+  if (preempt_watch* watch = rt->preempt.load(std::memory_order_acquire)) wake(watch);
 }
 
 void wake_preempt_watch(runtime_state* rt) noexcept {

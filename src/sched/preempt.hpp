@@ -27,6 +27,7 @@ struct options;
 namespace ito::sched {
 
 struct runtime_state;
+struct ult;
 
 // The signal the watch sends (SIGURG, as Go's runtime: unused by almost every
 // program; a handler the program had installed before still runs for the
@@ -61,5 +62,17 @@ std::uint64_t preempt_signals_sent(const runtime_state* rt) noexcept;
 // A worker left the idle list: a watch that slept while every worker was
 // parked looks again. One relaxed load when it does not sleep.
 void wake_preempt_watch(runtime_state* rt) noexcept;
+
+// Asynchronous actions on a running ULT (POSIX asynchronous cancellation).
+// The action runs in the preemption handler, at a safe point, with the
+// interrupted code's signal mask back in place; it clears the ULT's
+// async_action_pending and returns when it has nothing to do, and does not
+// return when it acts (it unwinds the ULT from inside the signal frame).
+using async_action_fn = void (*)(ult* self);
+void set_async_action(async_action_fn action) noexcept;
+// Marks u and has the watch interrupt it whenever it runs (at once if it
+// does). Without an active preemption watch, nothing interrupts it: the
+// caller's other means (cancellation points) remain.
+void ask_async_action(ult* u) noexcept;
 
 }  // namespace ito::sched

@@ -118,6 +118,10 @@ struct ult {
   std::atomic<std::uintptr_t> interrupt_slot{0};
   bool wait_interruptible = false;  // armed: the next supporting wait may be interrupted
   bool wait_interrupted = false;    // the armed wait was
+  // Set by another thread: the preemption handler runs the POSIX layer's
+  // asynchronous action (cancellation) the next time it interrupts this ULT
+  // at a safe point (sched/preempt.hpp, ask_async_action).
+  std::atomic<bool> async_action_pending{false};
 };
 
 // An OS thread's identity: its thread pointer (glibc's thread control

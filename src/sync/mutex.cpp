@@ -190,7 +190,8 @@ void mutex::unlock() {
 
 bool mutex::sleep_in_queue(bool at_front, std::int64_t deadline_ns) {
   detail::waiter me(detail::calling_ult());
-  detail::timed_park wait(me, deadline_ns);
+  // Armed only by the POSIX layer for an asynchronous cancellation.
+  detail::timed_park wait(me, deadline_ns, sched::take_interruptible_arm(me.ult));
   try {
     wait.arm();
   } catch (...) {

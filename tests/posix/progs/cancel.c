@@ -3,8 +3,8 @@
  * wait, a semaphore wait, the sleeps, join), with cleanup handlers run
  * innermost first (a condition wait's with the mutex held again), the
  * joiner seeing PTHREAD_CANCELED, the disabled state holding a cancellation
- * back until enabled, asynchronous self-cancellation acting at once, a
- * handler's own cancellation points not cancelling again, and the error
+ * back until enabled, asynchronous cancellation acting at once on itself
+ * and in a mutex wait, a handler's own cancellation points not cancelling again, and the error
  * codes. Built as plain C, with -fexceptions and as C++ (cancel_cxx.cpp adds
  * a destructor that must run). The output is compared with NPTL's. */
 #define _GNU_SOURCE 1
@@ -225,6 +225,24 @@ static void* async_self(void* arg) {
   return NULL;
 }
 
+/* Asynchronous, blocked in a mutex (not a cancellation point): the
+ * cancellation ends the wait. (Plain C only: with unwinding handlers (C++,
+ * -fexceptions) NPTL's unwinding from inside the futex wait runs none of
+ * them, where ito's runs them.) */
+#if !defined(__cplusplus) && !defined(__EXCEPTIONS)
+static pthread_mutex_t held = PTHREAD_MUTEX_INITIALIZER;
+static void* async_in_mutex(void* arg) {
+  (void)arg;
+  CHECK(pthread_setcanceltype(PTHREAD_CANCEL_ASYNCHRONOUS, NULL) == 0);
+  pthread_cleanup_push(note_handler, (void*)"mutex ");
+  sem_post(&ready);
+  pthread_mutex_lock(&held);
+  note("NOT-REACHED ");
+  pthread_cleanup_pop(0);
+  return NULL;
+}
+#endif
+
 #ifdef __cplusplus
 #include "cancel_cxx_part.hpp"
 #endif
@@ -271,6 +289,11 @@ int main(void) {
     printf("%-18s %s, handlers: %s\n", "async self",
            result == PTHREAD_CANCELED ? "cancelled" : "NOT cancelled", trail);
   }
+#if !defined(__cplusplus) && !defined(__EXCEPTIONS)
+  CHECK(pthread_mutex_lock(&held) == 0);
+  cancel_one("async in mutex", async_in_mutex);
+  CHECK(pthread_mutex_unlock(&held) == 0);
+#endif
 #ifdef __cplusplus
   cxx_cases();
 #endif
