@@ -67,9 +67,12 @@ bool is_main_ult() noexcept {
 
 // As posix_io.cpp: a call that may switch keeps the caller's errno on
 // success (the ULT may return on another worker), and the caller's locale.
+// Each is a cancellation point (a pending cancellation acts before the call;
+// one asked while it blocks acts at the thread's next point), unless told.
 template <class Call>
-auto keep_errno_on_success(Call&& call) -> decltype(call()) {
+auto keep_errno_on_success(Call&& call, bool cancellation_point = true) -> decltype(call()) {
   if (!in_ult()) return call();
+  if (cancellation_point) ito::posix::cancellation_point();
   ito::posix::carried_guard keep_locale;
   const int saved = errno_now();
   const auto r = call();
@@ -80,9 +83,10 @@ auto keep_errno_on_success(Call&& call) -> decltype(call()) {
 // The whole call on a delegation pool thread from a ULT (its errno carried
 // back); the plain call elsewhere.
 template <class Call>
-auto delegated(Call&& call) -> decltype(call()) {
+auto delegated(Call&& call, bool cancellation_point = true) -> decltype(call()) {
   if (!in_ult()) return call();
-  return keep_errno_on_success([&] { return ito::detail::delegated_syscall(call); });
+  return keep_errno_on_success([&] { return ito::detail::delegated_syscall(call); },
+                               cancellation_point);
 }
 
 // A descriptor number a call just created: what ito knew of it is stale.
@@ -283,11 +287,12 @@ int ito_msgsnd(int id, const void* msg, size_t size, int flags) {
   if (flags & IPC_NOWAIT) return ::msgsnd(id, msg, size, flags);
   return delegated([&] { return ::msgsnd(id, msg, size, flags); });
 }
+// Not cancellation points (POSIX lists neither).
 int ito_semop(int id, struct sembuf* ops, size_t n) {
-  return delegated([&] { return ::semop(id, ops, n); });
+  return delegated([&] { return ::semop(id, ops, n); }, false);
 }
 int ito_semtimedop(int id, struct sembuf* ops, size_t n, const struct timespec* timeout) {
-  return delegated([&] { return ::semtimedop(id, ops, n, timeout); });
+  return delegated([&] { return ::semtimedop(id, ops, n, timeout); }, false);
 }
 
 ssize_t ito_mq_receive(mqd_t q, char* msg, size_t size, unsigned int* prio) {

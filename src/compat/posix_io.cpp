@@ -34,6 +34,9 @@ bool in_ult() noexcept { return ito::sched::must_not_block_worker(); }
 template <class Call>
 auto keep_errno_on_success(Call&& call) -> decltype(call()) {
   if (!in_ult()) return call();  // the plain call: it cannot switch
+  // Every call here is a cancellation point: a pending cancellation acts
+  // before it (one asked while it blocks in I/O acts at the next point).
+  ito::posix::cancellation_point();
   ito::posix::carried_guard keep_locale;
   const int saved = errno_now();
   const auto r = call();

@@ -212,6 +212,23 @@ static void* disabled_then_enabled(void* arg) {
   return NULL;
 }
 
+/* I/O calls are cancellation points: a cancellation pending when write is
+ * called acts before anything is written. */
+static int pipe_fds[2];
+static sem_t go;
+static void* at_write(void* arg) {
+  (void)arg;
+  CHECK(pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL) == 0);
+  pthread_cleanup_push(note_handler, (void*)"write ");
+  sem_post(&ready);
+  CHECK(sem_wait(&go) == 0);
+  CHECK(pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, NULL) == 0);
+  CHECK(write(pipe_fds[1], "x", 1) == 1);
+  note("NOT-REACHED ");
+  pthread_cleanup_pop(0);
+  return NULL;
+}
+
 /* Asynchronous: cancelling itself acts inside pthread_cancel. */
 static void* async_self(void* arg) {
   (void)arg;
@@ -279,6 +296,23 @@ int main(void) {
     CHECK(pthread_join(t, &result) == 0);
     printf("%-18s %s, handlers: %s\n", "disabled, enabled",
            result == PTHREAD_CANCELED ? "cancelled" : "NOT cancelled", trail);
+  }
+  {
+    pthread_t t;
+    void* result = NULL;
+    char c;
+    trail[0] = '\0';
+    CHECK(pipe(pipe_fds) == 0);
+    CHECK(sem_init(&go, 0, 0) == 0);
+    CHECK(pthread_create(&t, NULL, at_write, NULL) == 0);
+    CHECK(sem_wait(&ready) == 0);
+    CHECK(pthread_cancel(t) == 0);
+    CHECK(sem_post(&go) == 0);
+    CHECK(pthread_join(t, &result) == 0);
+    CHECK(close(pipe_fds[1]) == 0);
+    printf("%-18s %s, handlers: %s, pipe %s\n", "write", result == PTHREAD_CANCELED ? "cancelled" : "NOT cancelled",
+           trail, read(pipe_fds[0], &c, 1) == 0 ? "empty" : "NOT empty");
+    CHECK(close(pipe_fds[0]) == 0);
   }
   {
     pthread_t t;
