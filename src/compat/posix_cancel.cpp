@@ -56,6 +56,21 @@ bool must_act(std::uint32_t s) noexcept {
   __builtin_unreachable();
 }
 
+// Sets or clears one of the caller's own bits (disabled, async), reporting
+// the old setting as POSIX's value for it. An asynchronous cancellation that
+// this makes actionable (enabled with one pending, or turned asynchronous
+// with one pending) acts at once.
+int change_own_state(std::uint32_t bit, bool on, int* old, int old_if_on, int old_if_off) {
+  std::atomic<std::uint32_t>* word = own_word(sched::current_ult(), true);
+  if (!word) return EAGAIN;  // no handle to be had (16M live)
+  const std::uint32_t before = on ? word->fetch_or(bit, std::memory_order_acq_rel)
+                                  : word->fetch_and(~bit, std::memory_order_acq_rel);
+  if (old) *old = (before & bit) ? old_if_on : old_if_off;
+  const std::uint32_t after = on ? before | bit : before & ~bit;
+  if ((after & cancel_async) && must_act(after)) act(word);
+  return 0;
+}
+
 }  // namespace
 
 void cancellation_point() {
@@ -151,32 +166,15 @@ int ito_pthread_cancel(pthread_t thread) {
 int ito_pthread_setcancelstate(int state, int* oldstate) {
   if (state != PTHREAD_CANCEL_ENABLE && state != PTHREAD_CANCEL_DISABLE) return EINVAL;
   if (ito::posix::ensure_runtime() != 0) return ::pthread_setcancelstate(state, oldstate);
-  std::atomic<std::uint32_t>* word = ito::posix::own_word(ito::sched::current_ult(), true);
-  if (!word) return EAGAIN;  // no handle to be had (16M live)
-  const std::uint32_t before = state == PTHREAD_CANCEL_DISABLE
-                                   ? word->fetch_or(cancel_disabled, std::memory_order_acq_rel)
-                                   : word->fetch_and(~cancel_disabled, std::memory_order_acq_rel);
-  if (oldstate)
-    *oldstate = (before & cancel_disabled) ? PTHREAD_CANCEL_DISABLE : PTHREAD_CANCEL_ENABLE;
-  // Enabled again with a cancellation pending: asynchronous acts at once.
-  const std::uint32_t now = before & ~cancel_disabled;
-  if (state == PTHREAD_CANCEL_ENABLE && (now & cancel_async) && ito::posix::must_act(now))
-    ito::posix::act(word);
-  return 0;
+  return ito::posix::change_own_state(cancel_disabled, state == PTHREAD_CANCEL_DISABLE, oldstate,
+                                      PTHREAD_CANCEL_DISABLE, PTHREAD_CANCEL_ENABLE);
 }
 
 int ito_pthread_setcanceltype(int type, int* oldtype) {
   if (type != PTHREAD_CANCEL_DEFERRED && type != PTHREAD_CANCEL_ASYNCHRONOUS) return EINVAL;
   if (ito::posix::ensure_runtime() != 0) return ::pthread_setcanceltype(type, oldtype);
-  std::atomic<std::uint32_t>* word = ito::posix::own_word(ito::sched::current_ult(), true);
-  if (!word) return EAGAIN;
-  const std::uint32_t before = type == PTHREAD_CANCEL_ASYNCHRONOUS
-                                   ? word->fetch_or(cancel_async, std::memory_order_acq_rel)
-                                   : word->fetch_and(~cancel_async, std::memory_order_acq_rel);
-  if (oldtype)
-    *oldtype = (before & cancel_async) ? PTHREAD_CANCEL_ASYNCHRONOUS : PTHREAD_CANCEL_DEFERRED;
-  if (type == PTHREAD_CANCEL_ASYNCHRONOUS && ito::posix::must_act(before)) ito::posix::act(word);
-  return 0;
+  return ito::posix::change_own_state(cancel_async, type == PTHREAD_CANCEL_ASYNCHRONOUS, oldtype,
+                                      PTHREAD_CANCEL_ASYNCHRONOUS, PTHREAD_CANCEL_DEFERRED);
 }
 
 void ito_pthread_testcancel(void) {
