@@ -52,6 +52,8 @@ bool must_act(std::uint32_t s) noexcept {
 [[noreturn]] void act(std::atomic<std::uint32_t>* word) {
   // Its cleanup handlers may reach cancellation points: they must go on.
   word->fetch_or(cancel_acting | cancel_disabled, std::memory_order_relaxed);
+  sched::ult* self = sched::current_ult();
+  if (self->async_action_pending.load(std::memory_order_relaxed)) sched::async_action_done(self);
   ito_pthread_exit(PTHREAD_CANCELED);
   __builtin_unreachable();
 }
@@ -84,11 +86,10 @@ void cancellation_point() {
 // interrupted at a safe point acts on a cancellation it has enabled as
 // asynchronous, from inside the signal frame.
 void act_if_async(sched::ult* self) {
-  self->async_action_pending.store(false, std::memory_order_relaxed);
   std::atomic<std::uint32_t>* word = own_word(self, false);
-  if (!word) return;
-  const std::uint32_t s = word->load(std::memory_order_acquire);
+  const std::uint32_t s = word ? word->load(std::memory_order_acquire) : 0;
   if ((s & cancel_async) && must_act(s)) act(word);
+  sched::async_action_done(self);  // not wanted (now): disabled, deferred, or a stale mark
 }
 
 bool begin_cancellable_wait(bool only_async) {

@@ -37,6 +37,14 @@ struct preempt_watch {
   std::atomic<std::uint32_t> word{0};   // futex: bumped to wake the watch
   std::atomic<bool> sleeping{false};    // waiting for a worker to leave the idle list
   std::atomic<std::uint64_t> signals{0};  // sent (ITO_STATS)
+  // ULTs with an asynchronous action asked (ask_async_action): the watch
+  // compares each worker's running ULT with them, by address only (a
+  // descriptor another thread runs may be released and unmapped under it, so
+  // the watch never reads one). A stale entry (its ULT ended, the descriptor
+  // reused) costs at most one signal: the handler finds nothing to do there
+  // and drops it.
+  static constexpr unsigned max_async_targets = 16;
+  std::atomic<const ult*> async_targets[max_async_targets] = {};
 };
 
 namespace {
@@ -169,6 +177,8 @@ bool safe_point(const ult* self, const ucontext_t* uc) noexcept {
 // --- The handler ------------------------------------------------------------
 
 std::atomic<async_action_fn> g_async_action{nullptr};
+bool is_async_target(const preempt_watch* watch, const ult* u) noexcept;
+preempt_watch* current_watch() noexcept;
 
 struct sigaction g_program_action;  // what the program had installed before ito
 std::atomic<bool> g_installed{false};
@@ -208,6 +218,8 @@ void on_preempt_signal(int sig, siginfo_t* info, void* ucv) {
       errno = saved_errno;
       action(self);  // returns only when it had nothing to do
     }
+  } else if (preempt_watch* watch = current_watch(); watch && is_async_target(watch, self)) {
+    async_action_done(self);  // a stale target: this descriptor's ULT was asked, not this one
   }
   worker_stats::bump(w->stats.preempts);
   const locale_t locale = uselocale(nullptr);
@@ -273,6 +285,17 @@ struct seen {
   std::int64_t since = 0;
 };
 
+bool is_async_target(const preempt_watch* watch, const ult* u) noexcept {
+  for (const auto& t : watch->async_targets)
+    if (t.load(std::memory_order_acquire) == u) return true;
+  return false;
+}
+
+preempt_watch* current_watch() noexcept {
+  runtime_state* rt = g_runtime.load(std::memory_order_acquire);
+  return rt ? rt->preempt.load(std::memory_order_acquire) : nullptr;
+}
+
 void* watch_main(void* p) {
   auto* watch = static_cast<preempt_watch*>(p);
   runtime_state* rt = watch->rt;
@@ -307,9 +330,8 @@ void* watch_main(void* p) {
       const std::int64_t ran = now - last[i].since;
       // A ULT with an asynchronous action asked (a cancellation) is
       // interrupted at once, whoever waits.
-      const std::int64_t allowed = running->async_action_pending.load(std::memory_order_acquire)
-                                       ? 0
-                                       : allowed_run(rt, w, now, slice);
+      const std::int64_t allowed =
+          is_async_target(watch, running) ? 0 : allowed_run(rt, w, now, slice);
       if (allowed == never_ns) continue;
       if (ran < allowed) {
         next_look = std::min(next_look, allowed - ran);
@@ -442,9 +464,27 @@ void set_async_action(async_action_fn action) noexcept {
 
 void ask_async_action(ult* u) noexcept {
   u->async_action_pending.store(true, std::memory_order_release);
-  runtime_state* rt = g_runtime.load(std::memory_order_acquire);
-  if (!rt) return;
-  if (preempt_watch* watch = rt->preempt.load(std::memory_order_acquire)) wake(watch);
+  preempt_watch* watch = current_watch();
+  if (!watch) return;
+  for (auto& t : watch->async_targets) {
+    const ult* free_slot = nullptr;
+    if (t.load(std::memory_order_relaxed) == u ||
+        t.compare_exchange_strong(free_slot, u, std::memory_order_acq_rel)) {
+      wake(watch);
+      return;
+    }
+  }
+  // All taken: the ULT acts at its next cancellation point instead.
+}
+
+void async_action_done(ult* u) noexcept {
+  u->async_action_pending.store(false, std::memory_order_relaxed);
+  preempt_watch* watch = current_watch();
+  if (!watch) return;
+  for (auto& t : watch->async_targets) {
+    const ult* mine = u;
+    t.compare_exchange_strong(mine, nullptr, std::memory_order_acq_rel);
+  }
 }
 
 void wake_preempt_watch(runtime_state* rt) noexcept {

@@ -65,14 +65,17 @@ void wake_preempt_watch(runtime_state* rt) noexcept;
 
 // Asynchronous actions on a running ULT (POSIX asynchronous cancellation).
 // The action runs in the preemption handler, at a safe point, with the
-// interrupted code's signal mask back in place; it clears the ULT's
-// async_action_pending and returns when it has nothing to do, and does not
-// return when it acts (it unwinds the ULT from inside the signal frame).
+// interrupted code's signal mask back in place; it calls async_action_done
+// and returns when it has nothing to do, and does not return when it acts
+// (it unwinds the ULT from inside the signal frame).
 using async_action_fn = void (*)(ult* self);
 void set_async_action(async_action_fn action) noexcept;
 // Marks u and has the watch interrupt it whenever it runs (at once if it
 // does). Without an active preemption watch, nothing interrupts it: the
 // caller's other means (cancellation points) remain.
 void ask_async_action(ult* u) noexcept;
+// The action ran, or has nothing to do for u (it is no longer wanted): the
+// watch stops interrupting u for it. Called by u itself.
+void async_action_done(ult* u) noexcept;
 
 }  // namespace ito::sched
