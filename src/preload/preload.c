@@ -42,20 +42,39 @@ int ito_preload_threads_as_ults(void); /* thread_mode.c */
  * threads (thread_mode.c): every entry point then goes to glibc. */
 static int g_step_aside;
 
-static void* real(const char* name, void** cache) {
-  void* f = __atomic_load_n(cache, __ATOMIC_ACQUIRE);
-  if (!f) {
-    f = dlsym(RTLD_NEXT, name);
-    __atomic_store_n(cache, f, __ATOMIC_RELEASE);
+/* glibc's function `name`, looked up at its first use, or by the
+ * constructor below: every use site's entry lies in one section, so the
+ * constructor can look them all up before the program runs. Looked up
+ * later, dlsym would take the loader's lock, which a thread in a
+ * dl_iterate_phdr callback or a constructor under dlopen may hold while it
+ * makes the call: the other lock order, and a hang (progs/dlopen_threads.c). */
+struct glibc_function {
+  const char* name;
+  void* address;
+};
+
+static void* real(struct glibc_function* f) {
+  void* a = __atomic_load_n(&f->address, __ATOMIC_ACQUIRE);
+  if (!a) {
+    a = dlsym(RTLD_NEXT, f->name);
+    __atomic_store_n(&f->address, a, __ATOMIC_RELEASE);
   }
-  return f;
+  return a;
 }
 
-/* glibc's `name`, as a pointer of type `type` (looked up once per use site). */
+extern struct glibc_function __start_ito_glibc_functions[], __stop_ito_glibc_functions[];
+
+static void look_up_every_glibc_function(void) {
+  for (struct glibc_function* f = __start_ito_glibc_functions; f < __stop_ito_glibc_functions; ++f)
+    real(f);
+}
+
+/* glibc's `name`, as a pointer of type `type`. */
 #define GLIBC(type, name)                                                     \
   ({                                                                          \
-    static void* cache;                                                       \
-    (type) real(#name, &cache);                                               \
+    static struct glibc_function f                                            \
+        __attribute__((section("ito_glibc_functions"), used)) = {#name, 0};  \
+    (type) real(&f);                                                          \
   })
 
 /* __wrap_NAME: where the runtime's own calls of NAME go, and every call
@@ -531,6 +550,7 @@ __attribute__((visibility("default"), noreturn)) void pthread_exit(void* value) 
  * A bad ITO_* variable ends the program here, with the usual message and
  * exit status 2 (ito_posix_check_environment). */
 __attribute__((constructor)) static void ito_preload_start(void) {
+  look_up_every_glibc_function();
   if (ito_preload_threads_as_ults()) {
     ito_posix_preload_ready();
   } else {

@@ -25,6 +25,7 @@
 #include "ito/options.hpp"
 #include "os/futex.hpp"
 #include "sched/deadlock.hpp"
+#include "sched/loader_locks.hpp"
 #include "sched/scheduler.hpp"
 
 namespace ito::sched {
@@ -169,6 +170,10 @@ bool safe_point(const ult* self, const ucontext_t* uc) noexcept {
   std::uintptr_t pc = 0, sp = 0;
   interrupted_at(uc, &pc, &sp);
   if (in_runtime_code(pc)) return false;
+  // The program's code run by the loader with its lock held (a constructor
+  // under dlopen, dl_iterate_phdr's callback): that OS thread owns the lock.
+  if (const worker* w = current_worker(); w && loader_lock_held_by(w->tid.load(std::memory_order_relaxed)))
+    return false;
   const stack::stack_block& s = stack_of(self);
   if (!s) return true;  // an adopted OS thread's stack we could not read: its own anyway
   return sp > reinterpret_cast<std::uintptr_t>(s.lo) && sp <= reinterpret_cast<std::uintptr_t>(s.hi);

@@ -25,6 +25,7 @@
 #include "sched/fork_child.hpp"
 #include "sched/handles.hpp"
 #include "sched/idle.hpp"
+#include "sched/loader_locks.hpp"
 #include "sched/overflow.hpp"
 #include "sched/preempt.hpp"
 #include "sched/extension.hpp"
@@ -189,6 +190,7 @@ void start_other_workers_slow(runtime_state* rt) {
 
 runtime_state* start_runtime(const options& resolved, bool defer_others) {
   check_preemption_available(resolved);
+  find_loader_locks();  // must_not_block_worker and preemption's safe points ask
   runtime_state* expected = nullptr;
   auto* rt = new runtime_state(resolved);
   rt->tasks = tasks_extension();

@@ -9,6 +9,7 @@
 
 #include "sched/custom_stack.hpp"
 #include "sched/join_word.hpp"
+#include "sched/loader_locks.hpp"
 #include "sched/ult.hpp"
 #include "sched/worker.hpp"
 
@@ -51,12 +52,15 @@ inline ult* current_ult() noexcept {
 // deferred (the POSIX layer's) while nothing has been spawned: no other ULT
 // exists that could run meanwhile, so the plain call does the same, and a
 // process under libito-preload.so that never makes a thread starts no
-// delegation thread. False outside a ULT.
+// delegation thread. False outside a ULT, and while the worker's OS thread
+// holds a lock of the dynamic loader (loader_locks.hpp: the ULT runs a
+// constructor under dlopen, and must not leave the OS thread that owns it).
 inline bool must_not_block_worker() noexcept {
   worker* w = current_worker();
   if (!w || !w->current) return false;
-  return w->rt->others.load(std::memory_order_acquire) != runtime_state::others_deferred ||
-         w->stats.spawns.load(std::memory_order_relaxed) != 0;
+  return (w->rt->others.load(std::memory_order_acquire) != runtime_state::others_deferred ||
+          w->stats.spawns.load(std::memory_order_relaxed) != 0) &&
+         !loader_lock_held_by(w->tid.load(std::memory_order_relaxed));
 }
 
 // Takes a stack from the current worker and reserves frame_bytes (16-aligned)
