@@ -71,15 +71,8 @@ void register_exit_hooks() noexcept {
 // The POSIX layer's options: the environment's, and preemption on by default
 // under the preload, where a pthread program expects threads to be
 // preemptive (source mode asks for it with ITO_PREEMPT).
-// Under the preload, a program with TLS of its own whose ULTs get TLS blocks
-// (thread_mode.c): options::ult_tls, unless ITO_ULT_TLS says otherwise.
-std::atomic<bool> g_preload_gives_tls{false};
-
 options posix_options() {
   options o = resolve_options(options{});
-  if (preloaded() && g_preload_gives_tls.load(std::memory_order_relaxed) &&
-      !config::boolean_setting(config::setting_id::ult_tls))
-    o.ult_tls = true;
   if (preloaded() && !config::number_setting(config::setting_id::preempt) &&
       !sched::preemption_unavailable(o))
     o.preempt_us = sched::default_preempt_slice_us;
@@ -230,19 +223,20 @@ extern "C" int ito_posix_preload_thread_mode(void) {
   }
 }
 
+// For thread_mode.c: why a program with TLS of its own keeps OS threads
+// under the preload, or null when its ULTs get TLS blocks (ITO_ULT_TLS=1 and
+// per-ULT TLS works here).
 extern "C" const char* ito_posix_ult_tls_refusal(void) {
+  std::optional<bool> set;
   try {
-    if (auto set = ito::config::boolean_setting(ito::config::setting_id::ult_tls); set && !*set)
-      return "ITO_ULT_TLS=0";
+    set = ito::config::boolean_setting(ito::config::setting_id::ult_tls);
   } catch (const ito::config_error& e) {
     std::fprintf(stderr, "%s\n", e.what());
     std::exit(2);
   }
+  if (!set) return "ITO_ULT_TLS=1 runs them as ULTs with TLS blocks of their own";
+  if (!*set) return "ITO_ULT_TLS=0";
   return ito::sched::ult_tls::unavailable();
-}
-
-extern "C" void ito_posix_preload_gives_tls(void) {
-  ito::posix::g_preload_gives_tls.store(true, std::memory_order_relaxed);
 }
 
 // libito-preload.so's constructor, when the program's threads are to be

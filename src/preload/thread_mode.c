@@ -10,10 +10,13 @@
  * reads another thread's value. ito carries what libc and libstdc++ keep per
  * thread and a switch can disturb (errno, the C++ exception globals), so only
  * the thread-local storage of other objects counts. A program with such an
- * object runs on ULTs with a TLS block each (ITO_ULT_TLS, sched/ult_tls.hpp)
- * where that works here and ITO_ULT_TLS is not 0; otherwise on NPTL, with
- * one line on stderr saying so (ITO_PRELOAD_THREADS). A program without one
- * runs on ULTs without blocks, and pays nothing for them. */
+ * object runs on ULTs with a TLS block each with ITO_ULT_TLS=1
+ * (sched/ult_tls.hpp), where that works here; otherwise on NPTL, with one
+ * line on stderr saying so (ITO_PRELOAD_THREADS). Not by default yet: Rust's
+ * standard library waits on its locks with raw futex system calls, which
+ * block the whole worker (docs/POSIX.md, "Blocking calls"): ripgrep on ULTs
+ * hangs at one worker. A program without TLS of its own runs on ULTs without
+ * blocks, and pays nothing for them. */
 #define _GNU_SOURCE 1
 #include <errno.h>
 #include <link.h>
@@ -55,10 +58,9 @@ static int find_foreign_tls(struct dl_phdr_info* info, size_t size, void* data) 
 /* ITO_PRELOAD_THREADS, read by libito's parser (src/common/setting_values.hpp;
  * the preload's constructor runs after libstdc++ is up): 0 auto, 1 ult, 2 os. */
 int ito_posix_preload_thread_mode(void);
-/* posix_common.cpp: why the program's ULTs cannot get TLS blocks (ITO_ULT_TLS=0,
- * or sched/ult_tls.hpp's reason), or null; and the choice to give them. */
+/* posix_common.cpp: why the program's ULTs get no TLS blocks (ITO_ULT_TLS
+ * unset or 0, or sched/ult_tls.hpp's reason), or null when they do. */
 const char* ito_posix_ult_tls_refusal(void);
-void ito_posix_preload_gives_tls(void);
 
 int ito_preload_threads_as_ults(void) {
   const int mode = ito_posix_preload_thread_mode();
@@ -66,15 +68,11 @@ int ito_preload_threads_as_ults(void) {
   struct foreign_tls found = {{0}};
   if (!dl_iterate_phdr(&find_foreign_tls, &found)) return 1; /* no TLS of its own */
   const char* refusal = ito_posix_ult_tls_refusal();
-  if (!refusal) {
-    ito_posix_preload_gives_tls();
-    return 1;
-  }
-  if (mode == 1) return 1; /* forced: ULTs sharing their worker's TLS */
+  if (!refusal || mode == 1) return 1; /* with blocks; or forced, sharing the worker's */
   fprintf(stderr,
-          "ito: preload: %s has thread-local variables, and its threads cannot have TLS blocks "
-          "of their own here (%s); its threads stay OS threads (ITO_PRELOAD_THREADS=ult runs "
-          "them as ULTs sharing their worker's, =os without this note; docs/POSIX.md)\n",
+          "ito: preload: %s has thread-local variables; its threads stay OS threads (%s; "
+          "ITO_PRELOAD_THREADS=ult runs them as ULTs sharing their worker's TLS, =os without "
+          "this note; docs/POSIX.md)\n",
           found.name, refusal);
   return 0;
 }
