@@ -133,14 +133,16 @@ inline void renew(worker* w, ult* u) noexcept {
   w->next_id += worker::id_step;
 }
 // Hands the OS thread's C++ exception globals from the context leaving
-// (saved into `out`) to the one arriving (`in`), which is `next`'s (null:
-// the scheduler's). Behind one test of the worker's line (a predicted branch
-// where there is neither), what only some runtimes do: the program's copy of
-// the globals where there is one (yield measured ~0.7 ns slower swapping a
-// scratch copy unconditionally), and with ult_tls the thread pointer of
-// `next` (ult_tls.hpp). Called last before the stack switch: from here on
-// TLS is next's.
-inline void switch_eh(worker* w, eh_state& out, const eh_state& in, const ult* next) noexcept {
+// (saved into `out`) to the one arriving (`in`). Behind one test of the
+// worker's line (a predicted branch where there is neither), what only some
+// runtimes do: the program's copy of the globals where there is one (yield
+// measured ~0.7 ns slower swapping a scratch copy unconditionally), and,
+// with ult_tls, true: the caller must load the arriving context's thread
+// pointer (ult_tls::arrive) as the last thing before the stack switch. The
+// callers do that in a function of its own that makes the switch too (a
+// tail call), so that their common path keeps nothing live across a call
+// and saves no registers.
+inline bool switch_eh(worker* w, eh_state& out, const eh_state& in) noexcept {
   out.own = *w->eh;
   *w->eh = in.own;
   if (w->switch_extras) [[unlikely]] {
@@ -148,8 +150,9 @@ inline void switch_eh(worker* w, eh_state& out, const eh_state& in, const ult* n
       out.program = *program;
       *program = in.program;
     }
-    if (w->ult_tls) ult_tls::arrive(w, next, nullptr);
+    return w->ult_tls;
   }
+  return false;
 }
 // Installs `in` for a context arriving after one that keeps nothing (`left`,
 // a ULT that ended: its TLS block, if any, is freed once off it).
