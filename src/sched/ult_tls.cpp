@@ -37,6 +37,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -166,12 +167,25 @@ void give(ult* u, pid_t tid) {
   u->tls = tcb;
 }
 
+// What a new block's __resp holds (its initial image: the process's _res),
+// put back at the thread's end: its own resolver state lives in the frame
+// that thread_start's caller leaves before the key destructors run.
+std::atomic<void*> g_initial_resp{nullptr};
+
 void thread_start(void* res_state) noexcept {
-  std::memcpy(thread_pointer() + glibc().resp_offset, &res_state, sizeof res_state);
+  char* resp = thread_pointer() + glibc().resp_offset;
+  void* initial = nullptr;
+  std::memcpy(&initial, resp, sizeof initial);
+  g_initial_resp.store(initial, std::memory_order_relaxed);
+  std::memcpy(resp, &res_state, sizeof res_state);
   glibc().ctype_init();
 }
 
-void thread_end() noexcept { glibc().call_tls_dtors(); }
+void thread_end() noexcept {
+  glibc().call_tls_dtors();
+  void* initial = g_initial_resp.load(std::memory_order_relaxed);
+  std::memcpy(thread_pointer() + glibc().resp_offset, &initial, sizeof initial);
+}
 
 void enter_worker(worker* w) noexcept {
   w->own_tp = w->tp_now = __builtin_thread_pointer();

@@ -48,7 +48,8 @@ void give(ult* u, pid_t tid);
 // for a struct __res_state that lives as long as the ULT; the ctype
 // tables). And when its body has returned or unwound: the C++ thread_local
 // destructors (__call_tls_dtors), before its pthread_key destructors, as
-// NPTL orders them.
+// NPTL orders them; then __resp goes back to the process's _res (res_state
+// dies with the caller's frame; key destructors run after).
 void thread_start(void* res_state) noexcept;
 void thread_end() noexcept;
 
