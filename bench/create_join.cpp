@@ -11,7 +11,9 @@
 #include <thread>
 
 #include "benchmarks.hpp"
+#include "ito/ito.h"
 #include "ito/parallel.hpp"
+#include "ito/runtime.hpp"
 #include "ito/thread.hpp"
 
 namespace bench {
@@ -36,6 +38,32 @@ std::int64_t child_first_loop(unsigned w, long long iters, void (*child)()) {
   });
   return t;
 }
+void* empty_c_ult(void*) {
+  clobber_memory();
+  return nullptr;
+}
+
+// ns for `iters` ito_create + ito_join (the C API, pthread_create's path)
+// from a ULT that is not the main one, with or without a TLS block for each
+// child (options::ult_tls, ITO_ULT_TLS); the same runtime otherwise.
+std::int64_t c_api_loop(unsigned w, long long iters, bool own_tls) {
+  ito::options o;
+  o.workers = w;
+  o.ult_tls = own_tls;
+  std::int64_t t = 0;
+  ito::runtime rt(o);
+  ito::join(ito::create_thread([&] {
+    std::int64_t t0 = now_ns();
+    for (long long i = 0; i < iters; ++i) {
+      ito_ult_t u;
+      if (ito_create(&u, empty_c_ult, nullptr) != 0) throw std::runtime_error("ito_create failed");
+      ito_join(u, nullptr);
+    }
+    t = now_ns() - t0;
+  }));
+  return t;
+}
+
 void* empty_pthread(void*) {
   clobber_memory();
   return nullptr;
@@ -177,6 +205,21 @@ void run_create_join(const create_join_params& p, reporter& out) {
         return t;
       });
       out.add(std::move(h));
+
+      // The C API's create and join (pthread_create's path), with and
+      // without a TLS block per child (docs/POSIX.md, "TLS and errno").
+      result c = row(group, "ito_create+ito_join (C API), from a ULT", w, p.ito_iters);
+      c.note = "child-first; the worker's TLS";
+      measure(c, p.runs, [&] { return c_api_loop(w, p.ito_iters, false); });
+      out.add(std::move(c));
+      result ct = row(group, "ito_create+ito_join, own TLS block (ITO_ULT_TLS)", w, p.ito_iters);
+      try {
+        ct.note = "each child's TLS block made and freed, %fs loaded twice";
+        measure(ct, p.runs, [&] { return c_api_loop(w, p.ito_iters, true); });
+        out.add(std::move(ct));
+      } catch (const ito::config_error& e) {
+        out.add(not_available("create-join", group, ct.impl, w, e.what()));
+      }
 
       result n = row(group, "NPTL pthread_create+join", 1, p.os_iters);
       n.note = "creator and child pinned to one CPU";

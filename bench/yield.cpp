@@ -9,6 +9,8 @@
 #include <thread>
 
 #include "benchmarks.hpp"
+#include "ito/ito.h"
+#include "ito/runtime.hpp"
 #include "ito/thread.hpp"
 
 #if ITO_BENCH_HAVE_BOOST_FIBER
@@ -50,6 +52,33 @@ std::int64_t timed_in_main_ult(unsigned w, F fn) {
   return t;
 }
 
+void* c_yielder(void* p) {
+  const long long each = *static_cast<const long long*>(p);
+  for (long long i = 0; i < each; ++i) ito_yield();
+  return nullptr;
+}
+
+// Two ULTs made by ito_create (pthread_create's path) yield to each other on
+// one worker, with or without a TLS block each (options::ult_tls): with
+// blocks, every switch loads the other's thread pointer.
+std::int64_t c_yield_pair(long long each, bool own_tls) {
+  ito::options o;
+  o.workers = 1;
+  o.ult_tls = own_tls;
+  std::int64_t t = 0;
+  ito::runtime rt(o);
+  ito::join(ito::create_thread([&] {
+    std::int64_t t0 = now_ns();
+    ito_ult_t a, b;
+    ito_create(&a, c_yielder, &each);
+    ito_create(&b, c_yielder, &each);
+    ito_join(a, nullptr);
+    ito_join(b, nullptr);
+    t = now_ns() - t0;
+  }));
+  return t;
+}
+
 }  // namespace
 
 void run_yield(const yield_params& p, reporter& out) {
@@ -85,6 +114,20 @@ void run_yield(const yield_params& p, reporter& out) {
       });
     });
     out.add(std::move(m));
+
+    // The C API's ULTs (pthread_create's), with and without TLS blocks.
+    result c = row("ito_yield (C API), 2 ULTs", w, p.ito_yields);
+    c.note = "two ito_create ULTs ping-pong; the worker's TLS";
+    measure(c, p.runs, [&] { return c_yield_pair(each, false); });
+    out.add(std::move(c));
+    result ct = row("ito_yield, 2 ULTs with own TLS blocks (ITO_ULT_TLS)", w, p.ito_yields);
+    try {
+      ct.note = "every switch loads the other's thread pointer";
+      measure(ct, p.runs, [&] { return c_yield_pair(each, true); });
+      out.add(std::move(ct));
+    } catch (const ito::config_error& e) {
+      out.add(not_available("yield", "2 threads, 1 CPU", ct.impl, w, e.what()));
+    }
   }
   const unsigned w = 1;
 

@@ -177,27 +177,47 @@ TEST(PosixPreload, InternalNamesAreAliasesOfThePublicOnes) {
   }
 }
 
-// A program with __thread variables of its own keeps OS threads (ULTs on one
-// worker would share them) and says so once on stderr; ITO_PRELOAD_THREADS
+// A program with __thread variables of its own keeps OS threads (ULTs
+// sharing their worker's TLS would share them) and says so once on stderr;
+// with ITO_ULT_TLS=1 it runs on ULTs with a TLS block each (docs/POSIX.md,
+// "TLS and errno"), where per-ULT TLS works (x86-64). ITO_PRELOAD_THREADS
 // overrides the choice either way.
-TEST(PosixPreload, ProgramWithThreadLocalsKeepsOsThreads) {
+TEST(PosixPreload, ProgramWithThreadLocalsKeepsOsThreadsOrGetsTlsBlocks) {
   if (preload_lib.empty()) GTEST_SKIP() << "no libito-preload.so in sanitizer builds";
   const std::string under = "timeout 60 env ITO_WORKERS=1 LD_PRELOAD=" + preload_lib + " ";
   const std::string all_kept = "4 threads, 4 kept their own value\n";
+  const std::string note = "ito: preload: posix_tls_per_thread has thread-local variables; its "
+                           "threads stay OS threads (";
 
   result plain = run(under + "'" + tls_program + "'");
   EXPECT_EQ(plain.status, 0) << plain.out;
-  EXPECT_NE(plain.out.find("ito: preload: posix_tls_per_thread has thread-local variables"),
+  EXPECT_NE(plain.out.find(note + "ITO_ULT_TLS=1 runs them as ULTs with TLS blocks of their own;"),
             std::string::npos)
       << plain.out;
   EXPECT_NE(plain.out.find(all_kept), std::string::npos) << plain.out;
+
+  result blocks = run(under + "ITO_ULT_TLS=1 ITO_STATS=1 '" + tls_program + "'");
+  EXPECT_EQ(blocks.status, 0) << blocks.out;
+  EXPECT_NE(blocks.out.find(all_kept), std::string::npos) << blocks.out;
+#if defined(__x86_64__)
+  EXPECT_EQ(blocks.out.find(note), std::string::npos) << blocks.out;
+  EXPECT_NE(blocks.out.find("ito: stats:"), std::string::npos) << blocks.out;  // it ran on ULTs
+#else
+  EXPECT_NE(blocks.out.find(note + "per-ULT TLS is done for x86-64 only"), std::string::npos)
+      << blocks.out;
+#endif
+
+  result no_blocks = run(under + "ITO_ULT_TLS=0 '" + tls_program + "'");
+  EXPECT_EQ(no_blocks.status, 0) << no_blocks.out;
+  EXPECT_NE(no_blocks.out.find(note + "ITO_ULT_TLS=0;"), std::string::npos) << no_blocks.out;
+  EXPECT_NE(no_blocks.out.find(all_kept), std::string::npos) << no_blocks.out;
 
   result quiet = run(under + "ITO_PRELOAD_THREADS=os '" + tls_program + "'");
   EXPECT_EQ(quiet.status, 0);
   EXPECT_EQ(quiet.out, all_kept);
 
-  // Forced onto ULTs of one worker, the threads share the variable: only the
-  // last writer reads its own value back.
+  // Forced onto ULTs of one worker without blocks, the threads share the
+  // variable: only the last writer reads its own value back.
   result forced = run(under + "ITO_PRELOAD_THREADS=ult '" + tls_program + "'");
   EXPECT_EQ(forced.status, 0) << forced.out;
   EXPECT_EQ(forced.out, "4 threads, 1 kept their own value\n");

@@ -35,6 +35,13 @@ struct options {
   // in a shared library (libito.so or the preload), the fixed stack policy,
   // and no ThreadSanitizer: otherwise a nonzero value is a config_error.
   std::optional<unsigned> preempt_us;
+  // Each ULT made by pthread_create or ito_create gets a TLS block of its
+  // own (`__thread`, `thread_local`, errno, the locale), switched with it;
+  // the main ULT and create_thread's ULTs keep their worker's. Unset:
+  // ITO_ULT_TLS, else off. x86-64 with glibc only, and not with the
+  // sanitizers, the lazy/fair_use policies or ito::dist: a config_error
+  // at start otherwise (docs/POSIX.md, "TLS and errno").
+  std::optional<bool> ult_tls;
 
   static constexpr std::size_t default_stack_size = 64 * 1024;
   static constexpr std::size_t min_stack_size = 16 * 1024;

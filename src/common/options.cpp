@@ -137,6 +137,7 @@ options resolve_options(options o) {
 
   if (!o.bind) o.bind = config::boolean_setting(setting_id::bind).value_or(false);
   if (!o.stats) o.stats = config::boolean_setting(setting_id::stats).value_or(false);
+  if (!o.ult_tls) o.ult_tls = config::boolean_setting(setting_id::ult_tls).value_or(false);
   return o;
 }
 

@@ -29,7 +29,7 @@ enum class setting_id : unsigned {
   workers, stack_size, bind, stats, stack, stack_block_size, stack_alloc, deque_fence,
   pool_min, pool_max, pool_bias, dump_signal, deadlock, trace, preload_threads,
   delegate_mode, dsm_size, dsm_block, dsm_check, dist_progress_us, dist_idle_progress_us,
-  dist_heartbeat_ms, dist_watch, dist_reexec, dist_node, preempt,
+  dist_heartbeat_ms, dist_watch, dist_reexec, dist_node, preempt, ult_tls,
   count
 };
 
@@ -169,6 +169,12 @@ inline constexpr setting settings[] = {
      .doc = "time slice in µs: a ULT that runs this long while others wait for its worker is "
             "interrupted and queued behind them; needs ito in a shared library "
             "([ARCHITECTURE.md](ARCHITECTURE.md), \"Preemption\")"},
+    {.id = setting_id::ult_tls, .name = "ITO_ULT_TLS", .kind = setting_kind::boolean,
+     .default_text = "no",
+     .doc = "give each thread made by `pthread_create` or `ito_create` a TLS block of its own "
+            "(`__thread`, `thread_local`, errno), switched with it; x86-64 and glibc, not under "
+            "the sanitizers, a split-stack policy or `ito::dist` ([POSIX.md](POSIX.md), "
+            "\"TLS and errno\")"},
 };
 // clang-format on
 

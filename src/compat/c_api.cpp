@@ -8,10 +8,13 @@
 // table, so of two racing calls only one ever touches the ULT.
 #include "ito/ito.h"
 
+#include <resolv.h>
+
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <new>
 #include <string>
 #include <system_error>
@@ -52,6 +55,21 @@ void c_body(void* p) {
   } catch (...) {
     ito::sched::fatal("a C++ exception escaped a ULT started with ito_create");
   }
+}
+
+// c_body for a ULT with a TLS block of its own (ITO_ULT_TLS): what NPTL's
+// start_thread sets up in a new thread's TLS first, its C++ thread_local
+// destructors when it returns or unwinds (pthread_exit), before its keys'
+// destructors (which run after the body: run_body in scheduler.cpp), as
+// NPTL orders them.
+void c_body_own_tls(void* p) {
+  struct __res_state res;  // its resolver state: NPTL keeps one in each thread's struct pthread
+  std::memset(&res, 0, sizeof res);
+  ito::sched::ult_tls::thread_start(&res);
+  struct run_tls_destructors {
+    ~run_tls_destructors() { ito::sched::ult_tls::thread_end(); }
+  } at_end;
+  c_body(p);
 }
 
 namespace handles = ito::sched::handles;
@@ -136,9 +154,18 @@ int ito::compat::create_ult(ito_ult_t* out, void* (*fn)(void*), void* arg, bool 
     return EAGAIN;
   }
   ::new (frame_bytes) c_frame{fn, arg, nullptr};
+  const bool own_tls = opts.ult_tls.value_or(false);
+  if (own_tls) {
+    try {
+      ito::sched::ult_tls::give(u, ito::posix::thread_id_of(handle));
+    } catch (...) {
+      ito::sched::release(u);
+      throw;
+    }
+  }
   if (out) *out = handle;          // an identifier only, if detached
   if (detached) ito::sched::detach(u);  // not started yet: only marks it
-  ito::sched::fork(u, &c_body);
+  ito::sched::fork(u, own_tls ? &c_body_own_tls : &c_body);
   return 0;
 }
 

@@ -14,6 +14,7 @@
 #include "sched/idle.hpp"
 #include "sched/preempt.hpp"
 #include "sched/runtime_control.hpp"
+#include "sched/ult_tls.hpp"
 
 namespace ito::posix {
 namespace {
@@ -220,6 +221,22 @@ extern "C" int ito_posix_preload_thread_mode(void) {
     std::fprintf(stderr, "%s\n", e.what());
     std::exit(2);
   }
+}
+
+// For thread_mode.c: why a program with TLS of its own keeps OS threads
+// under the preload, or null when its ULTs get TLS blocks (ITO_ULT_TLS=1 and
+// per-ULT TLS works here).
+extern "C" const char* ito_posix_ult_tls_refusal(void) {
+  std::optional<bool> set;
+  try {
+    set = ito::config::boolean_setting(ito::config::setting_id::ult_tls);
+  } catch (const ito::config_error& e) {
+    std::fprintf(stderr, "%s\n", e.what());
+    std::exit(2);
+  }
+  if (!set) return "ITO_ULT_TLS=1 runs them as ULTs with TLS blocks of their own";
+  if (!*set) return "ITO_ULT_TLS=0";
+  return ito::sched::ult_tls::unavailable();
 }
 
 // libito-preload.so's constructor, when the program's threads are to be

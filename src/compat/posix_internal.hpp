@@ -129,4 +129,8 @@ int to_deadline(const timespec* abstime, clockid_t clock, std::int64_t* deadline
 // Lets another ULT run (after a few calls, sleeps a little): for spinning.
 void backoff(unsigned round) noexcept;
 
+// The thread id gettid() gives the ULT with this handle (posix_thread_ids.cpp):
+// also what its own TCB says, with ITO_ULT_TLS.
+pid_t thread_id_of(std::uint64_t handle) noexcept;
+
 }  // namespace ito::posix

@@ -45,6 +45,8 @@ handles::value handle_of(pid_t tid) noexcept {
 
 }  // namespace
 
+pid_t ito::posix::thread_id_of(std::uint64_t handle) noexcept { return id_of(handle); }
+
 extern "C" {
 
 pid_t ito_gettid(void) {

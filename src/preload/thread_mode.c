@@ -1,15 +1,22 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Whether libito-preload.so runs the program's threads as ULTs or leaves
- * them OS threads (NPTL), decided once at start.
+ * them OS threads (NPTL), and whether its ULTs get TLS blocks of their own,
+ * decided once at start.
  *
  * Thread-local variables (`__thread`, C++ `thread_local`, Rust's
- * `thread_local!`) live at fixed offsets from the OS thread's %fs, so the
- * ULTs that share a worker would share them: Rust's standard library aborts
- * when a second thread starts on a worker, and a C program silently reads
- * another thread's value. ito carries what libc and libstdc++ keep per thread
- * and a switch can disturb (errno, the C++ exception globals), so only the
- * thread-local storage of other objects counts: a program with such an object
- * runs on NPTL, with one line on stderr saying so (ITO_PRELOAD_THREADS). */
+ * `thread_local!`) live at fixed offsets from the thread pointer (%fs), so
+ * ULTs that share their worker's would share them: Rust's standard library
+ * aborts when a second thread starts on a worker, and a C program silently
+ * reads another thread's value. ito carries what libc and libstdc++ keep per
+ * thread and a switch can disturb (errno, the C++ exception globals), so only
+ * the thread-local storage of other objects counts. A program with such an
+ * object runs on ULTs with a TLS block each with ITO_ULT_TLS=1
+ * (sched/ult_tls.hpp), where that works here; otherwise on NPTL, with one
+ * line on stderr saying so (ITO_PRELOAD_THREADS). Not by default yet: Rust's
+ * standard library waits on its locks with raw futex system calls, which
+ * block the whole worker (docs/POSIX.md, "Blocking calls"): ripgrep on ULTs
+ * hangs at one worker. A program without TLS of its own runs on ULTs without
+ * blocks, and pays nothing for them. */
 #define _GNU_SOURCE 1
 #include <errno.h>
 #include <link.h>
@@ -51,17 +58,21 @@ static int find_foreign_tls(struct dl_phdr_info* info, size_t size, void* data) 
 /* ITO_PRELOAD_THREADS, read by libito's parser (src/common/setting_values.hpp;
  * the preload's constructor runs after libstdc++ is up): 0 auto, 1 ult, 2 os. */
 int ito_posix_preload_thread_mode(void);
+/* posix_common.cpp: why the program's ULTs get no TLS blocks (ITO_ULT_TLS
+ * unset or 0, or sched/ult_tls.hpp's reason), or null when they do. */
+const char* ito_posix_ult_tls_refusal(void);
 
 int ito_preload_threads_as_ults(void) {
   const int mode = ito_posix_preload_thread_mode();
-  if (mode == 1) return 1;
   if (mode == 2) return 0;
   struct foreign_tls found = {{0}};
-  if (!dl_iterate_phdr(&find_foreign_tls, &found)) return 1;
+  if (!dl_iterate_phdr(&find_foreign_tls, &found)) return 1; /* no TLS of its own */
+  const char* refusal = ito_posix_ult_tls_refusal();
+  if (!refusal || mode == 1) return 1; /* with blocks; or forced, sharing the worker's */
   fprintf(stderr,
-          "ito: preload: %s has thread-local variables, which threads run as ULTs on one "
-          "worker would share; its threads stay OS threads (ITO_PRELOAD_THREADS=ult runs "
-          "them as ULTs anyway, =os without this note; docs/POSIX.md)\n",
-          found.name);
+          "ito: preload: %s has thread-local variables; its threads stay OS threads (%s; "
+          "ITO_PRELOAD_THREADS=ult runs them as ULTs sharing their worker's TLS, =os without "
+          "this note; docs/POSIX.md)\n",
+          found.name, refusal);
   return 0;
 }

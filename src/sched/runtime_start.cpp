@@ -76,6 +76,9 @@ void enter_worker_thread(worker* w) {
   w->tid.store(gettid(), std::memory_order_relaxed);
   w->eh = reinterpret_cast<eh_globals*>(abi::__cxa_get_globals());
   w->program_eh = program_eh_globals();
+  w->ult_tls = w->rt->opts.ult_tls.value_or(false);
+  w->switch_extras = w->program_eh || w->ult_tls;
+  if (w->ult_tls) ult_tls::enter_worker(w);
   // glibc leaves the split-stack limit word of a reused thread block as it was:
   // start with none (split-stack code on the scheduler stack never grows).
   arch::set_split_limit(nullptr);
@@ -186,10 +189,26 @@ void start_other_workers_slow(runtime_state* rt) {
   }
   rt->others.store(runtime_state::others_running, std::memory_order_release);
   start_preemption(rt);  // only now may a ULT wait for a worker another one holds
+  // Started from a ULT's own block, glibc marked that block multi-threaded.
+  if (rt->opts.ult_tls.value_or(false)) ult_tls::others_started(rt->workers[0].get());
+}
+
+// options::ult_tls (ITO_ULT_TLS): where the blocks cannot be made or
+// switched, a config_error at start rather than threads that share TLS.
+static void check_ult_tls_available(const options& resolved) {
+  if (!resolved.ult_tls.value_or(false)) return;
+  const char* why = ult_tls::unavailable();
+  if (!why && resolved.stacks != stack_policy::fixed)
+    why = "the split-stack policies keep their limit word in the TCB (%fs:0x70) per worker";
+  if (!why && processes_extension()) why = "a ULT's TLS block does not move between processes";
+  if (why)
+    throw config_error(std::string("ito: ITO_ULT_TLS / options.ult_tls: ") + why,
+                       config::text_setting(config::setting_id::ult_tls) != nullptr);
 }
 
 runtime_state* start_runtime(const options& resolved, bool defer_others) {
   check_preemption_available(resolved);
+  check_ult_tls_available(resolved);
   find_loader_locks();  // must_not_block_worker and preemption's safe points ask
   runtime_state* expected = nullptr;
   auto* rt = new runtime_state(resolved);

@@ -49,6 +49,17 @@ inline void trace_switch(const ult* next) noexcept {
   else trace::record(trace::kind::scheduler);
 }
 
+// With ult_tls (switch_eh said so): next's thread pointer (the worker's own
+// for the scheduler and ULTs without a block), then the switch. Out of line,
+// so that switch_to's common path calls nothing but the switch. (Never
+// under a sanitizer: start_runtime refuses ult_tls there, so no
+// sanitizer_after_switch here.)
+[[gnu::noinline]] void switch_context_tls(worker* w, const ult* next, void** save, void* load,
+                                          void* arg, arch::on_top_fn hook) noexcept {
+  ult_tls::arrive(w, next, nullptr);
+  arch::switch_context(save, load, arg, hook);
+}
+
 // Switches from the running context (prev, or the scheduler when null) to next
 // (or the scheduler when null); hook(arg) runs on next's stack first.
 // traced = false: the caller saw tracing off (a path that calls nothing else
@@ -60,11 +71,14 @@ inline void switch_to(worker* w, ult* prev, ult* next, arch::on_top_fn hook, voi
   void* load = next ? next->sp : w->scheduler_sp;
   arch::sanitizer_fiber& from = prev ? prev->fiber : w->scheduler_fiber;
   arch::sanitizer_fiber& to = next ? next->fiber : w->scheduler_fiber;
-  switch_eh(w, prev ? prev->eh : w->scheduler_eh, next ? next->eh : w->scheduler_eh);
   w->current = next;
   if (next) ++next->resumes;
   if constexpr (traced) trace_switch(next);
   arch::sanitizer_before_switch(from, to, prev_dies);
+  // Last: with ult_tls, next's thread pointer is loaded on the way.
+  if (switch_eh(w, prev ? prev->eh : w->scheduler_eh, next ? next->eh : w->scheduler_eh))
+      [[unlikely]]
+    return switch_context_tls(w, next, save, load, arg, hook);
   arch::switch_context(save, load, arg, hook);
   arch::sanitizer_after_switch(from);
 }
@@ -243,11 +257,12 @@ ito_exit_switch finish(ult* self) noexcept {
       }
     }
   }
-  // self has no exception state left (its handlers are over): nothing to save.
-  install_eh(w, next ? next->eh : w->scheduler_eh);
   w->current = next;
   if (next) ++next->resumes;
   trace_switch(next);
+  // self has no exception state left (its handlers are over): nothing to
+  // save. Last: with ult_tls, next's thread pointer, and self's block freed.
+  install_eh(w, next ? next->eh : w->scheduler_eh, next, self);
   return {next ? next->sp : w->scheduler_sp, reinterpret_cast<void*>(hook_arg)};
 }
 
@@ -437,17 +452,28 @@ ult* make_detached(worker* w, void (*body)(void*), void* arg) {
 
 namespace {
 
+// start_child_first's start with ult_tls (switch_eh said so): the child's
+// thread pointer, then the start, out of line as switch_context_tls. (No
+// provider's stack: the split-stack policies refuse ult_tls.)
+[[gnu::noinline]] void start_child_tls(worker* w, ult* parent, ult* child,
+                                       arch::on_top_fn publish_parent) noexcept {
+  ult_tls::arrive(w, child, nullptr);
+  ito_context_start(&parent->sp, child->frame, child, publish_parent, parent, &ult_main);
+}
+
 // Child first: the child starts at once on its own stack; the parent is
 // already in the deque (parent_pushed) or is pushed by the hook once its
 // context is saved.
 [[gnu::always_inline]] inline void start_child_first(worker* w, ult* parent, ult* child,
                                                      bool parent_pushed, bool traced) noexcept {
-  switch_eh(w, parent->eh, child->eh);  // the child starts with none
   w->current = child;
   ++child->resumes;
   if (traced) trace_switch(child);
   arch::on_top_fn publish_parent = parent_pushed ? nullptr : &hook_push_parent;
   arch::sanitizer_before_switch(parent->fiber, child->fiber, false);
+  // Last (the child's thread pointer, with ult_tls); the child starts with none.
+  if (switch_eh(w, parent->eh, child->eh)) [[unlikely]]
+    return start_child_tls(w, parent, child, publish_parent);
   if (child->from_provider()) [[unlikely]] {
     // Its stack lies apart from its frame: the provider left the top in sp,
     // and the child's split-stack limit word in the word there.
@@ -535,7 +561,9 @@ void run_inline(worker* w, ult* self, ult* child) noexcept {
   const arch::sanitizer_fiber own_fiber = child->fiber;
   child->fiber = self->fiber;
   ++child->resumes;
-  switch_eh(w, self->eh, child->eh);  // the child starts with none
+  // The child starts with none; with ult_tls, on the worker's own thread
+  // pointer (a child with a block is never run inline: join_inline).
+  if (switch_eh(w, self->eh, child->eh)) [[unlikely]] ult_tls::arrive(w, child, nullptr);
   // And with the default floating-point modes, as a context make_context built.
   const arch::fp_modes own_modes = arch::save_fp_modes();
   arch::change_fp_modes(own_modes, arch::default_fp_modes);
@@ -550,7 +578,7 @@ void run_inline(worker* w, ult* self, ult* child) noexcept {
   worker_stats::bump(w->stats.finished);
   child->fiber = own_fiber;
   child->inline_host = nullptr;
-  install_eh(w, self->eh);
+  install_eh(w, self->eh, self);
   w->current = self;
   ++self->resumes;
   trace_switch(self);
@@ -565,7 +593,9 @@ void run_inline(worker* w, ult* self, ult* child) noexcept {
 // pthread_attr_setstack, not a dedicated or foreign one) and without the
 // processes extension (a ULT that runs elsewhere may move).
 bool join_inline(worker* w, ult* self, ult* child) noexcept {
-  if (child->stack_from != stack_origin::pool || processes_extension()) return false;
+  // Nor a child with a TLS block of its own (ult_tls), whose end frees it in
+  // finish().
+  if (child->stack_from != stack_origin::pool || processes_extension() || child->tls) return false;
   const char* floor = inline_floor(self);
   if (!floor || reinterpret_cast<const char*>(__builtin_frame_address(0)) - floor <
                     static_cast<std::ptrdiff_t>(child->stack.size()))

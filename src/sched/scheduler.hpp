@@ -11,6 +11,7 @@
 #include "sched/join_word.hpp"
 #include "sched/loader_locks.hpp"
 #include "sched/ult.hpp"
+#include "sched/ult_tls.hpp"
 #include "sched/worker.hpp"
 
 namespace ito::sched {
@@ -136,22 +137,36 @@ inline void renew(worker* w, ult* u) noexcept {
   w->next_id += worker::id_step;
 }
 // Hands the OS thread's C++ exception globals from the context leaving
-// (saved into `out`) to the one arriving (`in`).
-// The program's copy only where there is one: a load from the worker's line
-// and a predicted branch otherwise (yield measured ~0.7 ns slower swapping a
-// scratch copy unconditionally).
-inline void switch_eh(worker* w, eh_state& out, const eh_state& in) noexcept {
+// (saved into `out`) to the one arriving (`in`). Behind one test of the
+// worker's line (a predicted branch where there is neither), what only some
+// runtimes do: the program's copy of the globals where there is one (yield
+// measured ~0.7 ns slower swapping a scratch copy unconditionally), and,
+// with ult_tls, true: the caller must load the arriving context's thread
+// pointer (ult_tls::arrive) as the last thing before the stack switch. The
+// callers do that in a function of its own that makes the switch too (a
+// tail call), so that their common path keeps nothing live across a call
+// and saves no registers.
+inline bool switch_eh(worker* w, eh_state& out, const eh_state& in) noexcept {
   out.own = *w->eh;
   *w->eh = in.own;
-  if (eh_globals* program = w->program_eh) [[unlikely]] {
-    out.program = *program;
-    *program = in.program;
+  if (w->switch_extras) [[unlikely]] {
+    if (eh_globals* program = w->program_eh) {
+      out.program = *program;
+      *program = in.program;
+    }
+    return w->ult_tls;
   }
+  return false;
 }
-// Installs `in` for a context arriving after one that keeps nothing.
-inline void install_eh(worker* w, const eh_state& in) noexcept {
+// Installs `in` for a context arriving after one that keeps nothing (`left`,
+// a ULT that ended: its TLS block, if any, is freed once off it).
+inline void install_eh(worker* w, const eh_state& in, const ult* next,
+                       ult* left = nullptr) noexcept {
   *w->eh = in.own;
-  if (eh_globals* program = w->program_eh) [[unlikely]] *program = in.program;
+  if (w->switch_extras) [[unlikely]] {
+    if (eh_globals* program = w->program_eh) *program = in.program;
+    if (w->ult_tls) ult_tls::arrive(w, next, left);
+  }
 }
 // The stack u runs on: its own, or for a child joined inline its joiner's
 // (one level: a child running inline hosts none); the main ULT's is its OS

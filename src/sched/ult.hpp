@@ -87,6 +87,10 @@ struct ult {
   ult* inline_host = nullptr;
   void* locals = nullptr;         // ULT-local key values, allocated on first set
   eh_state eh;                    // its C++ exception globals while switched out
+  // Its own TLS block's thread pointer (glibc's TCB), or null: it runs on
+  // its worker's (ult_tls.hpp; ITO_ULT_TLS). Read by the switch only where
+  // the runtime gives blocks (worker::switch_extras).
+  void* tls = nullptr;
   std::uint32_t handle = 0;       // its slot in the handle table (handles.hpp), or 0
   arch::sanitizer_fiber fiber;
 

@@ -87,6 +87,11 @@ struct alignas(64) worker {
   // libito-preload.so), else null.
   eh_globals* eh = nullptr;
   eh_globals* program_eh = nullptr;
+  // The switch's one test for what it rarely does (switch_eh, install_eh in
+  // scheduler.hpp): a program_eh to carry, or ULTs with TLS blocks whose
+  // thread pointer it loads (ult_tls: options::ult_tls).
+  bool switch_extras = false;
+  bool ult_tls = false;
   eh_state scheduler_eh;
   bool alone = false;      // the only worker: nobody steals from its deques
   void* scheduler_sp = nullptr;
@@ -146,6 +151,11 @@ struct alignas(64) worker {
   // the lines the switch path writes.
   std::atomic<bool> preempt_asked{false};
   void* task_state = nullptr;  // the tasks extension's own (flow), per worker
+  // With ult_tls: this OS thread's own thread pointer (its TCB: the
+  // scheduler's, the main ULT's and every ULT's without a block), and the
+  // one in force now (ult_tls.cpp, arrive).
+  void* own_tp = nullptr;
+  void* tp_now = nullptr;
 };
 
 struct runtime_state {

@@ -1,0 +1,213 @@
+// SPDX-License-Identifier: Apache-2.0
+// Per-ULT thread-local storage: ult_tls.hpp says what and why.
+//
+// What a ULT's TCB holds (x86-64, glibc's tcbhead_t at the thread pointer,
+// then the rest of its struct pthread), and why each field is set:
+//   0x00 tcb, 0x10 self   the block itself: THREAD_SELF (%fs:0x10) is how
+//                         libc finds "its" struct pthread, and the stdio
+//                         locks record it as their owner;
+//   0x08 dtv              set by ld.so (_dl_allocate_tls): __tls_get_addr
+//                         and dlopen'ed modules' TLS go through it, and
+//                         its generation check covers modules loaded later;
+//   0x18 multiple_threads 1, as NPTL sets for every thread after the first
+//                         (glibc's SINGLE_THREAD_P skips locks on 0);
+//   0x20 sysinfo, 0x28 stack_guard, 0x30 pointer_guard, 0x48 feature_1
+//                         the creator's: the stack-protector canary and the
+//                         setjmp/atexit pointer mangling are one value per
+//                         process (NPTL copies them too), so a function that
+//                         enters on one block and returns on another (every
+//                         switch does) checks the same canary;
+//   tid                   (offset from glibc's libthread_db description,
+//                         _thread_db_pthread_tid) the ULT's own number, as
+//                         gettid() says for it (posix_thread_ids.cpp): owner
+//                         of glibc's internal recursive locks and rwlocks,
+//                         which must stay one owner when the ULT migrates and
+//                         must not be taken for the worker's own;
+//   rseq cpu_id           (__rseq_offset + 4) "registration failed": the
+//                         kernel updates only the OS thread's area, so
+//                         sched_getcpu must ask the kernel instead.
+// Everything else stays zero, as in a new NPTL thread's: cancellation state,
+// glibc's own thread-specific data (ito's keys are its own), the robust list
+// (the kernel knows only the worker's; process-shared robust mutexes are
+// ito's own, posix_pshared.cpp).
+#include "sched/ult_tls.hpp"
+
+#include <dlfcn.h>
+#include <sys/auxv.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <new>
+
+#include "arch/sanitizer.hpp"
+#include "sched/scheduler.hpp"
+
+#if defined(__x86_64__)
+#include <asm/prctl.h>
+#endif
+
+namespace ito::sched::ult_tls {
+namespace {
+
+struct glibc_entry_points {
+  void* (*allocate_tls)(void* mem) = nullptr;           // ld.so, GLIBC_PRIVATE
+  void (*deallocate_tls)(void* tcb, bool dealloc_tcb) = nullptr;
+  void (*ctype_init)() = nullptr;                       // libc, GLIBC_PRIVATE
+  void (*call_tls_dtors)() = nullptr;                   // libc, GLIBC_PRIVATE
+  std::ptrdiff_t tid_offset = 0;      // struct pthread's tid, from the thread pointer
+  std::ptrdiff_t resp_offset = 0;     // libc's __resp (TLS), from the thread pointer
+  std::ptrdiff_t rseq_offset = 0;     // the rseq area; 0: none
+  std::ptrdiff_t worker_offset = 0;   // ito's tls_worker, from the thread pointer
+  bool wrfsbase = false;
+  const char* why_not = nullptr;
+};
+
+constexpr std::ptrdiff_t tcb_self = 0x10, tcb_multiple_threads = 0x18, tcb_sysinfo = 0x20,
+                         tcb_stack_guard = 0x28, tcb_pointer_guard = 0x30, tcb_feature_1 = 0x48;
+
+char* thread_pointer() noexcept { return static_cast<char*>(__builtin_thread_pointer()); }
+
+template <class T>
+T symbol(const char* name) noexcept {
+  return reinterpret_cast<T>(dlsym(RTLD_DEFAULT, name));
+}
+
+glibc_entry_points look_up() noexcept {
+  glibc_entry_points g;
+#if !defined(__x86_64__)
+  g.why_not = "per-ULT TLS is done for x86-64 only (aarch64's thread pointer, tpidr_el0, is not switched yet)";
+  return g;
+#elif ITO_ASAN || ITO_TSAN
+  g.why_not = "per-ULT TLS does not work under a sanitizer, whose runtime keeps each thread's state in TLS";
+  return g;
+#else
+  g.allocate_tls = symbol<void* (*)(void*)>("_dl_allocate_tls");
+  g.deallocate_tls = symbol<void (*)(void*, bool)>("_dl_deallocate_tls");
+  g.ctype_init = symbol<void (*)()>("__ctype_init");
+  g.call_tls_dtors = symbol<void (*)()>("__call_tls_dtors");
+  const auto* tid_desc = symbol<const std::uint32_t*>("_thread_db_pthread_tid");
+  auto* resp = symbol<char*>("__resp");  // this thread's instance
+  if (!g.allocate_tls || !g.deallocate_tls || !g.ctype_init || !g.call_tls_dtors || !tid_desc ||
+      !resp) {
+    g.why_not = "per-ULT TLS needs glibc's private entry points (_dl_allocate_tls, "
+                "_dl_deallocate_tls, __ctype_init, __call_tls_dtors, _thread_db_pthread_tid, "
+                "__resp), and this C library lacks one";
+    return g;
+  }
+  char* tp = thread_pointer();
+  // libthread_db's description of struct pthread's tid: {bits, count, offset}.
+  g.tid_offset = static_cast<std::ptrdiff_t>(tid_desc[2]);
+  pid_t own_tid = 0;
+  std::memcpy(&own_tid, tp + g.tid_offset, sizeof own_tid);
+  void* self = nullptr;
+  std::memcpy(&self, tp + tcb_self, sizeof self);
+  if (tid_desc[0] != 32 || tid_desc[1] != 1 || own_tid != gettid() || self != tp) {
+    g.why_not = "per-ULT TLS: this C library's thread control block is not laid out as expected";
+    return g;
+  }
+  g.resp_offset = resp - tp;
+  if (const auto* size = symbol<const unsigned*>("__rseq_size"); size && *size != 0) {
+    if (const auto* off = symbol<const std::ptrdiff_t*>("__rseq_offset")) g.rseq_offset = *off;
+  }
+  g.worker_offset = reinterpret_cast<char*>(&tls_worker) - tp;
+  constexpr unsigned long hwcap2_fsgsbase = 1ul << 1;
+  g.wrfsbase = (getauxval(AT_HWCAP2) & hwcap2_fsgsbase) != 0;
+  return g;
+#endif
+}
+
+const glibc_entry_points& glibc() noexcept {
+  static const glibc_entry_points g = look_up();
+  return g;
+}
+
+inline void set_thread_pointer(void* tp) noexcept {
+#if defined(__x86_64__)
+  if (glibc().wrfsbase) [[likely]] {
+    asm volatile("wrfsbase %0" : : "r"(tp) : "memory");
+  } else {
+    syscall(SYS_arch_prctl, ARCH_SET_FS, tp);
+  }
+#else
+  (void)tp;
+#endif
+}
+
+template <class T>
+void put(void* tcb, std::ptrdiff_t offset, T value) noexcept {
+  std::memcpy(static_cast<char*>(tcb) + offset, &value, sizeof value);
+}
+
+}  // namespace
+
+const char* unavailable() noexcept { return glibc().why_not; }
+bool uses_wrfsbase() noexcept { return glibc().wrfsbase; }
+
+void give(ult* u, pid_t tid) {
+  const glibc_entry_points& g = glibc();
+  void* tcb = g.allocate_tls(nullptr);  // static TLS images, a DTV, a zeroed TCB
+  if (!tcb) throw std::bad_alloc();
+  char* creator = thread_pointer();
+  put(tcb, 0, tcb);
+  put(tcb, tcb_self, tcb);
+  put(tcb, tcb_multiple_threads, 1);
+  std::memcpy(static_cast<char*>(tcb) + tcb_sysinfo, creator + tcb_sysinfo, 8);
+  std::memcpy(static_cast<char*>(tcb) + tcb_stack_guard, creator + tcb_stack_guard, 8);
+  std::memcpy(static_cast<char*>(tcb) + tcb_pointer_guard, creator + tcb_pointer_guard, 8);
+  std::memcpy(static_cast<char*>(tcb) + tcb_feature_1, creator + tcb_feature_1, 4);
+  put(tcb, g.tid_offset, tid);
+  if (g.rseq_offset) {
+    constexpr std::int32_t rseq_registration_failed = -2;
+    put(tcb, g.rseq_offset + 4, rseq_registration_failed);  // struct rseq's cpu_id
+  }
+  u->tls = tcb;
+}
+
+// What a new block's __resp holds (its initial image: the process's _res),
+// put back at the thread's end: its own resolver state lives in the frame
+// that thread_start's caller leaves before the key destructors run.
+std::atomic<void*> g_initial_resp{nullptr};
+
+void thread_start(void* res_state) noexcept {
+  char* resp = thread_pointer() + glibc().resp_offset;
+  void* initial = nullptr;
+  std::memcpy(&initial, resp, sizeof initial);
+  g_initial_resp.store(initial, std::memory_order_relaxed);
+  std::memcpy(resp, &res_state, sizeof res_state);
+  glibc().ctype_init();
+}
+
+void thread_end() noexcept {
+  glibc().call_tls_dtors();
+  void* initial = g_initial_resp.load(std::memory_order_relaxed);
+  std::memcpy(thread_pointer() + glibc().resp_offset, &initial, sizeof initial);
+}
+
+void enter_worker(worker* w) noexcept {
+  w->own_tp = w->tp_now = __builtin_thread_pointer();
+}
+
+void arrive(worker* w, const ult* next, ult* left) noexcept {
+  void* tp = next && next->tls ? next->tls : w->own_tp;
+  if (tp != w->tp_now) {
+    // The block's tls_worker: the scheduler's hooks on the next stack, and
+    // everything the ULT calls, find their worker through it.
+    if (tp != w->own_tp) put(tp, glibc().worker_offset, w);
+    w->tp_now = tp;
+    set_thread_pointer(tp);
+  }
+  if (left && left->tls) [[unlikely]] {
+    // Off it now (the thread pointer is next's): nothing reads it any more.
+    void* tcb = left->tls;
+    left->tls = nullptr;
+    glibc().deallocate_tls(tcb, true);
+  }
+}
+
+void others_started(worker* w0) noexcept { put(w0->own_tp, tcb_multiple_threads, 1); }
+
+}  // namespace ito::sched::ult_tls
