@@ -658,6 +658,11 @@ void release(dsm& d) {
   // here must fault to be known; what this rank wrote since the last
   // release, unknown, is notified as written.
   d.read_elsewhere.take([&](std::size_t page) {
+    // Not touched here yet (its board word is scanned for a neighbour's
+    // sake): the mark waits for the release after this rank's first touch,
+    // which would otherwise make it home, unwatched, with its readers
+    // registered already and never told of this rank's stores (issue 45).
+    if (d.state[page] == invalid) return d.read_elsewhere.keep(page);
     if (d.state[page] == home_read) {  // read-only already, and not written here
       d.state[page] = home_watched;
       return;

@@ -49,6 +49,13 @@ class page_board {
     }
   }
 
+  // Marks `page` on this rank's own board again, for a later take(): a mark
+  // taken before this rank could act on it (called from take()'s each, it
+  // is not taken again by that take).
+  void keep(std::size_t page) {
+    __atomic_fetch_or(&leaves_[page / 64], std::uint64_t{1} << (page % 64), __ATOMIC_RELAXED);
+  }
+
   // The page's word in the window, the same on every rank.
   std::size_t word(std::size_t page) const noexcept { return first_ + page / 64; }
 
