@@ -57,7 +57,7 @@ constexpr std::int64_t never = sched::timer_queue::never;
 
 // sem_* report errors through errno; set it after every switch is over.
 int fail(int code) noexcept {
-  errno = code;
+  detail::errno_now() = code;  // the worker the caller runs on now
   return -1;
 }
 

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "arch/sanitizer.hpp"
+#include "io/errno_now.hpp"
 #include "common/setting_values.hpp"
 #include "ito/options.hpp"
 #include "os/futex.hpp"
@@ -172,8 +173,7 @@ bool safe_point(const ult* self, const ucontext_t* uc) noexcept {
   if (in_runtime_code(pc)) return false;
   // The program's code run by the loader with its lock held (a constructor
   // under dlopen, dl_iterate_phdr's callback): that OS thread owns the lock.
-  if (const worker* w = current_worker(); w && loader_lock_held_by(w->tid.load(std::memory_order_relaxed)))
-    return false;
+  if (const worker* w = current_worker(); w && inside_loader_lock(w)) return false;
   const stack::stack_block& s = stack_of(self);
   if (!s) return true;  // an adopted OS thread's stack we could not read: its own anyway
   return sp > reinterpret_cast<std::uintptr_t>(s.lo) && sp <= reinterpret_cast<std::uintptr_t>(s.hi);
@@ -234,7 +234,9 @@ void on_preempt_signal(int sig, siginfo_t* info, void* ucv) {
   pthread_sigmask(SIG_BLOCK, nullptr, &uc->uc_sigmask);
   sigaltstack(nullptr, &uc->uc_stack);
   if (uselocale(nullptr) != locale) uselocale(locale);
-  errno = saved_errno;
+  // errno_now: this OS thread's errno, never the address from before the
+  // switch (glibc's __errno_location is const; the compiler may reuse it).
+  ito::detail::errno_now() = saved_errno;
 }
 
 void install_handler() {
