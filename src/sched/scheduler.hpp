@@ -47,6 +47,14 @@ inline ult* current_ult() noexcept {
   return w ? w->current : nullptr;
 }
 
+// Whether the code running on w runs under a lock of the dynamic loader
+// (loader_locks.hpp): one its OS thread owns, or, for a ULT with a TLS block
+// of its own, one that ULT owns (glibc records the TCB's thread id).
+inline bool inside_loader_lock(const worker* w) noexcept {
+  if (loader_lock_held_by(w->tid.load(std::memory_order_relaxed))) return true;
+  return w->ult_tls && w->current && w->current->tls && loader_lock_held_by(ult_tls::tcb_tid_now());
+}
+
 // Whether a blocking call by the caller must keep off its worker's OS thread
 // (park on the poller, delegate, sleep on the runtime's timers): true for a
 // ULT, except the main ULT of a runtime started with its other workers
@@ -61,7 +69,7 @@ inline bool must_not_block_worker() noexcept {
   if (!w || !w->current) return false;
   return (w->rt->others.load(std::memory_order_acquire) != runtime_state::others_deferred ||
           w->stats.spawns.load(std::memory_order_relaxed) != 0) &&
-         !loader_lock_held_by(w->tid.load(std::memory_order_relaxed));
+         !inside_loader_lock(w);
 }
 
 // Takes a stack from the current worker and reserves frame_bytes (16-aligned)

@@ -147,6 +147,14 @@ void put(void* tcb, std::ptrdiff_t offset, T value) noexcept {
 const char* unavailable() noexcept { return glibc().why_not; }
 bool uses_wrfsbase() noexcept { return glibc().wrfsbase; }
 
+pid_t tcb_tid_now() noexcept {
+  const glibc_entry_points& g = glibc();
+  if (g.why_not) return 0;
+  pid_t tid = 0;
+  std::memcpy(&tid, thread_pointer() + g.tid_offset, sizeof tid);
+  return tid;
+}
+
 void give(ult* u, pid_t tid) {
   const glibc_entry_points& g = glibc();
   void* tcb = g.allocate_tls(nullptr);  // static TLS images, a DTV, a zeroed TCB

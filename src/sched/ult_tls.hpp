@@ -53,6 +53,11 @@ void give(ult* u, pid_t tid);
 void thread_start(void* res_state) noexcept;
 void thread_end() noexcept;
 
+// The thread id the TCB in force says (what glibc's recursive locks record
+// as their owner): a ULT's own number in its block. 0 where blocks are
+// unavailable.
+pid_t tcb_tid_now() noexcept;
+
 // A worker's OS thread: records its own thread pointer.
 void enter_worker(worker* w) noexcept;
 // The switch's part (scheduler.hpp): makes the thread pointer of `next`
