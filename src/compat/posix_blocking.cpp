@@ -89,17 +89,15 @@ auto delegated(Call&& call, bool cancellation_point = true) -> decltype(call()) 
                                cancellation_point);
 }
 
-// A descriptor number a call just created: what ito knew of it is stale.
-int fresh_descriptor(int fd) {
-  if (ito::detail::fd_state* st = ito::detail::fd_find(fd)) st->reset(ito::detail::fd_kind::unknown);
-  return fd;
-}
-
 // Delegated opening: a FIFO's open waits for its other end, a file on NFS
-// for the server.
+// for the server. What ito knew of the number is stale; what it is now is
+// known: the open family never makes a socket (opening one fails with
+// ENXIO), so its reads and writes are delegated at once, without a probe.
 template <class Call>
 int opened(Call&& call) {
-  return fresh_descriptor(delegated(call));
+  const int fd = delegated(call);
+  if (ito::detail::fd_state* st = ito::detail::fd_find(fd)) st->reset(ito::detail::fd_kind::other);
+  return fd;
 }
 
 // open's mode argument exists only with O_CREAT or O_TMPFILE.

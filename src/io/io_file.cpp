@@ -43,7 +43,9 @@ int fsync(int fd) {
 int open(const char* path, int flags, mode_t mode) {
   const int fd = caller_is_ult() ? delegated_syscall([&] { return ::open(path, flags, mode); })
                                  : ::open(path, flags, mode);
-  if (fd_state* st = fd_find(fd)) st->reset(fd_kind::unknown);
+  // Never a socket (opening one fails with ENXIO): its reads and writes are
+  // delegated without a probe (socket_or_delegated).
+  if (fd_state* st = fd_find(fd)) st->reset(fd_kind::other);
   return fd;
 }
 
