@@ -5,7 +5,7 @@ JOBS ?= $(shell nproc)
 PREFIX ?= /usr/local
 CTEST_ARGS ?=
 
-.PHONY: all deps demo test bench asan-test tsan-test aarch64-test install clean
+.PHONY: all deps demo test bench asan-test tsan-test aarch64-test install clean release debug asan tsan
 all: release
 
 deps:
@@ -17,7 +17,10 @@ build/%/build.ninja: | deps
 release debug asan tsan: %: build/%/build.ninja
 	cmake --build build/$* -j $(JOBS)
 
-demo: release
+# Builds only what the demo runs (ito, the benchmark driver and what it
+# launches), not the test suite; ends with a one-screen summary.
+demo: build/release/build.ninja
+	cmake --build build/release -j $(JOBS) --target ito-bench
 	build/release/bench/ito-bench demo
 
 bench: release

@@ -298,13 +298,13 @@ std::string fmt(const char* f, double v) {
   return buf;
 }
 
+}  // namespace
+
 std::string format_ns(double ns) {
   if (ns >= 100000) return fmt("%.0f", ns);
   if (ns >= 100) return fmt("%.1f", ns);
   return fmt("%.2f", ns);
 }
-
-}  // namespace
 
 std::string format_ms(double ms) {
   if (ms >= 1000) return fmt("%.0f", ms);

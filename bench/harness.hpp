@@ -131,6 +131,11 @@ class reporter {
 
 std::string json_string(const std::string& s);
 std::string format_ms(double ms);
+std::string format_ns(double ns);
+
+// The demo's last screen: per case, ito's row beside the fastest other
+// system measured in the same run, as a ratio and a word (summary.cpp).
+void print_summary(const std::vector<result>& all);
 
 // fib(n) by iteration: what every fib benchmark checks its result against.
 inline long fib_value(int n) {

@@ -247,17 +247,20 @@ int run(int argc, char** argv) {
     // The other layers, small, each with its own table: the flow layer
     // (seed 004), the OS-thread pool (seed 002) and delegation (seed 001).
     using command_fn = void (*)(bench::args&, const bench::common_flags&, bench::reporter&);
+    std::vector<bench::result> all = out.results();
     auto small = [&](command_fn command, std::vector<const char*> flags) {
       std::vector<char*> argv;
       for (const char* f : flags) argv.push_back(const_cast<char*>(f));
       bench::args sub(static_cast<int>(argv.size()), argv.data(), 0);
       bench::reporter sub_out(c.json);
       command(sub, c, sub_out);
+      all.insert(all.end(), sub_out.results().begin(), sub_out.results().end());
     };
     small(bench::wake_subcommand, {"--max-n", "128", "--step", "64"});
     small(bench::flow_subcommand, {"--n", "300"});
     small(bench::pool_command, {"--jobs", "20", "--warm-jobs", "2000"});
     small(bench::delegate_command, {"--calls", "2000", "--ults", "200", "--calls-per-ult", "5"});
+    if (!c.json) bench::print_summary(all);
   } else {
     throw bench::usage_error("unknown subcommand '" + cmd + "'");
   }
