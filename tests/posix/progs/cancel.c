@@ -40,15 +40,18 @@ static void note(const char* s) {
 static void note_handler(void* arg) { note((const char*)arg); }
 
 static sem_t ready;
+static sem_t asked; /* at_join's: the main thread has asked for the cancellation */
 
 /* Starts `body`, waits until it says it is about to block, cancels it,
  * joins it and prints what its handlers left. */
 static void cancel_one(const char* name, void* (*body)(void*)) {
   pthread_t t;
   trail[0] = '\0';
+  CHECK(sem_init(&asked, 0, 0) == 0); /* no post left over from the cases before */
   CHECK(pthread_create(&t, NULL, body, NULL) == 0);
   CHECK(sem_wait(&ready) == 0);
   CHECK(pthread_cancel(t) == 0);
+  CHECK(sem_post(&asked) == 0); /* for at_join; the others never wait for it */
   void* result = NULL;
   CHECK(pthread_join(t, &result) == 0);
   printf("%-18s %s, handlers: %s\n", name, result == PTHREAD_CANCELED ? "cancelled" : "NOT cancelled",
@@ -161,16 +164,22 @@ static void* forever(void* arg) {
   return NULL;
 }
 /* Join is a cancellation point: a cancellation asked before it acts. */
+/* The cancellation is asked before the thread reaches the join (it waits,
+ * with cancellation disabled, until the main thread says so): a thread
+ * already blocked in a join is not interrupted yet (docs/POSIX.md), and a
+ * loaded machine once let it get there first. */
 static void* at_join(void* arg) {
   (void)arg;
   pthread_t sleeper;
+  int old;
   pthread_create(&sleeper, NULL, forever, NULL);
   pthread_cleanup_push(note_handler, (void*)"join ");
+  pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old);
   sem_post(&ready);
-  while (1) {
-    usleep(100);  /* acts here, or at the join */
-    pthread_join(sleeper, NULL);
+  while (sem_wait(&asked) != 0) {
   }
+  pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, &old); /* deferred: acts at the next point */
+  pthread_join(sleeper, NULL);
   pthread_cleanup_pop(0);
   return NULL;
 }
