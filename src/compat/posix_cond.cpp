@@ -25,7 +25,7 @@ static_assert(sizeof(pcond) <= sizeof(pthread_cond_t));
 static_assert(alignof(pcond) <= alignof(pthread_cond_t));
 static_assert(CLOCK_REALTIME == 0, "all-zero bytes must mean CLOCK_REALTIME");
 // A process-shared condition keeps its words before the clock and a flag in it.
-static_assert(offsetof(pcond, clock) >= 8);
+static_assert(offsetof(pcond, clock) >= pshared::cond_words_bytes);
 
 bool is_pshared(const pcond* c) noexcept { return (c->clock & pshared::cond_flag) != 0; }
 
@@ -129,7 +129,7 @@ int ito_pthread_cond_init(pthread_cond_t* cond, const pthread_condattr_t* attr) 
 
 int ito_pthread_cond_destroy(pthread_cond_t* cond) {
   if (!cond) return EINVAL;
-  if (ito::posix::is_pshared(as_cond(cond))) return ito::posix::pshared::cond_busy(cond) ? EBUSY : 0;
+  if (ito::posix::is_pshared(as_cond(cond))) return ito::posix::pshared::destroy_cond(cond);
   return ito::detail::sync_access::busy(as_cond(cond)->cv) ? EBUSY : 0;
 }
 

@@ -156,14 +156,29 @@ namespace {
 
 // A process-shared condition: a sequence a waiter sleeps on (every signal
 // changes it, so a signal between the waiter's unlock and its sleep is not
-// lost: the futex finds another value) and the count of waiters, so that a
-// signal nobody waits for makes no system call. Its clock word, further on,
+// lost: the futex finds another value); the count of waiters inside wait(),
+// so that a signal nobody waits for makes no system call, and a destroy
+// after a broadcast waits until the woken ones have left (POSIX allows
+// destroying a condition no thread is blocked on: the memory may be reused
+// at once); and how many of them no signal has released yet (a destroy
+// while some may still be blocked says EBUSY). Its clock word, further on,
 // is pcond's.
 struct cond_words {
   os::futex_word seq;
-  std::atomic<std::uint32_t> waiters;
+  os::futex_word waiters;  // with `destroying` once a destroy waits for them
+  std::atomic<std::uint32_t> unreleased;
 };
-static_assert(sizeof(cond_words) <= sizeof(pthread_cond_t));
+static_assert(sizeof(cond_words) <= cond_words_bytes);
+constexpr std::uint32_t destroying = 1u << 31;
+
+// One waiter fewer that a signal still has to release (never below 0: a
+// waiter leaving on its own may find its release taken by a signal).
+void release_one(cond_words* w) noexcept {
+  std::uint32_t n = w->unreleased.load(std::memory_order_relaxed);
+  while (n != 0 &&
+         !w->unreleased.compare_exchange_weak(n, n - 1, std::memory_order_relaxed)) {
+  }
+}
 
 cond_words* cwords(pthread_cond_t* c) noexcept { return reinterpret_cast<cond_words*>(c); }
 
@@ -209,6 +224,7 @@ void init_cond(pthread_cond_t* c) noexcept {
   cond_words* w = cwords(c);
   w->seq.store(0, std::memory_order_relaxed);
   w->waiters.store(0, std::memory_order_relaxed);
+  w->unreleased.store(0, std::memory_order_relaxed);
 }
 
 namespace {
@@ -241,6 +257,7 @@ int wait(pthread_cond_t* c, pthread_mutex_t* m, std::int64_t deadline_ns) noexce
   // released: a signaller that changes the sequence after this read sees
   // the count (both sides seq_cst) and wakes the futex.
   w->waiters.fetch_add(1, std::memory_order_seq_cst);
+  w->unreleased.fetch_add(1, std::memory_order_relaxed);
   const std::uint32_t seq = w->seq.load(std::memory_order_seq_cst);
   const std::uint32_t depth = release(m);
   bool timed_out = false;
@@ -252,20 +269,38 @@ int wait(pthread_cond_t* c, pthread_mutex_t* m, std::int64_t deadline_ns) noexce
     interrupt.done.store(true, std::memory_order_relaxed);  // asked before it could wait
   }
   if (interrupt.done.load(std::memory_order_relaxed)) sched::mark_interrupted(self);
-  w->waiters.fetch_sub(1, std::memory_order_relaxed);
+  // Left on its own (time-out, interruption, a spurious wake-up) when no
+  // signal came since it began: its release is nobody else's to count.
+  if (w->seq.load(std::memory_order_relaxed) == seq) release_one(w);
+  // Its last touch of the condition: a destroy may be waiting for it.
+  if (w->waiters.fetch_sub(1, std::memory_order_acq_rel) == (destroying | 1))
+    os::futex_wake_shared(&w->waiters, INT_MAX);  // on dead memory, a wake finds nobody
   retake(m, depth);
   return timed_out ? ETIMEDOUT : 0;
 }
 
 void signal(pthread_cond_t* c, bool all) noexcept {
   cond_words* w = cwords(c);
+  if (all) {
+    w->unreleased.store(0, std::memory_order_relaxed);
+  } else {
+    release_one(w);
+  }
   w->seq.fetch_add(1, std::memory_order_seq_cst);
   if (w->waiters.load(std::memory_order_seq_cst) != 0)
     os::futex_wake_shared(&w->seq, all ? INT_MAX : 1);
 }
 
-bool cond_busy(const pthread_cond_t* c) noexcept {
-  return reinterpret_cast<const cond_words*>(c)->waiters.load(std::memory_order_acquire) != 0;
+int destroy_cond(pthread_cond_t* c) noexcept {
+  cond_words* w = cwords(c);
+  if (w->unreleased.load(std::memory_order_acquire) != 0) return EBUSY;
+  // Released waiters may still be on their way out of wait(): let them go.
+  std::uint32_t v = w->waiters.fetch_or(destroying, std::memory_order_acq_rel) | destroying;
+  while (v != destroying) {
+    wait_shared(&w->waiters, v, never);
+    v = w->waiters.load(std::memory_order_acquire);
+  }
+  return 0;
 }
 
 }  // namespace ito::posix::pshared

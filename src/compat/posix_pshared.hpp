@@ -18,6 +18,7 @@
 
 #include <pthread.h>
 
+#include <cstddef>
 #include <cstdint>
 
 namespace ito::posix::pshared {
@@ -53,6 +54,10 @@ void init_cond(pthread_cond_t* c) noexcept;
 // takes `m` again: 0 or ETIMEDOUT. The caller checked that it holds `m`.
 int wait(pthread_cond_t* c, pthread_mutex_t* m, std::int64_t deadline_ns) noexcept;
 void signal(pthread_cond_t* c, bool all) noexcept;
-bool cond_busy(const pthread_cond_t* c) noexcept;
+// 0 once every waiter a signal released has left wait() (the memory may
+// then be reused), or EBUSY while some may still be blocked.
+int destroy_cond(pthread_cond_t* c) noexcept;
+// The bytes of a process-shared condition's words, before pcond::clock.
+inline constexpr std::size_t cond_words_bytes = 12;
 
 }  // namespace ito::posix::pshared
