@@ -34,6 +34,7 @@
 #include "io/delegated_syscall.hpp"
 #include "io/errno_now.hpp"
 #include "io/fd_table.hpp"
+#include "io/local_files.hpp"
 #include "io/poller.hpp"
 #include "ito/io.hpp"
 #include "sched/scheduler.hpp"
@@ -93,9 +94,13 @@ auto delegated(Call&& call, bool cancellation_point = true) -> decltype(call()) 
 // for the server. What ito knew of the number is stale; what it is now is
 // known: the open family never makes a socket (opening one fails with
 // ENXIO), so its reads and writes are delegated at once, without a probe.
+// A regular file on a local file system is marked as such (its cached
+// reads and its close then run on the worker: io/local_files.hpp).
 template <class Call>
-int opened(Call&& call) {
-  const int fd = delegated(call);
+int opened(int flags, Call&& call) {
+  if (in_ult())
+    return keep_errno_on_success([&] { return ito::detail::delegated_open(flags, call); });
+  const int fd = call();
   if (ito::detail::fd_state* st = ito::detail::fd_find(fd)) st->reset(ito::detail::fd_kind::other);
   return fd;
 }
@@ -224,17 +229,17 @@ int ito_openat(int dirfd, const char* path, int flags, ...) {
   va_start(ap, flags);
   const mode_t mode = mode_argument(flags, ap);
   va_end(ap);
-  return opened([&] { return ::openat(dirfd, path, flags, mode); });
+  return opened(flags, [&] { return ::openat(dirfd, path, flags, mode); });
 }
 int ito_open64(const char* path, int flags, ...) {
   va_list ap;
   va_start(ap, flags);
   const mode_t mode = mode_argument(flags, ap);
   va_end(ap);
-  return opened([&] { return ::open(path, flags | O_LARGEFILE, mode); });
+  return opened(flags, [&] { return ::open(path, flags | O_LARGEFILE, mode); });
 }
 int ito_creat(const char* path, mode_t mode) {
-  return opened([&] { return ::open(path, O_CREAT | O_WRONLY | O_TRUNC, mode); });
+  return opened(O_WRONLY, [&] { return ::open(path, O_CREAT | O_WRONLY | O_TRUNC, mode); });
 }
 
 pid_t ito_wait3(int* status, int options, struct rusage* usage) {

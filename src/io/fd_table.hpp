@@ -16,6 +16,9 @@ enum class fd_kind : std::uint8_t {
   unknown,  // not looked at yet
   socket,   // epoll-able: waited for by the poller
   other,    // a file, pipe, terminal...: delegated
+  // A regular file on a local file system (io/local_files.hpp): reads tried
+  // on the worker from the page cache first; closed there when read-only.
+  local_file,
 };
 
 // Readiness directions, as the poller reports them.
@@ -44,6 +47,8 @@ struct alignas(64) fd_state {  // a line each: the poller and workers touch neig
   // its edge may have come before the short read (set before in_edges moves).
   std::atomic<std::uint64_t> drained_mark{0};
   std::atomic<bool> hung_up{false};
+  // A local_file opened read-only: nothing to flush at its close.
+  std::atomic<bool> read_only_file{false};
   // The registration's generation, bumped (under lock) by io::close. A call
   // samples it when it begins and parks only while it is unchanged, so a call
   // on a closed descriptor fails with EBADF instead of retrying on its number,
@@ -64,6 +69,7 @@ struct alignas(64) fd_state {  // a line each: the poller and workers touch neig
     stream.store(-1, std::memory_order_relaxed);
     drained_mark.store(0, std::memory_order_relaxed);
     hung_up.store(false, std::memory_order_relaxed);
+    read_only_file.store(false, std::memory_order_relaxed);
   }
 };
 

@@ -6,6 +6,7 @@
 
 #include "io/delegated_syscall.hpp"
 #include "io/io_common.hpp"
+#include "io/local_files.hpp"
 #include "ito/io.hpp"
 
 namespace ito::io {
@@ -16,6 +17,7 @@ using detail::delegated_syscall;
 using detail::fd_kind;
 using detail::fd_find;
 using detail::fd_state;
+using detail::delegated_open;
 
 namespace {
 
@@ -29,6 +31,10 @@ auto run_blocking(int fd, Call&& call) -> decltype(call()) {
 }  // namespace
 
 ssize_t pread(int fd, void* buf, std::size_t count, off_t offset) {
+  if (caller_is_ult() && offset >= 0)
+    if (fd_state* st = fd_find(fd);
+        st && st->kind.load(std::memory_order_relaxed) == fd_kind::local_file)
+      return detail::read_local_file(fd, *st, buf, count, offset);
   return run_blocking(fd, [&] { return ::pread(fd, buf, count, offset); });
 }
 
@@ -41,8 +47,8 @@ int fsync(int fd) {
 }
 
 int open(const char* path, int flags, mode_t mode) {
-  const int fd = caller_is_ult() ? delegated_syscall([&] { return ::open(path, flags, mode); })
-                                 : ::open(path, flags, mode);
+  if (caller_is_ult()) return delegated_open(flags, [&] { return ::open(path, flags, mode); });
+  const int fd = ::open(path, flags, mode);
   // Never a socket (opening one fails with ENXIO): its reads and writes are
   // delegated without a probe (socket_or_delegated).
   if (fd_state* st = fd_find(fd)) st->reset(fd_kind::other);
@@ -57,6 +63,7 @@ int close(int fd) {
   if ((st || caller_is_ult()) && detail::in_vfork_child()) [[unlikely]] return ::close(fd);
   if (!st) return run_blocking(fd, [&] { return ::close(fd); });
   const fd_kind kind = st->kind.load(std::memory_order_relaxed);
+  const bool read_only = st->read_only_file.load(std::memory_order_relaxed);
   st->reset(fd_kind::unknown);
   // Ends the registration before the number can be reused: calls begun on fd
   // (parked, or between a failed try and their park) fail with EBADF rather
@@ -65,9 +72,11 @@ int close(int fd) {
   // its last call on fd, so that call happens before this close
   // (ThreadSanitizer checks descriptor lifetimes too).
   detail::fd_waiter* parked = detail::begin_close(*st);
-  // Closing a socket does not block (without SO_LINGER); closing a file may
-  // (NFS flushes), so that is delegated.
-  const int r = kind == fd_kind::socket ? ::close(fd) : run_blocking(fd, [&] { return ::close(fd); });
+  // Closing a socket does not block (without SO_LINGER), nor closing a
+  // read-only local file; closing another file may (NFS flushes), so that is
+  // delegated.
+  const bool here = kind == fd_kind::socket || (kind == fd_kind::local_file && read_only);
+  const int r = here ? ::close(fd) : run_blocking(fd, [&] { return ::close(fd); });
   const int saved = errno_now();
   detail::wake_closed(parked);
   errno_now() = saved;

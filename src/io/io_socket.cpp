@@ -18,6 +18,7 @@
 #include "io/delegated_syscall.hpp"
 #include "io/fairness.hpp"
 #include "io/io_common.hpp"
+#include "io/local_files.hpp"
 #include "ito/delegate.hpp"
 #include "ito/io.hpp"
 
@@ -264,7 +265,8 @@ ssize_t socket_or_delegated(int fd, Plain plain, OnSocket on_socket) {
   fd_state* st = fd_lookup(fd);
   auto delegated = [&] { return delegated_syscall(plain); };
   if (!st) return fd < 0 ? plain() : delegated();
-  if (st->kind.load(std::memory_order_relaxed) == fd_kind::other) return delegated();
+  const fd_kind kind = st->kind.load(std::memory_order_relaxed);
+  if (kind == fd_kind::other || kind == fd_kind::local_file) return delegated();
   const int saved = errno_now();
   const ssize_t r = on_socket(*st);
   if (r >= 0) {
@@ -279,6 +281,10 @@ ssize_t socket_or_delegated(int fd, Plain plain, OnSocket on_socket) {
 }  // namespace
 
 ssize_t read(int fd, void* buf, std::size_t count) {
+  if (caller_is_ult())
+    if (fd_state* st = detail::fd_find(fd);
+        st && st->kind.load(std::memory_order_relaxed) == fd_kind::local_file)
+      return detail::read_local_file(fd, *st, buf, count, -1);
   return socket_or_delegated(
       fd, [=] { return ::read(fd, buf, count); },
       [=](fd_state& st) { return recv_in_ult(fd, st, buf, count, 0); });
