@@ -37,6 +37,9 @@ __attribute__((visibility("default"))) int ito_posix_preload_marker = 1;
 void ito_posix_preload_ready(void);
 void ito_posix_check_environment(void);
 int ito_preload_threads_as_ults(void); /* thread_mode.c */
+/* syscall(SYS_futex) from a ULT parks it (src/compat/posix_futex.cpp). */
+long ito_preload_futex(uint32_t* word, int op, uint32_t val, const struct timespec* timeout,
+                       uint32_t* word2, uint32_t val3);
 
 /* Set once, in the constructor, when the program's threads are to stay OS
  * threads (thread_mode.c): every entry point then goes to glibc. */
@@ -493,8 +496,9 @@ ITO_FORWARD_TO(int, __openat_2, ito_openat_2, (int d, const char* p, int f), (d,
 ITO_FORWARD_TO(int, __openat64_2, ito_openat64_2, (int d, const char* p, int f), (d, p, f))
 
 /* syscall(SYS_gettid) is how CPython (threading.get_native_id) and much C
- * code ask for a thread's id, and syscall(SYS_tgkill) how they signal one:
- * those reach ito (src/compat/posix_thread_ids.cpp); every other number goes
+ * code ask for a thread's id, syscall(SYS_tgkill) how they signal one, and
+ * syscall(SYS_futex) how Rust's std waits: those reach ito
+ * (src/compat/posix_thread_ids.cpp, posix_futex.cpp); every other number goes
  * to glibc as it came. glibc's syscall reads six arguments whatever the
  * number, and so does this. */
 #define ITO_SYSCALL_ARGS(ap, a)                                               \
@@ -517,6 +521,9 @@ __attribute__((visibility("default"))) long syscall(long n, ...) {
     if (n == SYS_gettid) return ito_gettid();
     if (n == SYS_tgkill) return ito_tgkill((pid_t)a[0], (pid_t)a[1], (int)a[2]);
     if (n == SYS_tkill) return ito_tgkill(getpid(), (pid_t)a[0], (int)a[1]);
+    if (n == SYS_futex)
+      return ito_preload_futex((uint32_t*)a[0], (int)a[1], (uint32_t)a[2],
+                               (const struct timespec*)a[3], (uint32_t*)a[4], (uint32_t)a[5]);
   }
   return GLIBC(long (*)(long, ...), syscall)(n, a[0], a[1], a[2], a[3], a[4], a[5]);
 }

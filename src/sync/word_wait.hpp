@@ -20,4 +20,15 @@ void wait_on_word(const std::atomic<std::uint32_t>& word, std::uint32_t expected
 // Wakes every caller parked on `word`. Change the word first.
 void wake_all_on_word(const std::atomic<std::uint32_t>& word) noexcept;
 
+// A futex's wait and wake for ULTs (compat/posix_futex.cpp): parks the
+// caller while word == expected, until woken or deadline_ns
+// (CLOCK_MONOTONIC; sched::timer_queue::never for none). Returns 0 when
+// woken, EAGAIN when the word differed, ETIMEDOUT. A ULT's timer may throw
+// std::bad_alloc before anything is queued.
+int wait_on_word_until(const std::atomic<std::uint32_t>& word, std::uint32_t expected,
+                       std::int64_t deadline_ns, const char* what);
+// Wakes up to n callers parked on `word`, first come first woken; returns
+// how many.
+std::uint32_t wake_on_word(const std::atomic<std::uint32_t>& word, std::uint32_t n) noexcept;
+
 }  // namespace ito::detail
