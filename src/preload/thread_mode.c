@@ -12,10 +12,9 @@
  * the thread-local storage of other objects counts. A program with such an
  * object runs on ULTs with a TLS block each with ITO_ULT_TLS=1
  * (sched/ult_tls.hpp), where that works here; otherwise on NPTL, with one
- * line on stderr saying so (ITO_PRELOAD_THREADS). Not by default yet: Rust's
- * standard library waits on its locks with raw futex system calls, which
- * block the whole worker (docs/POSIX.md, "Blocking calls"): ripgrep on ULTs
- * hangs at one worker. A program without TLS of its own runs on ULTs without
+ * line on stderr saying so (ITO_PRELOAD_THREADS). Not by default yet: a
+ * fork from a thread with a block is not yet safe (docs/POSIX.md, "TLS and
+ * errno"). A program without TLS of its own runs on ULTs without
  * blocks, and pays nothing for them. */
 #define _GNU_SOURCE 1
 #include <errno.h>

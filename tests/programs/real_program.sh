@@ -93,8 +93,10 @@ run() {  # run LABEL [env...]: runs cmd bounded in time; stdout to LABEL.out
   echo $? > "$label.rc"
   awk -v end="$(date +%s.%N)" -v start="$start" 'BEGIN { printf "%.3f\n", end - start }' >> "$label.times"
 }
+# REAL_PROGRAM_ITO_ENV: more NAME=VALUE settings for the ito side only.
+ito_env=(ITO_WORKERS="$workers" ${REAL_PROGRAM_ITO_ENV:-} LD_PRELOAD="$preload")
 run nptl
-run ito ITO_WORKERS="$workers" LD_PRELOAD="$preload"
+run ito "${ito_env[@]}"
 
 status=0
 if [ "$(cat ito.rc)" = 124 ] || [ "$(cat ito.rc)" = 137 ]; then
@@ -107,13 +109,13 @@ fi
 if [ $status -ne 0 ]; then
   echo "--- ito stderr:"; head -30 ito.err
 else
-  echo "ok: $name, ITO_WORKERS=$workers, status $(cat ito.rc), $(wc -l < ito.out) lines identical"
+  echo "ok: $name, ITO_WORKERS=$workers ${REAL_PROGRAM_ITO_ENV:-}, status $(cat ito.rc), $(wc -l < ito.out) lines identical"
 fi
 if [ $status -eq 0 ] && [ "${REAL_PROGRAM_TIMES:-0}" -gt 0 ]; then
   rm -f nptl.times ito.times
   for i in $(seq "$REAL_PROGRAM_TIMES"); do
-    if [ $((i % 2)) -eq 1 ]; then run nptl; run ito ITO_WORKERS="$workers" LD_PRELOAD="$preload"
-    else run ito ITO_WORKERS="$workers" LD_PRELOAD="$preload"; run nptl; fi
+    if [ $((i % 2)) -eq 1 ]; then run nptl; run ito "${ito_env[@]}"
+    else run ito "${ito_env[@]}"; run nptl; fi
   done
   median() { sort -g "$1" | awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}'; }
   echo "times: $name W=$workers nptl $(median nptl.times) ito $(median ito.times) s (median of $REAL_PROGRAM_TIMES)"
