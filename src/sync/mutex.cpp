@@ -54,15 +54,22 @@ static_assert(no_deadline == sched::timer_queue::never);
 constexpr std::int64_t starvation_threshold_ns = 1'000'000;
 constexpr int spin_rounds = 4;  // Go's: long enough to cover a short critical section
 constexpr int pauses_per_round = 30;
+constexpr int idle_spin_rounds = 32;  // ~9 us of `pause` on the project's EPYC VM
 
 std::uint32_t waiters_in(std::uint32_t state) noexcept { return state >> waiter_shift; }
 
 // Spinning helps only if the holder can be running meanwhile: not when the
-// caller's worker is the runtime's only one.
+// caller's worker is the runtime's only one. Past Go's few rounds, a ULT
+// whose worker has nothing else queued spins on: parking would only idle the
+// worker, and the wake-up (a futex wake of that worker, a steal) costs more
+// than the ~9 us the extra rounds take. Two workers hammering one mutex
+// parked ~2,500 times per 2*10^6 pairs, and ran 12% slower (BENCHMARKS.md,
+// "The contended mutex spins on while its worker is idle").
 bool may_spin(int rounds) noexcept {
-  if (rounds >= spin_rounds) return false;
   sched::worker* w = sched::current_worker();
-  return !w || w->rt->workers.size() > 1;
+  if (w && w->rt->workers.size() <= 1) return false;
+  if (rounds < spin_rounds) return true;
+  return w && rounds < idle_spin_rounds && w->deque.looks_empty() && w->yielded.looks_empty();
 }
 
 }  // namespace
