@@ -25,7 +25,14 @@
 //                         must not be taken for the worker's own;
 //   rseq cpu_id           (__rseq_offset + 4) "registration failed": the
 //                         kernel updates only the OS thread's area, so
-//                         sched_getcpu must ask the kernel instead.
+//                         sched_getcpu must ask the kernel instead;
+//   list                  (offset from _thread_db_pthread_list) linked to
+//                         itself: glibc keeps every thread's TCB on one of
+//                         its lists (_dl_stack_used, _dl_stack_user), and a
+//                         fork's child takes the forking thread's entry off
+//                         its list (reclaim_stacks' list_del): on a zeroed
+//                         entry that wrote through null. The block is on no
+//                         list, so nothing else walks to it.
 // Everything else stays zero, as in a new NPTL thread's: cancellation state,
 // glibc's own thread-specific data (ito's keys are its own), the robust list
 // (the kernel knows only the worker's; process-shared robust mutexes are
@@ -59,6 +66,7 @@ struct glibc_entry_points {
   void (*ctype_init)() = nullptr;                       // libc, GLIBC_PRIVATE
   void (*call_tls_dtors)() = nullptr;                   // libc, GLIBC_PRIVATE
   std::ptrdiff_t tid_offset = 0;      // struct pthread's tid, from the thread pointer
+  std::ptrdiff_t list_offset = 0;     // struct pthread's list (glibc's list_t)
   std::ptrdiff_t resp_offset = 0;     // libc's __resp (TLS), from the thread pointer
   std::ptrdiff_t rseq_offset = 0;     // the rseq area; 0: none
   std::ptrdiff_t worker_offset = 0;   // ito's tls_worker, from the thread pointer
@@ -70,6 +78,18 @@ constexpr std::ptrdiff_t tcb_self = 0x10, tcb_multiple_threads = 0x18, tcb_sysin
                          tcb_stack_guard = 0x28, tcb_pointer_guard = 0x30, tcb_feature_1 = 0x48;
 
 char* thread_pointer() noexcept { return static_cast<char*>(__builtin_thread_pointer()); }
+
+// glibc's list_t (include/list_t.h): a node of a circular doubly linked list.
+struct list_node {
+  list_node* next;
+  list_node* prev;
+};
+
+list_node* entry_of(void* tcb, std::ptrdiff_t list_offset) noexcept {
+  return reinterpret_cast<list_node*>(static_cast<char*>(tcb) + list_offset);
+}
+
+void link_alone(list_node* n) noexcept { n->next = n->prev = n; }
 
 template <class T>
 T symbol(const char* name) noexcept {
@@ -90,22 +110,27 @@ glibc_entry_points look_up() noexcept {
   g.ctype_init = symbol<void (*)()>("__ctype_init");
   g.call_tls_dtors = symbol<void (*)()>("__call_tls_dtors");
   const auto* tid_desc = symbol<const std::uint32_t*>("_thread_db_pthread_tid");
+  const auto* list_desc = symbol<const std::uint32_t*>("_thread_db_pthread_list");
   auto* resp = symbol<char*>("__resp");  // this thread's instance
   if (!g.allocate_tls || !g.deallocate_tls || !g.ctype_init || !g.call_tls_dtors || !tid_desc ||
-      !resp) {
+      !list_desc || !resp) {
     g.why_not = "per-ULT TLS needs glibc's private entry points (_dl_allocate_tls, "
                 "_dl_deallocate_tls, __ctype_init, __call_tls_dtors, _thread_db_pthread_tid, "
-                "__resp), and this C library lacks one";
+                "_thread_db_pthread_list, __resp), and this C library lacks one";
     return g;
   }
   char* tp = thread_pointer();
-  // libthread_db's description of struct pthread's tid: {bits, count, offset}.
+  // libthread_db's descriptions of struct pthread's fields: {bits, count, offset}.
   g.tid_offset = static_cast<std::ptrdiff_t>(tid_desc[2]);
+  g.list_offset = static_cast<std::ptrdiff_t>(list_desc[2]);
   pid_t own_tid = 0;
   std::memcpy(&own_tid, tp + g.tid_offset, sizeof own_tid);
   void* self = nullptr;
   std::memcpy(&self, tp + tcb_self, sizeof self);
-  if (tid_desc[0] != 32 || tid_desc[1] != 1 || own_tid != gettid() || self != tp) {
+  const list_node* own_entry = entry_of(tp, g.list_offset);
+  if (tid_desc[0] != 32 || tid_desc[1] != 1 || own_tid != gettid() || self != tp ||
+      list_desc[0] != 8 * sizeof(list_node) || list_desc[1] != 1 ||
+      own_entry->next->prev != own_entry) {
     g.why_not = "per-ULT TLS: this C library's thread control block is not laid out as expected";
     return g;
   }
@@ -168,6 +193,7 @@ void give(ult* u, pid_t tid) {
   std::memcpy(static_cast<char*>(tcb) + tcb_pointer_guard, creator + tcb_pointer_guard, 8);
   std::memcpy(static_cast<char*>(tcb) + tcb_feature_1, creator + tcb_feature_1, 4);
   put(tcb, g.tid_offset, tid);
+  link_alone(entry_of(tcb, g.list_offset));
   if (g.rseq_offset) {
     constexpr std::int32_t rseq_registration_failed = -2;
     put(tcb, g.rseq_offset + 4, rseq_registration_failed);  // struct rseq's cpu_id
