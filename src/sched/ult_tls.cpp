@@ -60,6 +60,12 @@
 namespace ito::sched::ult_tls {
 namespace {
 
+// glibc's list_t (include/list_t.h): a node of a circular doubly linked list.
+struct list_node {
+  list_node* next;
+  list_node* prev;
+};
+
 struct glibc_entry_points {
   void* (*allocate_tls)(void* mem) = nullptr;           // ld.so, GLIBC_PRIVATE
   void (*deallocate_tls)(void* tcb, bool dealloc_tcb) = nullptr;
@@ -67,6 +73,7 @@ struct glibc_entry_points {
   void (*call_tls_dtors)() = nullptr;                   // libc, GLIBC_PRIVATE
   std::ptrdiff_t tid_offset = 0;      // struct pthread's tid, from the thread pointer
   std::ptrdiff_t list_offset = 0;     // struct pthread's list (glibc's list_t)
+  list_node* stack_user = nullptr;    // ld.so's _dl_stack_user: the initial thread's list
   std::ptrdiff_t resp_offset = 0;     // libc's __resp (TLS), from the thread pointer
   std::ptrdiff_t rseq_offset = 0;     // the rseq area; 0: none
   std::ptrdiff_t worker_offset = 0;   // ito's tls_worker, from the thread pointer
@@ -79,17 +86,23 @@ constexpr std::ptrdiff_t tcb_self = 0x10, tcb_multiple_threads = 0x18, tcb_sysin
 
 char* thread_pointer() noexcept { return static_cast<char*>(__builtin_thread_pointer()); }
 
-// glibc's list_t (include/list_t.h): a node of a circular doubly linked list.
-struct list_node {
-  list_node* next;
-  list_node* prev;
-};
-
 list_node* entry_of(void* tcb, std::ptrdiff_t list_offset) noexcept {
   return reinterpret_cast<list_node*>(static_cast<char*>(tcb) + list_offset);
 }
 
 void link_alone(list_node* n) noexcept { n->next = n->prev = n; }
+
+// Takes n off its list and puts it first on `head`'s (glibc's list_del and
+// list_add). Only in a fork's child, whose only thread this is: glibc's lock
+// of its lists is not needed, as in its own fork code.
+void move_to_list(list_node* n, list_node* head) noexcept {
+  n->next->prev = n->prev;
+  n->prev->next = n->next;
+  n->next = head->next;
+  n->prev = head;
+  head->next->prev = n;
+  head->next = n;
+}
 
 template <class T>
 T symbol(const char* name) noexcept {
@@ -111,18 +124,22 @@ glibc_entry_points look_up() noexcept {
   g.call_tls_dtors = symbol<void (*)()>("__call_tls_dtors");
   const auto* tid_desc = symbol<const std::uint32_t*>("_thread_db_pthread_tid");
   const auto* list_desc = symbol<const std::uint32_t*>("_thread_db_pthread_list");
+  const auto* user_desc = symbol<const std::uint32_t*>("_thread_db_rtld_global__dl_stack_user");
+  auto* rtld_global = symbol<char*>("_rtld_global");  // ld.so's
   auto* resp = symbol<char*>("__resp");  // this thread's instance
   if (!g.allocate_tls || !g.deallocate_tls || !g.ctype_init || !g.call_tls_dtors || !tid_desc ||
-      !list_desc || !resp) {
+      !list_desc || !user_desc || !rtld_global || !resp) {
     g.why_not = "per-ULT TLS needs glibc's private entry points (_dl_allocate_tls, "
                 "_dl_deallocate_tls, __ctype_init, __call_tls_dtors, _thread_db_pthread_tid, "
-                "_thread_db_pthread_list, __resp), and this C library lacks one";
+                "_thread_db_pthread_list, _thread_db_rtld_global__dl_stack_user, _rtld_global, "
+                "__resp), and this C library lacks one";
     return g;
   }
   char* tp = thread_pointer();
   // libthread_db's descriptions of struct pthread's fields: {bits, count, offset}.
   g.tid_offset = static_cast<std::ptrdiff_t>(tid_desc[2]);
   g.list_offset = static_cast<std::ptrdiff_t>(list_desc[2]);
+  g.stack_user = reinterpret_cast<list_node*>(rtld_global + user_desc[2]);
   pid_t own_tid = 0;
   std::memcpy(&own_tid, tp + g.tid_offset, sizeof own_tid);
   void* self = nullptr;
@@ -130,7 +147,8 @@ glibc_entry_points look_up() noexcept {
   const list_node* own_entry = entry_of(tp, g.list_offset);
   if (tid_desc[0] != 32 || tid_desc[1] != 1 || own_tid != gettid() || self != tp ||
       list_desc[0] != 8 * sizeof(list_node) || list_desc[1] != 1 ||
-      own_entry->next->prev != own_entry) {
+      own_entry->next->prev != own_entry || user_desc[0] != 8 * sizeof(list_node) ||
+      user_desc[1] != 1 || g.stack_user->next->prev != g.stack_user) {
     g.why_not = "per-ULT TLS: this C library's thread control block is not laid out as expected";
     return g;
   }
@@ -166,6 +184,11 @@ template <class T>
 void put(void* tcb, std::ptrdiff_t offset, T value) noexcept {
   std::memcpy(static_cast<char*>(tcb) + offset, &value, sizeof value);
 }
+
+// The block that a fork's child runs on as its only OS thread's TCB (the
+// block of the ULT that forked, here or in an ancestor); null if none. A
+// child forked from that thread inherits it with the memory.
+void* g_adopted_block = nullptr;
 
 }  // namespace
 
@@ -243,5 +266,19 @@ void arrive(worker* w, const ult* next, ult* left) noexcept {
 }
 
 void others_started(worker* w0) noexcept { put(w0->own_tp, tcb_multiple_threads, 1); }
+
+void forked_child(const worker* w) noexcept {
+  char* tp = thread_pointer();
+  const bool from_block = w && w->ult_tls && tp != w->own_tp;
+  if (!from_block && tp != g_adopted_block) return;  // NPTL's own TCB: glibc's case
+  // The block is now what the initial thread's TCB is to NPTL: that of a
+  // thread whose stack glibc did not make. The child's fork code
+  // (reclaim_stacks) put it on _dl_stack_used, as the block's user_stack
+  // flag (which ito cannot see) is false; there, in a grandchild forked from
+  // another thread, glibc took it for a cached stack and aborted freeing it
+  // (munmap of a null stack block). On _dl_stack_user, a grandchild drops it.
+  move_to_list(entry_of(tp, glibc().list_offset), glibc().stack_user);
+  g_adopted_block = tp;
+}
 
 }  // namespace ito::sched::ult_tls
