@@ -76,6 +76,7 @@ struct glibc_entry_points {
   list_node* stack_user = nullptr;    // ld.so's _dl_stack_user: the initial thread's list
   std::ptrdiff_t resp_offset = 0;     // libc's __resp (TLS), from the thread pointer
   std::ptrdiff_t rseq_offset = 0;     // the rseq area; 0: none
+  unsigned rseq_size = 0;             // __rseq_size
   std::ptrdiff_t worker_offset = 0;   // ito's tls_worker, from the thread pointer
   bool wrfsbase = false;
   const char* why_not = nullptr;
@@ -154,7 +155,10 @@ glibc_entry_points look_up() noexcept {
   }
   g.resp_offset = resp - tp;
   if (const auto* size = symbol<const unsigned*>("__rseq_size"); size && *size != 0) {
-    if (const auto* off = symbol<const std::ptrdiff_t*>("__rseq_offset")) g.rseq_offset = *off;
+    if (const auto* off = symbol<const std::ptrdiff_t*>("__rseq_offset")) {
+      g.rseq_offset = *off;
+      g.rseq_size = *size;
+    }
   }
   g.worker_offset = reinterpret_cast<char*>(&tls_worker) - tp;
   constexpr unsigned long hwcap2_fsgsbase = 1ul << 1;
@@ -183,6 +187,40 @@ inline void set_thread_pointer(void* tp) noexcept {
 template <class T>
 void put(void* tcb, std::ptrdiff_t offset, T value) noexcept {
   std::memcpy(static_cast<char*>(tcb) + offset, &value, sizeof value);
+}
+
+constexpr std::int32_t rseq_cpu_id_uninitialized = -1, rseq_registration_failed = -2;
+
+#if defined(SYS_rseq)
+constexpr std::uint32_t rseq_signature = 0x53053053;  // glibc's RSEQ_SIG on x86
+constexpr int rseq_flag_unregister = 1;              // RSEQ_FLAG_UNREGISTER
+
+long rseq_call(void* area, unsigned length, int flags) noexcept {
+  return syscall(SYS_rseq, area, length, flags, rseq_signature);
+}
+#endif
+
+// The kernel's rseq registration is the forking OS thread's: its area in the
+// TCB it had, the worker's own, which in the child is a dead thread's (glibc
+// caches its stack, reuses it for a new thread or unmaps it: the kernel then
+// writes the CPU number into another thread's TCB, or kills the process).
+// Moves it to the block the child's thread now runs on, as glibc registers a
+// new thread's own area, so sched_getcpu reads its CPU there again.
+void move_rseq_registration(char* from_tp, char* to_tp) noexcept {
+#if defined(SYS_rseq)
+  const glibc_entry_points& g = glibc();
+  if (!g.rseq_offset) return;  // glibc registers none
+  // glibc registers __rseq_size bytes, at least the original ABI's 32.
+  const unsigned length = g.rseq_size < 32 ? 32 : g.rseq_size;
+  rseq_call(from_tp + g.rseq_offset, length, rseq_flag_unregister);
+  put(to_tp, g.rseq_offset + 4, rseq_cpu_id_uninitialized);
+  if (rseq_call(to_tp + g.rseq_offset, length, 0) != 0) {
+    put(to_tp, g.rseq_offset + 4, rseq_registration_failed);  // sched_getcpu asks the kernel
+  }
+#else
+  (void)from_tp;
+  (void)to_tp;
+#endif
 }
 
 // The block that a fork's child runs on as its only OS thread's TCB (the
@@ -217,10 +255,7 @@ void give(ult* u, pid_t tid) {
   std::memcpy(static_cast<char*>(tcb) + tcb_feature_1, creator + tcb_feature_1, 4);
   put(tcb, g.tid_offset, tid);
   link_alone(entry_of(tcb, g.list_offset));
-  if (g.rseq_offset) {
-    constexpr std::int32_t rseq_registration_failed = -2;
-    put(tcb, g.rseq_offset + 4, rseq_registration_failed);  // struct rseq's cpu_id
-  }
+  if (g.rseq_offset) put(tcb, g.rseq_offset + 4, rseq_registration_failed);  // struct rseq's cpu_id
   u->tls = tcb;
 }
 
@@ -278,6 +313,7 @@ void forked_child(const worker* w) noexcept {
   // another thread, glibc took it for a cached stack and aborted freeing it
   // (munmap of a null stack block). On _dl_stack_user, a grandchild drops it.
   move_to_list(entry_of(tp, glibc().list_offset), glibc().stack_user);
+  if (from_block) move_rseq_registration(static_cast<char*>(w->own_tp), tp);
   g_adopted_block = tp;
 }
 
