@@ -32,7 +32,8 @@
 //                         fork's child takes the forking thread's entry off
 //                         its list (reclaim_stacks' list_del): on a zeroed
 //                         entry that wrote through null. The block is on no
-//                         list, so nothing else walks to it.
+//                         list, so nothing else walks to it (until a fork's
+//                         child adopts it as its thread's TCB: forked_child).
 // Everything else stays zero, as in a new NPTL thread's: cancellation state,
 // glibc's own thread-specific data (ito's keys are its own), the robust list
 // (the kernel knows only the worker's; process-shared robust mutexes are
