@@ -72,6 +72,10 @@ void c_body_own_tls(void* p) {
   c_body(p);
 }
 
+// Whether u's frame is a c_frame (ito_create made it): with or without a TLS
+// block, its start routine's return value is there.
+bool has_c_frame(const ult* u) noexcept { return u->body == &c_body || u->body == &c_body_own_tls; }
+
 namespace handles = ito::sched::handles;
 
 // Finds the live ULT a handle names; ESRCH when there is none (any more).
@@ -245,7 +249,7 @@ int ito_join(ito_ult_t handle, void** retval) {
     }
     void* value = nullptr;
     if (u->exited) value = u->exit_value;
-    else if (u->body == &c_body) value = static_cast<c_frame*>(u->frame)->result;
+    else if (has_c_frame(u)) value = static_cast<c_frame*>(u->frame)->result;
     ito::sched::release(u);
     if (retval) *retval = value;
     return 0;

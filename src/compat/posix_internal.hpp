@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <ctime>
 #include <pthread.h>
+#include <signal.h>
 
 #include "compat/carried_state.hpp"
 #include "io/errno_now.hpp"
@@ -73,6 +74,9 @@ inline int enter() noexcept {
 // Called on the main thread as the POSIX layer starts the runtime: the other
 // ULTs' shared signal mask starts as the main thread's (posix_signal.cpp).
 void remember_main_signal_mask() noexcept;
+
+// pthread_sigqueue to the calling thread (posix_signal.cpp): an error number.
+int queue_to_self(int sig, sigval value) noexcept;
 
 // glibc's pthread_t of the OS thread on which the POSIX layer started the
 // runtime (the main ULT's thread), for pthread_getattr_np of the main thread

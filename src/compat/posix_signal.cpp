@@ -8,15 +8,17 @@
 // no OS thread of its own: its pthread_sigmask reads and writes one mask that
 // all such ULTs share (it starts as the main thread's), which tells sigwait
 // users what they blocked; delivery follows the main thread's mask. A signal
-// such a ULT sends itself (raise, pthread_kill of itself) while that mask
-// blocks it stays pending for those ULTs (not for the process, which the main
-// thread may take), shows in their sigpending, satisfies their sigwait, and
-// is delivered by the pthread_sigmask that unblocks it, before it returns.
+// such a ULT sends itself (raise, pthread_kill or pthread_sigqueue of itself)
+// while that mask blocks it stays pending for those ULTs (not for the
+// process, which the main thread may take), shows in their sigpending,
+// satisfies their sigwait, and is delivered by the pthread_sigmask that
+// unblocks it, before it returns (with pthread_sigqueue's value).
 // sigwait, sigwaitinfo, sigtimedwait and sigsuspend are delegated from any
 // ULT: a pool thread blocks every signal except while such a call waits, so
 // the signals the call asks for reach it and no other of ito's threads.
 #include <pthread.h>
 #include <signal.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <fcntl.h>
@@ -41,6 +43,13 @@ std::mutex g_shared_mask_lock;
 sigset_t g_shared_mask;  // guarded by g_shared_mask_lock
 bool g_shared_mask_set = false;
 sigset_t g_shared_pending;  // guarded by g_shared_mask_lock; empty when zeroed
+// For each signal in g_shared_pending: the value pthread_sigqueue gave it,
+// if that is how it was sent (guarded by g_shared_mask_lock).
+struct queued_value {
+  bool queued;
+  sigval value;
+};
+queued_value g_pending_values[NSIG];
 
 // The main ULT, or a plain OS thread: its mask is its OS thread's.
 bool owns_its_thread() noexcept {
@@ -96,13 +105,28 @@ auto delegated_call(Call&& call) -> decltype(call()) {
   return ito::detail::delegated_syscall(call);
 }
 
-// Runs sig's handler on this worker now: unblocked for the moment of the call.
-int deliver_here(int sig) noexcept {
+// Sends sig to this OS thread, by the id the kernel knows it by (not the one
+// glibc's TCB in force says: a ULT's own number in its TLS block), with
+// pthread_sigqueue's siginfo when `queued`.
+int send_to_this_os_thread(int sig, const queued_value& sent) noexcept {
+  if (!sent.queued) return ::raise(sig);  // glibc's raise asks the kernel for the id
+  siginfo_t info{};
+  info.si_signo = sig;
+  info.si_code = SI_QUEUE;
+  info.si_pid = ::getpid();
+  info.si_uid = ::getuid();
+  info.si_value = sent.value;
+  return static_cast<int>(::syscall(SYS_rt_tgsigqueueinfo, ::getpid(), ::gettid(), sig, &info));
+}
+
+// Runs sig's handler on this worker now: unblocked for the moment of the call
+// (workers other than the first block asynchronous signals: worker_signals.hpp).
+int deliver_here(int sig, const queued_value& sent = {}) noexcept {
   sigset_t one, saved;
   sigemptyset(&one);
   if (sig > 0 && sig < NSIG) sigaddset(&one, sig);
   ::pthread_sigmask(SIG_UNBLOCK, &one, &saved);
-  const int r = ::raise(sig);
+  const int r = send_to_this_os_thread(sig, sent);
   const int e = errno_now();
   ::pthread_sigmask(SIG_SETMASK, &saved, nullptr);
   errno_now() = e;
@@ -111,14 +135,32 @@ int deliver_here(int sig) noexcept {
 
 // Removes from the ULTs' pending set the lowest signal of `of` (for
 // sigwait) or, with `unblocked`, one that `of` leaves unblocked; 0 if none.
-int take_pending(const sigset_t& of, bool unblocked) noexcept {
+// `sent`, when not null, receives how it was sent.
+int take_pending(const sigset_t& of, bool unblocked, queued_value* sent = nullptr) noexcept {
   std::lock_guard hold(g_shared_mask_lock);
   for (int s = 1; s < NSIG; ++s) {
     if (sigismember(&g_shared_pending, s) != 1 || (sigismember(&of, s) == 1) == unblocked) continue;
     sigdelset(&g_shared_pending, s);
+    if (sent) *sent = g_pending_values[s];
     return s;
   }
   return 0;
+}
+
+// A signal the calling ULT (not main) sends itself: pending for the ULTs
+// while their mask blocks it (a second one of a pending signal is merged, as
+// the kernel merges a standard signal), else its handler runs here before
+// the call returns. 0 or -1 with errno.
+int send_to_calling_ult(int sig, const queued_value& sent) noexcept {
+  if (sig > 0 && sig < NSIG) {
+    std::lock_guard hold(g_shared_mask_lock);
+    if (g_shared_mask_set && sigismember(&g_shared_mask, sig) == 1) {
+      if (sigismember(&g_shared_pending, sig) != 1) g_pending_values[sig] = sent;
+      sigaddset(&g_shared_pending, sig);  // pending for the thread, as tgkill's would be
+      return 0;
+    }
+  }
+  return deliver_here(sig, sent);
 }
 
 }  // namespace
@@ -129,6 +171,13 @@ void remember_main_signal_mask() noexcept {
   std::lock_guard hold(g_shared_mask_lock);
   ::pthread_sigmask(SIG_BLOCK, nullptr, &g_shared_mask);
   g_shared_mask_set = true;
+}
+
+// pthread_sigqueue of the calling thread.
+int queue_to_self(int sig, sigval value) noexcept {
+  if (owns_its_thread()) return ::pthread_sigqueue(::pthread_self(), sig, value);
+  if (sig == 0) return 0;  // it is alive
+  return send_to_calling_ult(sig, {true, value}) == 0 ? 0 : errno_now();
 }
 
 }  // namespace ito::posix
@@ -166,7 +215,8 @@ int ito_pthread_sigmask(int how, const sigset_t* set, sigset_t* old) {
   g_shared_mask = next;
   hold.unlock();
   // POSIX: a pending signal this call unblocks is delivered before it returns.
-  while (int sig = take_pending(next, true)) deliver_here(sig);
+  queued_value sent{};
+  while (int sig = take_pending(next, true, &sent)) deliver_here(sig, sent);
   return 0;
 }
 
@@ -183,14 +233,7 @@ int ito_sigprocmask(int how, const sigset_t* set, sigset_t* old) {
 // (unless the ULT blocked it itself: then it stays pending for the ULTs).
 int ito_raise(int sig) {
   if (owns_its_thread()) return ::raise(sig);
-  if (sig > 0 && sig < NSIG) {
-    std::lock_guard hold(g_shared_mask_lock);
-    if (g_shared_mask_set && sigismember(&g_shared_mask, sig) == 1) {
-      sigaddset(&g_shared_pending, sig);  // pending for the thread, as tgkill's would be
-      return 0;
-    }
-  }
-  return deliver_here(sig);
+  return send_to_calling_ult(sig, {});
 }
 
 // A ULT other than main has no thread-directed signals but those above: the
@@ -223,13 +266,15 @@ int ito_sigwait(const sigset_t* set, int* sig) {
 }
 int ito_sigtimedwait(const sigset_t* set, siginfo_t* info, const struct timespec* timeout) {
   if (!owns_its_thread() && set) {
-    if (int s = take_pending(*set, false)) {
+    queued_value sent{};
+    if (int s = take_pending(*set, false, &sent)) {
       if (info) {
         *info = siginfo_t{};
         info->si_signo = s;
-        info->si_code = SI_TKILL;
+        info->si_code = sent.queued ? SI_QUEUE : SI_TKILL;
         info->si_pid = getpid();
         info->si_uid = getuid();
+        if (sent.queued) info->si_value = sent.value;
       }
       return s;
     }
@@ -242,8 +287,9 @@ int ito_sigwaitinfo(const sigset_t* set, siginfo_t* info) {
 }
 int ito_sigsuspend(const sigset_t* mask) {
   if (!owns_its_thread() && mask) {
-    if (int s = take_pending(*mask, true)) {
-      deliver_here(s);
+    queued_value sent{};
+    if (int s = take_pending(*mask, true, &sent)) {
+      deliver_here(s, sent);
       errno_now() = EINTR;
       return -1;
     }

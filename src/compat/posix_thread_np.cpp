@@ -183,8 +183,10 @@ int ito_pthread_sigqueue(pthread_t thread, int sig, const union sigval value) {
   if (!ito::posix::valid_signal(sig)) return EINVAL;
   target t;
   if (int e = resolve(thread, &t)) return e;
-  if (t.os_self || ito::posix::is_calling_ult(t))
-    return ::pthread_sigqueue(::pthread_self(), sig, value);
+  // glibc's pthread_sigqueue of pthread_self() would signal the thread id in
+  // the TCB in force: the ULT's own number where it has a TLS block (ESRCH),
+  // else its worker's thread, which may block the signal.
+  if (t.os_self || ito::posix::is_calling_ult(t)) return ito::posix::queue_to_self(sig, value);
   if (sig == 0) return 0;
   return ::sigqueue(::getpid(), sig, value) == 0 ? 0 : errno;
 }

@@ -10,12 +10,16 @@
 #include "sched/handles.hpp"
 #include "sched/runtime_control.hpp"
 #include "sched/scheduler.hpp"
+#include "sched/ult_tls.hpp"
 
 namespace ito::sched {
 namespace {
 
 // Runs in the child, on the thread that forked, before fork returns there.
 void forget_runtime_in_child() noexcept {
+  // First the TCB this thread runs on, perhaps a ULT's TLS block (also in a
+  // child forked from such a child, whose runtime is gone or another).
+  ult_tls::forked_child(current_worker());
   if (!g_runtime.load(std::memory_order_relaxed)) return;
   forget_helpers_in_child();
   handles::keep_in_forked_child(current_ult(), os_thread_identity());

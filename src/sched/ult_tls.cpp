@@ -25,7 +25,15 @@
 //                         must not be taken for the worker's own;
 //   rseq cpu_id           (__rseq_offset + 4) "registration failed": the
 //                         kernel updates only the OS thread's area, so
-//                         sched_getcpu must ask the kernel instead.
+//                         sched_getcpu must ask the kernel instead;
+//   list                  (offset from _thread_db_pthread_list) linked to
+//                         itself: glibc keeps every thread's TCB on one of
+//                         its lists (_dl_stack_used, _dl_stack_user), and a
+//                         fork's child takes the forking thread's entry off
+//                         its list (reclaim_stacks' list_del): on a zeroed
+//                         entry that wrote through null. The block is on no
+//                         list, so nothing else walks to it (until a fork's
+//                         child adopts it as its thread's TCB: forked_child).
 // Everything else stays zero, as in a new NPTL thread's: cancellation state,
 // glibc's own thread-specific data (ito's keys are its own), the robust list
 // (the kernel knows only the worker's; process-shared robust mutexes are
@@ -53,14 +61,23 @@
 namespace ito::sched::ult_tls {
 namespace {
 
+// glibc's list_t (include/list_t.h): a node of a circular doubly linked list.
+struct list_node {
+  list_node* next;
+  list_node* prev;
+};
+
 struct glibc_entry_points {
   void* (*allocate_tls)(void* mem) = nullptr;           // ld.so, GLIBC_PRIVATE
   void (*deallocate_tls)(void* tcb, bool dealloc_tcb) = nullptr;
   void (*ctype_init)() = nullptr;                       // libc, GLIBC_PRIVATE
   void (*call_tls_dtors)() = nullptr;                   // libc, GLIBC_PRIVATE
   std::ptrdiff_t tid_offset = 0;      // struct pthread's tid, from the thread pointer
+  std::ptrdiff_t list_offset = 0;     // struct pthread's list (glibc's list_t)
+  list_node* stack_user = nullptr;    // ld.so's _dl_stack_user: the initial thread's list
   std::ptrdiff_t resp_offset = 0;     // libc's __resp (TLS), from the thread pointer
   std::ptrdiff_t rseq_offset = 0;     // the rseq area; 0: none
+  unsigned rseq_size = 0;             // __rseq_size
   std::ptrdiff_t worker_offset = 0;   // ito's tls_worker, from the thread pointer
   bool wrfsbase = false;
   const char* why_not = nullptr;
@@ -70,6 +87,24 @@ constexpr std::ptrdiff_t tcb_self = 0x10, tcb_multiple_threads = 0x18, tcb_sysin
                          tcb_stack_guard = 0x28, tcb_pointer_guard = 0x30, tcb_feature_1 = 0x48;
 
 char* thread_pointer() noexcept { return static_cast<char*>(__builtin_thread_pointer()); }
+
+list_node* entry_of(void* tcb, std::ptrdiff_t list_offset) noexcept {
+  return reinterpret_cast<list_node*>(static_cast<char*>(tcb) + list_offset);
+}
+
+void link_alone(list_node* n) noexcept { n->next = n->prev = n; }
+
+// Takes n off its list and puts it first on `head`'s (glibc's list_del and
+// list_add). Only in a fork's child, whose only thread this is: glibc's lock
+// of its lists is not needed, as in its own fork code.
+void move_to_list(list_node* n, list_node* head) noexcept {
+  n->next->prev = n->prev;
+  n->prev->next = n->next;
+  n->next = head->next;
+  n->prev = head;
+  head->next->prev = n;
+  head->next = n;
+}
 
 template <class T>
 T symbol(const char* name) noexcept {
@@ -90,28 +125,41 @@ glibc_entry_points look_up() noexcept {
   g.ctype_init = symbol<void (*)()>("__ctype_init");
   g.call_tls_dtors = symbol<void (*)()>("__call_tls_dtors");
   const auto* tid_desc = symbol<const std::uint32_t*>("_thread_db_pthread_tid");
+  const auto* list_desc = symbol<const std::uint32_t*>("_thread_db_pthread_list");
+  const auto* user_desc = symbol<const std::uint32_t*>("_thread_db_rtld_global__dl_stack_user");
+  auto* rtld_global = symbol<char*>("_rtld_global");  // ld.so's
   auto* resp = symbol<char*>("__resp");  // this thread's instance
   if (!g.allocate_tls || !g.deallocate_tls || !g.ctype_init || !g.call_tls_dtors || !tid_desc ||
-      !resp) {
+      !list_desc || !user_desc || !rtld_global || !resp) {
     g.why_not = "per-ULT TLS needs glibc's private entry points (_dl_allocate_tls, "
                 "_dl_deallocate_tls, __ctype_init, __call_tls_dtors, _thread_db_pthread_tid, "
+                "_thread_db_pthread_list, _thread_db_rtld_global__dl_stack_user, _rtld_global, "
                 "__resp), and this C library lacks one";
     return g;
   }
   char* tp = thread_pointer();
-  // libthread_db's description of struct pthread's tid: {bits, count, offset}.
+  // libthread_db's descriptions of struct pthread's fields: {bits, count, offset}.
   g.tid_offset = static_cast<std::ptrdiff_t>(tid_desc[2]);
+  g.list_offset = static_cast<std::ptrdiff_t>(list_desc[2]);
+  g.stack_user = reinterpret_cast<list_node*>(rtld_global + user_desc[2]);
   pid_t own_tid = 0;
   std::memcpy(&own_tid, tp + g.tid_offset, sizeof own_tid);
   void* self = nullptr;
   std::memcpy(&self, tp + tcb_self, sizeof self);
-  if (tid_desc[0] != 32 || tid_desc[1] != 1 || own_tid != gettid() || self != tp) {
+  const list_node* own_entry = entry_of(tp, g.list_offset);
+  if (tid_desc[0] != 32 || tid_desc[1] != 1 || own_tid != gettid() || self != tp ||
+      list_desc[0] != 8 * sizeof(list_node) || list_desc[1] != 1 ||
+      own_entry->next->prev != own_entry || user_desc[0] != 8 * sizeof(list_node) ||
+      user_desc[1] != 1 || g.stack_user->next->prev != g.stack_user) {
     g.why_not = "per-ULT TLS: this C library's thread control block is not laid out as expected";
     return g;
   }
   g.resp_offset = resp - tp;
   if (const auto* size = symbol<const unsigned*>("__rseq_size"); size && *size != 0) {
-    if (const auto* off = symbol<const std::ptrdiff_t*>("__rseq_offset")) g.rseq_offset = *off;
+    if (const auto* off = symbol<const std::ptrdiff_t*>("__rseq_offset")) {
+      g.rseq_offset = *off;
+      g.rseq_size = *size;
+    }
   }
   g.worker_offset = reinterpret_cast<char*>(&tls_worker) - tp;
   constexpr unsigned long hwcap2_fsgsbase = 1ul << 1;
@@ -142,6 +190,45 @@ void put(void* tcb, std::ptrdiff_t offset, T value) noexcept {
   std::memcpy(static_cast<char*>(tcb) + offset, &value, sizeof value);
 }
 
+constexpr std::int32_t rseq_cpu_id_uninitialized = -1, rseq_registration_failed = -2;
+
+#if defined(SYS_rseq)
+constexpr std::uint32_t rseq_signature = 0x53053053;  // glibc's RSEQ_SIG on x86
+constexpr int rseq_flag_unregister = 1;              // RSEQ_FLAG_UNREGISTER
+
+long rseq_call(void* area, unsigned length, int flags) noexcept {
+  return syscall(SYS_rseq, area, length, flags, rseq_signature);
+}
+#endif
+
+// The kernel's rseq registration is the forking OS thread's: its area in the
+// TCB it had, the worker's own, which in the child is a dead thread's (glibc
+// caches its stack, reuses it for a new thread or unmaps it: the kernel then
+// writes the CPU number into another thread's TCB, or kills the process).
+// Moves it to the block the child's thread now runs on, as glibc registers a
+// new thread's own area, so sched_getcpu reads its CPU there again.
+void move_rseq_registration(char* from_tp, char* to_tp) noexcept {
+#if defined(SYS_rseq)
+  const glibc_entry_points& g = glibc();
+  if (!g.rseq_offset) return;  // glibc registers none
+  // glibc registers __rseq_size bytes, at least the original ABI's 32.
+  const unsigned length = g.rseq_size < 32 ? 32 : g.rseq_size;
+  rseq_call(from_tp + g.rseq_offset, length, rseq_flag_unregister);
+  put(to_tp, g.rseq_offset + 4, rseq_cpu_id_uninitialized);
+  if (rseq_call(to_tp + g.rseq_offset, length, 0) != 0) {
+    put(to_tp, g.rseq_offset + 4, rseq_registration_failed);  // sched_getcpu asks the kernel
+  }
+#else
+  (void)from_tp;
+  (void)to_tp;
+#endif
+}
+
+// The block that a fork's child runs on as its only OS thread's TCB (the
+// block of the ULT that forked, here or in an ancestor); null if none. A
+// child forked from that thread inherits it with the memory.
+void* g_adopted_block = nullptr;
+
 }  // namespace
 
 const char* unavailable() noexcept { return glibc().why_not; }
@@ -168,10 +255,8 @@ void give(ult* u, pid_t tid) {
   std::memcpy(static_cast<char*>(tcb) + tcb_pointer_guard, creator + tcb_pointer_guard, 8);
   std::memcpy(static_cast<char*>(tcb) + tcb_feature_1, creator + tcb_feature_1, 4);
   put(tcb, g.tid_offset, tid);
-  if (g.rseq_offset) {
-    constexpr std::int32_t rseq_registration_failed = -2;
-    put(tcb, g.rseq_offset + 4, rseq_registration_failed);  // struct rseq's cpu_id
-  }
+  link_alone(entry_of(tcb, g.list_offset));
+  if (g.rseq_offset) put(tcb, g.rseq_offset + 4, rseq_registration_failed);  // struct rseq's cpu_id
   u->tls = tcb;
 }
 
@@ -217,5 +302,20 @@ void arrive(worker* w, const ult* next, ult* left) noexcept {
 }
 
 void others_started(worker* w0) noexcept { put(w0->own_tp, tcb_multiple_threads, 1); }
+
+void forked_child(const worker* w) noexcept {
+  char* tp = thread_pointer();
+  const bool from_block = w && w->ult_tls && tp != w->own_tp;
+  if (!from_block && tp != g_adopted_block) return;  // NPTL's own TCB: glibc's case
+  // The block is now what the initial thread's TCB is to NPTL: that of a
+  // thread whose stack glibc did not make. The child's fork code
+  // (reclaim_stacks) put it on _dl_stack_used, as the block's user_stack
+  // flag (which ito cannot see) is false; there, in a grandchild forked from
+  // another thread, glibc took it for a cached stack and aborted freeing it
+  // (munmap of a null stack block). On _dl_stack_user, a grandchild drops it.
+  move_to_list(entry_of(tp, glibc().list_offset), glibc().stack_user);
+  if (from_block) move_rseq_registration(static_cast<char*>(w->own_tp), tp);
+  g_adopted_block = tp;
+}
 
 }  // namespace ito::sched::ult_tls

@@ -71,5 +71,11 @@ void arrive(worker* w, const ult* next, ult* left) noexcept;
 // flag its lock-skipping fast paths read). Mark worker 0's.
 void others_started(worker* w0) noexcept;
 
+// In a fork's child, from the fork handler, before the runtime is forgotten:
+// `w` is the worker the fork ran on (null if none). Where the forking thread
+// ran on a ULT's block, that block is now the TCB of the child's only OS
+// thread: glibc's lists and the kernel's rseq registration are made to say so.
+void forked_child(const worker* w) noexcept;
+
 }  // namespace ult_tls
 }  // namespace ito::sched

@@ -5,7 +5,8 @@
  * which on ULTs switch and, at two workers, may resume it on the other
  * worker's OS thread. On NPTL every thread has its own variables and its own
  * errno at one address for its whole life; ULTs sharing their worker's TLS
- * would count into each other's variables and see errno move. Run from
+ * would count into each other's variables and see errno move. Each thread's
+ * return value must come back through pthread_join. Run from
  * source and under the preload, at 1 and 2 workers (tests/posix/CMakeLists.txt). */
 #include <errno.h>
 #include <pthread.h>
@@ -65,7 +66,7 @@ static void* run(void* arg) {
   }
   r->counter = counter;
   r->seeded = seeded;
-  return NULL;
+  return r; /* joined back: pthread_join must give it */
 }
 
 static int distinct(const void* const* p, int n) {
@@ -84,7 +85,12 @@ int main(void) {
   counter = -1;
   pthread_barrier_init(&all_alive, NULL, THREADS);
   for (long i = 0; i < THREADS; ++i) pthread_create(&t[i], NULL, run, (void*)i);
-  for (int i = 0; i < THREADS; ++i) pthread_join(t[i], NULL);
+  int returned = 0;
+  for (int i = 0; i < THREADS; ++i) {
+    void* value = NULL;
+    pthread_join(t[i], &value);
+    returned += value == &results[i];
+  }
   const int main_errno = errno; /* before stdio, which may set it */
   const void* counters[THREADS];
   const void* errnos[THREADS];
@@ -99,6 +105,7 @@ int main(void) {
   printf("distinct counter addresses: %d of %d\n", distinct(counters, THREADS), THREADS);
   printf("distinct errno addresses: %d of %d\n", distinct(errnos, THREADS), THREADS);
   printf("shared %ld\n", shared);
+  printf("threads whose join gave their return value: %d of %d\n", returned, THREADS);
   printf("main: counter %ld, seeded %ld, errno %d\n", counter, seeded, main_errno);
   return 0;
 }
