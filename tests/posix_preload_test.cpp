@@ -177,35 +177,30 @@ TEST(PosixPreload, InternalNamesAreAliasesOfThePublicOnes) {
   }
 }
 
-// A program with __thread variables of its own keeps OS threads (ULTs
-// sharing their worker's TLS would share them) and says so once on stderr;
-// with ITO_ULT_TLS=1 it runs on ULTs with a TLS block each (docs/POSIX.md,
-// "TLS and errno"), where per-ULT TLS works (x86-64). ITO_PRELOAD_THREADS
-// overrides the choice either way.
-TEST(PosixPreload, ProgramWithThreadLocalsKeepsOsThreadsOrGetsTlsBlocks) {
+// A program with __thread variables of its own runs on ULTs with a TLS block
+// each (docs/POSIX.md, "TLS and errno"), where per-ULT TLS works (x86-64);
+// elsewhere, or with ITO_ULT_TLS=0, it keeps OS threads (ULTs sharing their
+// worker's TLS would share them) and says so once on stderr.
+// ITO_PRELOAD_THREADS overrides the choice either way.
+TEST(PosixPreload, ProgramWithThreadLocalsGetsTlsBlocksOrKeepsOsThreads) {
   if (preload_lib.empty()) GTEST_SKIP() << "no libito-preload.so in sanitizer builds";
   const std::string under = "timeout 60 env ITO_WORKERS=1 LD_PRELOAD=" + preload_lib + " ";
   const std::string all_kept = "4 threads, 4 kept their own value\n";
   const std::string note = "ito: preload: posix_tls_per_thread has thread-local variables; its "
                            "threads stay OS threads (";
 
-  result plain = run(under + "'" + tls_program + "'");
-  EXPECT_EQ(plain.status, 0) << plain.out;
-  EXPECT_NE(plain.out.find(note + "ITO_ULT_TLS=1 runs them as ULTs with TLS blocks of their own;"),
-            std::string::npos)
-      << plain.out;
-  EXPECT_NE(plain.out.find(all_kept), std::string::npos) << plain.out;
-
-  result blocks = run(under + "ITO_ULT_TLS=1 ITO_STATS=1 '" + tls_program + "'");
-  EXPECT_EQ(blocks.status, 0) << blocks.out;
-  EXPECT_NE(blocks.out.find(all_kept), std::string::npos) << blocks.out;
+  for (const char* setting : {"", "ITO_ULT_TLS=1 "}) {
+    result blocks = run(under + setting + "ITO_STATS=1 '" + tls_program + "'");
+    EXPECT_EQ(blocks.status, 0) << blocks.out;
+    EXPECT_NE(blocks.out.find(all_kept), std::string::npos) << blocks.out;
 #if defined(__x86_64__)
-  EXPECT_EQ(blocks.out.find(note), std::string::npos) << blocks.out;
-  EXPECT_NE(blocks.out.find("ito: stats:"), std::string::npos) << blocks.out;  // it ran on ULTs
+    EXPECT_EQ(blocks.out.find(note), std::string::npos) << blocks.out;
+    EXPECT_NE(blocks.out.find("ito: stats:"), std::string::npos) << blocks.out;  // it ran on ULTs
 #else
-  EXPECT_NE(blocks.out.find(note + "per-ULT TLS is done for x86-64 only"), std::string::npos)
-      << blocks.out;
+    EXPECT_NE(blocks.out.find(note + "per-ULT TLS is done for x86-64 only"), std::string::npos)
+        << blocks.out;
 #endif
+  }
 
   result no_blocks = run(under + "ITO_ULT_TLS=0 '" + tls_program + "'");
   EXPECT_EQ(no_blocks.status, 0) << no_blocks.out;
@@ -227,10 +222,14 @@ TEST(PosixPreload, ProgramWithThreadLocalsKeepsOsThreadsOrGetsTlsBlocks) {
   EXPECT_EQ(WEXITSTATUS(bad.status), 2) << bad.out;
   EXPECT_EQ(bad.out, "ito: ITO_PRELOAD_THREADS=sometimes is invalid: expected auto, ult or os\n");
 
-  // The check covers the other variables too when the threads stay OS threads.
-  result bad_other = run(under + "ITO_WORKERS=lots '" + tls_program + "'");
-  EXPECT_EQ(WEXITSTATUS(bad_other.status), 2) << bad_other.out;
-  EXPECT_EQ(bad_other.out.find("kept"), std::string::npos) << bad_other.out;
+  // The check covers the other variables too, on ULTs or OS threads.
+  for (const char* setting : {"", "ITO_ULT_TLS=0 "}) {
+    result bad_other = run(under + setting + "ITO_WORKERS=lots '" + tls_program + "'");
+    EXPECT_EQ(WEXITSTATUS(bad_other.status), 2) << bad_other.out;
+    EXPECT_NE(bad_other.out.find("ito: ITO_WORKERS=lots is invalid"), std::string::npos)
+        << bad_other.out;
+    EXPECT_EQ(bad_other.out.find("kept"), std::string::npos) << bad_other.out;
+  }
 }
 
 // A plain pthread program whose threads all deadlock: run as ULTs, ito says

@@ -71,11 +71,17 @@ void register_exit_hooks() noexcept {
 // The POSIX layer's options: the environment's, and preemption on by default
 // under the preload, where a pthread program expects threads to be
 // preemptive (source mode asks for it with ITO_PREEMPT).
+// Under the preload, a program with thread-local variables of its own gets a
+// TLS block per thread unless ITO_ULT_TLS says otherwise (thread_mode.c
+// decides it at start, through ito_posix_ult_tls_refusal).
+std::atomic<bool> g_tls_blocks_by_default{false};
+
 options posix_options() {
   options o = resolve_options(options{});
   if (preloaded() && !config::number_setting(config::setting_id::preempt) &&
       !sched::preemption_unavailable(o))
     o.preempt_us = sched::default_preempt_slice_us;
+  if (g_tls_blocks_by_default.load(std::memory_order_relaxed)) o.ult_tls = true;
   return o;
 }
 
@@ -226,17 +232,26 @@ extern "C" int ito_posix_preload_thread_mode(void) {
 // For thread_mode.c: why a program with TLS of its own keeps OS threads
 // under the preload, or null when its ULTs get TLS blocks (ITO_ULT_TLS=1 and
 // per-ULT TLS works here).
+// Why a program with thread-local variables of its own cannot run on ULTs
+// with a TLS block each (its threads then stay OS threads), or null when it
+// can: by default, or with ITO_ULT_TLS=1. Null also records that the
+// runtime, when it starts, gives the blocks.
 extern "C" const char* ito_posix_ult_tls_refusal(void) {
   std::optional<bool> set;
+  ito::options resolved;
   try {
     set = ito::config::boolean_setting(ito::config::setting_id::ult_tls);
+    resolved = ito::resolve_options(ito::options{});
   } catch (const ito::config_error& e) {
     std::fprintf(stderr, "%s\n", e.what());
     std::exit(2);
   }
-  if (!set) return "ITO_ULT_TLS=1 runs them as ULTs with TLS blocks of their own";
-  if (!*set) return "ITO_ULT_TLS=0";
-  return ito::sched::ult_tls::unavailable();
+  if (set && !*set) return "ITO_ULT_TLS=0";
+  const char* why = ito::sched::ult_tls::unavailable();
+  if (!why && resolved.stacks != ito::stack_policy::fixed)
+    why = "the split-stack policies (ITO_STACK) keep their limit word in the TCB per worker";
+  if (!why) ito::posix::g_tls_blocks_by_default.store(true, std::memory_order_relaxed);
+  return why;
 }
 
 // libito-preload.so's constructor, when the program's threads are to be

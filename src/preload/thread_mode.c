@@ -10,11 +10,10 @@
  * reads another thread's value. ito carries what libc and libstdc++ keep per
  * thread and a switch can disturb (errno, the C++ exception globals), so only
  * the thread-local storage of other objects counts. A program with such an
- * object runs on ULTs with a TLS block each with ITO_ULT_TLS=1
- * (sched/ult_tls.hpp), where that works here; otherwise on NPTL, with one
- * line on stderr saying so (ITO_PRELOAD_THREADS). Not by default yet: a
- * fork from a thread with a block is not yet safe (docs/POSIX.md, "TLS and
- * errno"). A program without TLS of its own runs on ULTs without
+ * object runs on ULTs with a TLS block each (sched/ult_tls.hpp), where
+ * that works here (x86-64, glibc, fixed stacks) and ITO_ULT_TLS is not 0;
+ * otherwise on NPTL, with one line on stderr saying so
+ * (ITO_PRELOAD_THREADS). A program without TLS of its own runs on ULTs without
  * blocks, and pays nothing for them. */
 #define _GNU_SOURCE 1
 #include <errno.h>
@@ -66,8 +65,9 @@ int ito_preload_threads_as_ults(void) {
   if (mode == 2) return 0;
   struct foreign_tls found = {{0}};
   if (!dl_iterate_phdr(&find_foreign_tls, &found)) return 1; /* no TLS of its own */
+  if (mode == 1) return 1; /* forced: sharing the worker's TLS, unless ITO_ULT_TLS=1 */
   const char* refusal = ito_posix_ult_tls_refusal();
-  if (!refusal || mode == 1) return 1; /* with blocks; or forced, sharing the worker's */
+  if (!refusal) return 1; /* with a TLS block per thread */
   fprintf(stderr,
           "ito: preload: %s has thread-local variables; its threads stay OS threads (%s; "
           "ITO_PRELOAD_THREADS=ult runs them as ULTs sharing their worker's TLS, =os without "
