@@ -5,7 +5,17 @@
 # to the emulated program's loader.
 separate_arguments(args UNIX_COMMAND "${ARGS}")
 separate_arguments(emulator UNIX_COMMAND "${EMULATOR}")
-execute_process(COMMAND ${emulator} ${A} ${args} RESULT_VARIABLE rc_a OUTPUT_VARIABLE out_a ERROR_VARIABLE err_a)
+# NPTL's run is the reference, and a loaded machine can make it fail a
+# program's own timing check (blocking_calls judges overlap by the clock: CI
+# saw NPTL's two mq waits take 4.8 waits' time). It gets up to three tries;
+# ito's run gets one.
+foreach(try 1 2 3)
+  execute_process(COMMAND ${emulator} ${A} ${args} RESULT_VARIABLE rc_a OUTPUT_VARIABLE out_a ERROR_VARIABLE err_a)
+  if(rc_a EQUAL 0)
+    break()
+  endif()
+  message("--- NPTL (${A}) exit ${rc_a} on try ${try}:\n${out_a}${err_a}")
+endforeach()
 if(PRELOAD_B)
   execute_process(COMMAND ${CMAKE_COMMAND} -E env LD_PRELOAD=${PRELOAD_B} ${emulator} ${B} ${args}
                   RESULT_VARIABLE rc_b OUTPUT_VARIABLE out_b ERROR_VARIABLE err_b)
