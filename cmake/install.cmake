@@ -2,7 +2,11 @@
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
-install(TARGETS ito_static ito_shared EXPORT itoTargets
+set(ito_installed_libraries ito_static)
+if(TARGET ito_shared)  # not with ITO_SHARED=OFF
+  list(APPEND ito_installed_libraries ito_shared)
+endif()
+install(TARGETS ${ito_installed_libraries} EXPORT itoTargets
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
   INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
