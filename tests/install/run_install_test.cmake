@@ -9,6 +9,8 @@
 # and extract them (dpkg-deb -x) into WORK_DIR/root; then STEP=find_package and
 # pkg_config with PREFIX=WORK_DIR/root/usr consume the extracted files, and
 # STEP=deb_preload runs a pthread program under the extracted preload library.
+# STEP=deb also configures tests/install/components against the ito package
+# alone: find_package(ito) works without ito-dist, COMPONENTS dist does not.
 cmake_minimum_required(VERSION 3.25)
 
 if(PREFIX)
@@ -301,6 +303,23 @@ elseif(STEP STREQUAL "deb")
     endif()
   endforeach()
   message(STATUS "${n_expected} package(s), ${VERSION}, every needed file: ok")
+  # The ito package alone (no ito-dist, no MPI): find_package(ito) works, and
+  # the dist component is reported missing; with both it is found.
+  if(HAVE_DIST)
+    set(ito_only ${WORK_DIR}/root_ito_only)
+    run("dpkg-deb -x ito alone" ${DPKG_DEB} -x ${packages}/ito_${VERSION}_${arch}.deb ${ito_only})
+    foreach(case "root_ito_only;OFF" "root;ON")
+      list(GET case 0 dir)
+      list(GET case 1 want_dist)
+      run("find_package(ito [COMPONENTS dist]) in ${dir}" ${CMAKE_COMMAND}
+          -S ${CONSUMER_DIR}/../components -B ${WORK_DIR}/components_${dir} -G ${GENERATOR}
+          -DCMAKE_PREFIX_PATH=${WORK_DIR}/${dir}/usr -DWANT_DIST=${want_dist}
+          -DCMAKE_CXX_COMPILER=${CXX_COMPILER})
+      if(NOT last_output MATCHES "components: ok")
+        message(FATAL_ERROR "install test: components project in ${dir}:\n${last_output}")
+      endif()
+    endforeach()
+  endif()
 
 elseif(STEP STREQUAL "deb_preload")
   # An unmodified pthread program (built here, with nothing of ito) on ULTs:
