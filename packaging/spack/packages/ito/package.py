@@ -51,8 +51,7 @@ class Ito(CMakePackage):
     depends_on("c", type="build")
     depends_on("cxx", type="build")
     depends_on("cmake@3.25:", type="build")
-    depends_on("ninja", type="build")
-    generator("ninja")
+    generator("ninja")  # as the project's presets (CMakePackage adds ninja)
 
     depends_on("mpi", when="+dist")
     # -fsplit-stack is GCC's; ld.bfd ignores split-stack notes, so gold links
