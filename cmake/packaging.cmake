@@ -46,6 +46,13 @@ endif()
 
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)  # <name>_<version>_<arch>.deb
 set(CPACK_DEBIAN_PACKAGE_VERSION ${PROJECT_VERSION})
+# The target's Debian architecture, not the build machine's (dpkg's default):
+# the aarch64 preset cross-builds on x86-64.
+if(ITO_ARCH STREQUAL "x86_64")
+  set(CPACK_DEBIAN_PACKAGE_ARCHITECTURE amd64)
+elseif(ITO_ARCH STREQUAL "aarch64")
+  set(CPACK_DEBIAN_PACKAGE_ARCHITECTURE arm64)
+endif()
 set(CPACK_DEBIAN_PACKAGE_SECTION libdevel)
 set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
 set(CPACK_DEBIAN_PACKAGE_CONTROL_STRICT_PERMISSION ON)
@@ -61,9 +68,10 @@ ito::split_stack) and ito.pc for pkg-config, libito-preload.so (runs an
 unmodified pthread program's threads as ULTs: LD_PRELOAD), the gdb helper
 /usr/share/ito/ito-gdb.py and the documentation.")
 # The C library, libgcc and libstdc++ of libito.so and libito-preload.so:
-# from dpkg-shlibdeps where it is there, named otherwise.
+# from dpkg-shlibdeps where it is there (and the build is native: it reads the
+# host's package database), named otherwise.
 find_program(ITO_DPKG_SHLIBDEPS dpkg-shlibdeps)
-if(ITO_DPKG_SHLIBDEPS)
+if(ITO_DPKG_SHLIBDEPS AND NOT CMAKE_CROSSCOMPILING)
   set(CPACK_DEBIAN_ITO_PACKAGE_SHLIBDEPS ON)
 else()
   set(CPACK_DEBIAN_ITO_PACKAGE_DEPENDS "libc6, libgcc-s1, libstdc++6")
