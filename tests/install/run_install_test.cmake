@@ -221,8 +221,11 @@ elseif(STEP STREQUAL "deb")
   if(CONFIG)
     set(config_args -C ${CONFIG})
   endif()
+  # Uncompressed: the same files and control data, in 3 s instead of 16 (a
+  # debug build's libito.a is 50 MB).
   run("cpack -G DEB" ${CPACK_COMMAND} -G DEB --config ${ITO_BINARY_DIR}/CPackConfig.cmake
-      -B ${packages} ${config_args})
+      -B ${packages} ${config_args} -D CPACK_DEBIAN_COMPRESSION_TYPE=none)
+  file(REMOVE_RECURSE ${packages}/_CPack_Packages)  # cpack's staging copy, 140 MB
   # <name>_depends: what its Depends must have (regular expressions, each
   # matched alone); <name>_summary: how its description starts.
   set(expected_packages ito)
