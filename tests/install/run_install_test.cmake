@@ -322,6 +322,7 @@ elseif(STEP STREQUAL "deb")
         message(FATAL_ERROR "install test: components project in ${dir}:\n${last_output}")
       endif()
     endforeach()
+    file(REMOVE_RECURSE ${ito_only})  # 100 MB of a debug build, checked
   endif()
 
 elseif(STEP STREQUAL "deb_preload")
