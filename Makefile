@@ -5,7 +5,7 @@ JOBS ?= $(shell nproc)
 PREFIX ?= /usr/local
 CTEST_ARGS ?=
 
-.PHONY: all deps demo test bench asan-test tsan-test aarch64-test install clean release debug asan tsan
+.PHONY: all deps demo test bench asan-test tsan-test aarch64-test install deb clean release debug asan tsan
 all: release
 
 deps:
@@ -49,6 +49,12 @@ aarch64-test:
 
 install: release
 	cmake --install build/release --prefix $(PREFIX)
+
+# The Debian packages of the release build (cmake/packaging.cmake): ito, and
+# ito-dist where MPI was found, in build/release. README.md, "Install".
+deb: release
+	cd build/release && cpack -G DEB
+	@ls -1 build/release/*.deb
 
 clean:
 	rm -rf build

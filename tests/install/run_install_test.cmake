@@ -4,9 +4,20 @@
 # pkg_config: build the consumer project against that prefix and run it
 # (find_package: with the languages LANGUAGES names enabled in its project()).
 # STEP=subproject: build a project that takes ito with FetchContent.
+# The Debian packages (cmake/packaging.cmake), with WORK_DIR a folder of their
+# own: STEP=deb: cpack -G DEB, check each package's control data and files,
+# and extract them (dpkg-deb -x) into WORK_DIR/root; then STEP=find_package and
+# pkg_config with PREFIX=WORK_DIR/root/usr consume the extracted files, and
+# STEP=deb_preload runs a pthread program under the extracted preload library.
+# STEP=deb also configures tests/install/components against the ito package
+# alone: find_package(ito) works without ito-dist, COMPONENTS dist does not.
 cmake_minimum_required(VERSION 3.25)
 
-set(prefix ${WORK_DIR}/prefix)
+if(PREFIX)
+  set(prefix ${PREFIX})
+else()
+  set(prefix ${WORK_DIR}/prefix)
+endif()
 separate_arguments(san_flags UNIX_COMMAND "${SAN_FLAGS}")
 
 function(run what)
@@ -16,6 +27,7 @@ function(run what)
   endif()
   message(STATUS "${what}: ok")
   set(last_output "${out}" PARENT_SCOPE)
+  set(last_error "${err}" PARENT_SCOPE)
 endfunction()
 
 # The installed library folder (lib, lib64 or lib/<multiarch>): where ito.pc is.
@@ -199,6 +211,139 @@ elseif(STEP STREQUAL "subproject")
       message(FATAL_ERROR "install test: ${exe} printed:\n${last_output}")
     endif()
   endforeach()
+
+elseif(STEP STREQUAL "deb")
+  file(REMOVE_RECURSE ${WORK_DIR})
+  set(packages ${WORK_DIR}/packages)
+  set(root ${WORK_DIR}/root)
+  file(MAKE_DIRECTORY ${root})
+  set(config_args)
+  if(CONFIG)
+    set(config_args -C ${CONFIG})
+  endif()
+  # Uncompressed: the same files and control data, in 3 s instead of 16 (a
+  # debug build's libito.a is 50 MB).
+  run("cpack -G DEB" ${CPACK_COMMAND} -G DEB --config ${ITO_BINARY_DIR}/CPackConfig.cmake
+      -B ${packages} ${config_args} -D CPACK_DEBIAN_COMPRESSION_TYPE=none)
+  file(REMOVE_RECURSE ${packages}/_CPack_Packages)  # cpack's staging copy, 140 MB
+  # <name>_depends: what its Depends must have (regular expressions, each
+  # matched alone); <name>_summary: how its description starts.
+  set(expected_packages ito)
+  set(ito_depends "(^|, )libc6( |,|$)" "(^|, )libstdc\\+\\+6( |,|$)")
+  set(ito_summary "very many, very cheap user-level threads")
+  if(HAVE_DIST)
+    list(APPEND expected_packages ito-dist)
+    string(REPLACE "." "\\." version_re "${VERSION}")
+    set(ito-dist_depends "(^|, )ito \\(= ${version_re}\\)" "(^|, )lib[a-z0-9]*mpi[a-z0-9-]*-dev( |,|$)")
+    set(ito-dist_summary "distributed mode of ito")
+  endif()
+  file(GLOB debs ${packages}/*.deb)
+  list(LENGTH debs n_debs)
+  list(LENGTH expected_packages n_expected)
+  if(NOT n_debs EQUAL n_expected)
+    message(FATAL_ERROR "install test: cpack made ${debs}, expected the packages ${expected_packages}")
+  endif()
+  execute_process(COMMAND dpkg --print-architecture OUTPUT_VARIABLE arch
+                  OUTPUT_STRIP_TRAILING_WHITESPACE)
+  foreach(name ${expected_packages})
+    set(deb ${packages}/${name}_${VERSION}_${arch}.deb)
+    if(NOT EXISTS ${deb})
+      message(FATAL_ERROR "install test: no ${deb} among ${debs}")
+    endif()
+    run("dpkg-deb -I ${name}" ${DPKG_DEB} -I ${deb})
+    set(control "${last_output}")
+    foreach(field "Package: ${name}" "Version: ${VERSION}" "Architecture: ${arch}"
+                  "Section: libdevel" "Maintainer: [^\n]+<[^\n]+@[^\n]+>"
+                  "Description: ${${name}_summary}[^\n]*")
+      if(NOT control MATCHES "\n ${field}\n")
+        message(FATAL_ERROR "install test: ${name}'s control has no '${field}':\n${control}")
+      endif()
+    endforeach()
+    if(NOT control MATCHES "\n Depends: ([^\n]+)\n")
+      message(FATAL_ERROR "install test: ${name} has no Depends:\n${control}")
+    endif()
+    set(depends "${CMAKE_MATCH_1}")
+    foreach(re ${${name}_depends})
+      if(NOT depends MATCHES "${re}")
+        message(FATAL_ERROR "install test: ${name}'s Depends '${depends}' lacks ${re}")
+      endif()
+    endforeach()
+    message(STATUS "${name}: Depends: ${depends}")
+    # libito.so's shlibs file, for packages built against it.
+    if(name STREQUAL "ito" AND NOT control MATCHES "\n +[0-9]+ bytes, +[0-9]+ lines +shlibs")
+      message(FATAL_ERROR "install test: ito has no shlibs file:\n${control}")
+    endif()
+    run("dpkg-deb -c ${name}" ${DPKG_DEB} -c ${deb})
+    if(last_output MATCHES "\\./usr/local/|\\./(home|tmp|work)/")
+      message(FATAL_ERROR "install test: ${name} has files outside /usr:\n${last_output}")
+    endif()
+    run("dpkg-deb -x ${name}" ${DPKG_DEB} -x ${deb} ${root})
+  endforeach()
+  # What a user of each package needs: a missing one is a missing install rule.
+  set(usr ${root}/usr)
+  find_libdir(libdir)  # (prefix is root/usr here)
+  set(needed
+    include/ito/ito.h include/ito/ito.hpp include/ito/thread.hpp include/ito/runtime.hpp
+    include/ito/pthread.h include/ito/version.h
+    share/ito/ito-gdb.py share/doc/ito/copyright share/doc/ito/README.md
+    share/doc/ito/CHANGELOG.md share/doc/ito/LICENSE share/doc/ito/NOTICE)
+  file(RELATIVE_PATH libdir_rel ${usr} ${libdir})
+  foreach(f libito.a libito.so libito.so.${VERSION_MAJOR} libito-preload.so pkgconfig/ito.pc
+            cmake/ito/itoConfig.cmake cmake/ito/itoConfigVersion.cmake cmake/ito/itoTargets.cmake)
+    list(APPEND needed ${libdir_rel}/${f})
+  endforeach()
+  if(HAVE_SPLIT_STACK)
+    list(APPEND needed ${libdir_rel}/libito_split.a ${libdir_rel}/libito_split_runtime.a)
+  endif()
+  if(HAVE_DIST)
+    list(APPEND needed include/ito/dist.h include/ito/dist.hpp share/ito/ito-dsm.ld
+         share/doc/ito-dist/copyright ${libdir_rel}/libito-dist.a ${libdir_rel}/pkgconfig/ito-dist.pc
+         ${libdir_rel}/cmake/ito/itoDistTargets.cmake)
+  endif()
+  foreach(f ${needed})
+    if(NOT EXISTS ${usr}/${f})
+      message(FATAL_ERROR "install test: /usr/${f} is not in the packages")
+    endif()
+  endforeach()
+  message(STATUS "${n_expected} package(s), ${VERSION}, every needed file: ok")
+  # The ito package alone (no ito-dist, no MPI): find_package(ito) works, and
+  # the dist component is reported missing; with both it is found.
+  if(HAVE_DIST)
+    set(ito_only ${WORK_DIR}/root_ito_only)
+    run("dpkg-deb -x ito alone" ${DPKG_DEB} -x ${packages}/ito_${VERSION}_${arch}.deb ${ito_only})
+    foreach(case "root_ito_only;OFF" "root;ON")
+      list(GET case 0 dir)
+      list(GET case 1 want_dist)
+      run("find_package(ito [COMPONENTS dist]) in ${dir}" ${CMAKE_COMMAND}
+          -S ${CONSUMER_DIR}/../components -B ${WORK_DIR}/components_${dir} -G ${GENERATOR}
+          -DCMAKE_PREFIX_PATH=${WORK_DIR}/${dir}/usr -DWANT_DIST=${want_dist}
+          -DCMAKE_CXX_COMPILER=${CXX_COMPILER})
+      if(NOT last_output MATCHES "components: ok")
+        message(FATAL_ERROR "install test: components project in ${dir}:\n${last_output}")
+      endif()
+    endforeach()
+    file(REMOVE_RECURSE ${ito_only})  # 100 MB of a debug build, checked
+  endif()
+
+elseif(STEP STREQUAL "deb_preload")
+  # An unmodified pthread program (built here, with nothing of ito) on ULTs:
+  # the extracted libito-preload.so's runtime prints its stats at exit.
+  find_libdir(libdir)
+  set(build ${WORK_DIR}/preload_build)
+  file(REMOVE_RECURSE ${build})
+  file(MAKE_DIRECTORY ${build})
+  run("compile the pthread program" ${C_COMPILER} -std=c11 -O1 -pthread ${PTHREAD_PROGRAM}
+      -o ${build}/pthread_program)
+  run("run it under the extracted libito-preload.so" ${CMAKE_COMMAND} -E env
+      LD_PRELOAD=${libdir}/libito-preload.so ITO_WORKERS=2 ITO_STATS=1 ${build}/pthread_program)
+  if(NOT last_output MATCHES "sum of squares 1\\.\\.20000: 2666866670000 \\(right\\)")
+    message(FATAL_ERROR "install test: the pthread program printed:\n${last_output}")
+  endif()
+  if(NOT last_error MATCHES "ito: stats: 2 workers")
+    message(FATAL_ERROR "install test: no ito stats from the program under the preload "
+                        "(did the preload load?):\n${last_error}")
+  endif()
+  message(STATUS "the program's threads ran on ito (ITO_STATS): ok")
 
 else()
   message(FATAL_ERROR "install test: unknown STEP '${STEP}'")
