@@ -8,6 +8,7 @@
 # more times, alternating, and prints the median wall times.
 set -uo pipefail
 name=$1 preload=$2 workers=$3
+here=$(cd "$(dirname "$0")" && pwd)
 limit=${REAL_PROGRAM_TIMEOUT:-60}
 
 work=$(mktemp -d)
@@ -78,6 +79,11 @@ print(\"forked child status\", os.waitpid(pid, 0)[1] >> 8)
       printf 'all: %s\n\techo done\n' "$(echo t{1..12})" > Makefile
       for i in $(seq 1 12); do printf 't%s:\n\t@sleep 0.05; echo built %s > t%s.out\n' $i $i $i >> Makefile; done
       echo 'make -s -j2 all >/dev/null && cat t*.out | sort' ;;
+    rust_threads) # Rust's std: thread_local! with destructors, and its futex-based locks
+      need rustc
+      rustc -O --edition 2021 "$here/rust_threads.rs" -o rust_threads > rustc.log 2>&1 ||
+        { echo "skip: rustc could not build rust_threads.rs: $(head -3 rustc.log)"; exit 77; }
+      echo './rust_threads' ;;
     *) echo "unknown program $1" >&2; exit 2 ;;
   esac
 }
@@ -109,7 +115,7 @@ fi
 if [ $status -ne 0 ]; then
   echo "--- ito stderr:"; head -30 ito.err
 else
-  echo "ok: $name, ITO_WORKERS=$workers ${REAL_PROGRAM_ITO_ENV:-}, status $(cat ito.rc), $(wc -l < ito.out) lines identical"
+  echo "ok: $name, ITO_WORKERS=$workers${REAL_PROGRAM_ITO_ENV:+ $REAL_PROGRAM_ITO_ENV}, status $(cat ito.rc), $(wc -l < ito.out) lines identical"
 fi
 if [ $status -eq 0 ] && [ "${REAL_PROGRAM_TIMES:-0}" -gt 0 ]; then
   rm -f nptl.times ito.times
