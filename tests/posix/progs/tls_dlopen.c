@@ -1,0 +1,67 @@
+// SPDX-License-Identifier: Apache-2.0
+// Dynamic TLS on threads with TLS blocks (ITO_ULT_TLS=1): a module with
+// __thread variables is dlopen'ed after a thread has started and ended, and
+// while another is running; each thread then counts in the module's
+// variable across yields, sleeps and migrations and must read back only its
+// own sum, and starts from the module's initial image. The thread that was
+// running before the module existed uses it too (its DTV grows then).
+#include <dlfcn.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <unistd.h>
+
+static long (*bump)(long);
+static int (*initial)(void);
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t loaded = PTHREAD_COND_INITIALIZER;
+
+static void wait_for_module(void) {
+  pthread_mutex_lock(&lock);
+  while (!bump) pthread_cond_wait(&loaded, &lock);
+  pthread_mutex_unlock(&lock);
+}
+
+static void* counting(void* arg) {
+  const long id = (long)arg;
+  wait_for_module();
+  const int first = initial();
+  long last = 0;
+  for (int i = 0; i < 1000; ++i) {
+    last = bump(id);
+    if (i % 100 == 0) usleep(200);
+    else if (i % 10 == 0) sched_yield();
+  }
+  return (void*)(long)(last == 1000 * id && first == 7);
+}
+
+int main(void) {
+  setvbuf(stdout, NULL, _IONBF, 0);
+  pthread_t early, t[4];
+  void* ok;
+  // A thread that started and ended before the module existed.
+  pthread_create(&early, NULL, counting, (void*)0);
+  pthread_detach(early);
+  // One that is running (waiting) when the module arrives.
+  pthread_create(&t[0], NULL, counting, (void*)1);
+  usleep(10000);
+  void* h = dlopen(DLOPEN_LIB, RTLD_NOW);
+  if (!h) {
+    printf("dlopen: %s\n", dlerror());
+    return 1;
+  }
+  pthread_mutex_lock(&lock);
+  initial = (int (*)(void))dlsym(h, "tls_dlopen_initial");
+  bump = (long (*)(long))dlsym(h, "tls_dlopen_bump");
+  pthread_cond_broadcast(&loaded);
+  pthread_mutex_unlock(&lock);
+  for (long i = 1; i < 4; ++i) pthread_create(&t[i], NULL, counting, (void*)(i + 1));
+  int good = 0;
+  for (int i = 0; i < 4; ++i) {
+    pthread_join(t[i], &ok);
+    good += ok != NULL;
+  }
+  printf("%d of 4 threads kept their own count of the module's variable\n", good);
+  printf("main's own: %ld\n", bump(0));
+  return 0;
+}
