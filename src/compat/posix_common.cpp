@@ -68,14 +68,14 @@ void register_exit_hooks() noexcept {
   pthread_atfork(nullptr, nullptr, &forget_runtime_in_child);
 }
 
-// The POSIX layer's options: the environment's, and preemption on by default
-// under the preload, where a pthread program expects threads to be
-// preemptive (source mode asks for it with ITO_PREEMPT).
 // Under the preload, a program with thread-local variables of its own gets a
 // TLS block per thread unless ITO_ULT_TLS says otherwise (thread_mode.c
 // decides it at start, through ito_posix_ult_tls_refusal).
 std::atomic<bool> g_tls_blocks_by_default{false};
 
+// The POSIX layer's options: the environment's, and preemption on by default
+// under the preload, where a pthread program expects threads to be
+// preemptive (source mode asks for it with ITO_PREEMPT).
 options posix_options() {
   options o = resolve_options(options{});
   if (preloaded() && !config::number_setting(config::setting_id::preempt) &&
@@ -229,10 +229,7 @@ extern "C" int ito_posix_preload_thread_mode(void) {
   }
 }
 
-// For thread_mode.c: why a program with TLS of its own keeps OS threads
-// under the preload, or null when its ULTs get TLS blocks (ITO_ULT_TLS=1 and
-// per-ULT TLS works here).
-// Why a program with thread-local variables of its own cannot run on ULTs
+// For thread_mode.c: why a program with thread-local variables of its own cannot run on ULTs
 // with a TLS block each (its threads then stay OS threads), or null when it
 // can: by default, or with ITO_ULT_TLS=1. Null also records that the
 // runtime, when it starts, gives the blocks.
@@ -247,9 +244,7 @@ extern "C" const char* ito_posix_ult_tls_refusal(void) {
     std::exit(2);
   }
   if (set && !*set) return "ITO_ULT_TLS=0";
-  const char* why = ito::sched::ult_tls::unavailable();
-  if (!why && resolved.stacks != ito::stack_policy::fixed)
-    why = "the split-stack policies (ITO_STACK) keep their limit word in the TCB per worker";
+  const char* why = ito::sched::ult_tls::unavailable_for(resolved);
   if (!why) ito::posix::g_tls_blocks_by_default.store(true, std::memory_order_relaxed);
   return why;
 }

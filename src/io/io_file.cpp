@@ -32,8 +32,7 @@ auto run_blocking(int fd, Call&& call) -> decltype(call()) {
 
 ssize_t pread(int fd, void* buf, std::size_t count, off_t offset) {
   if (caller_is_ult() && offset >= 0)
-    if (fd_state* st = fd_find(fd);
-        st && st->kind.load(std::memory_order_relaxed) == fd_kind::local_file)
+    if (fd_state* st = detail::local_file_entry(fd))
       return detail::read_local_file(fd, *st, buf, count, offset);
   return run_blocking(fd, [&] { return ::pread(fd, buf, count, offset); });
 }

@@ -282,8 +282,7 @@ ssize_t socket_or_delegated(int fd, Plain plain, OnSocket on_socket) {
 
 ssize_t read(int fd, void* buf, std::size_t count) {
   if (caller_is_ult())
-    if (fd_state* st = detail::fd_find(fd);
-        st && st->kind.load(std::memory_order_relaxed) == fd_kind::local_file)
+    if (fd_state* st = detail::local_file_entry(fd))
       return detail::read_local_file(fd, *st, buf, count, -1);
   return socket_or_delegated(
       fd, [=] { return ::read(fd, buf, count); },

@@ -64,6 +64,11 @@ void classify_opened(int fd, int flags) noexcept {
                            std::memory_order_relaxed);
 }
 
+fd_state* local_file_entry(int fd) noexcept {
+  fd_state* st = fd_find(fd);
+  return st && st->kind.load(std::memory_order_relaxed) == fd_kind::local_file ? st : nullptr;
+}
+
 ssize_t read_local_file(int fd, fd_state& st, void* buf, std::size_t count, off_t offset) {
   const int saved = errno_now();
   iovec one{buf, count};

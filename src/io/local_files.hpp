@@ -35,6 +35,9 @@ int delegated_open(int flags, Open&& open) {
   });
 }
 
+// fd's entry when it is a local file (classify_opened), else null.
+fd_state* local_file_entry(int fd) noexcept;
+
 // A read of a local file from a ULT: tried on the worker with RWF_NOWAIT,
 // delegated when the page cache cannot serve it. A short read from the
 // cache that is not at the end of the file is completed by a delegated

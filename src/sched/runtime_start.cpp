@@ -197,11 +197,7 @@ void start_other_workers_slow(runtime_state* rt) {
 // switched, a config_error at start rather than threads that share TLS.
 static void check_ult_tls_available(const options& resolved) {
   if (!resolved.ult_tls.value_or(false)) return;
-  const char* why = ult_tls::unavailable();
-  if (!why && resolved.stacks != stack_policy::fixed)
-    why = "the split-stack policies keep their limit word in the TCB (%fs:0x70) per worker";
-  if (!why && processes_extension()) why = "a ULT's TLS block does not move between processes";
-  if (why)
+  if (const char* why = ult_tls::unavailable_for(resolved))
     throw config_error(std::string("ito: ITO_ULT_TLS / options.ult_tls: ") + why,
                        config::text_setting(config::setting_id::ult_tls) != nullptr);
 }

@@ -40,6 +40,9 @@
 // ito's own, posix_pshared.cpp).
 #include "sched/ult_tls.hpp"
 
+#include "ito/options.hpp"
+#include "sched/extension.hpp"
+
 #include <dlfcn.h>
 #include <sys/auxv.h>
 #include <sys/syscall.h>
@@ -240,6 +243,14 @@ pid_t tcb_tid_now() noexcept {
   pid_t tid = 0;
   std::memcpy(&tid, thread_pointer() + g.tid_offset, sizeof tid);
   return tid;
+}
+
+const char* unavailable_for(const options& resolved) noexcept {
+  if (const char* why = unavailable()) return why;
+  if (resolved.stacks != stack_policy::fixed)
+    return "the split-stack policies keep their limit word in the TCB (%fs:0x70) per worker";
+  if (processes_extension()) return "a ULT's TLS block does not move between processes";
+  return nullptr;
 }
 
 void give(ult* u, pid_t tid) {

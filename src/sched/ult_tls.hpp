@@ -22,6 +22,10 @@
 
 #include <sys/types.h>
 
+namespace ito {
+struct options;
+}
+
 namespace ito::sched {
 
 struct worker;
@@ -33,6 +37,9 @@ namespace ult_tls {
 // private entry points of glibc are there and the TCB looks as expected).
 // Decided once, the first time, on an OS thread's own thread pointer.
 const char* unavailable() noexcept;
+// Why a runtime started with these (resolved) options cannot give ULTs TLS
+// blocks, or null: unavailable(), a split-stack policy, the distributed mode.
+const char* unavailable_for(const options& resolved) noexcept;
 // True when the thread pointer is written with wrfsbase, false when each
 // write is an arch_prctl system call.
 bool uses_wrfsbase() noexcept;
