@@ -20,6 +20,7 @@
 #include <system_error>
 
 #include "compat/c_create.hpp"
+#include "compat/posix_thread_signals.hpp"
 #include "compat/carried_state.hpp"
 #include "compat/c_errors.hpp"
 #include "compat/posix_internal.hpp"
@@ -153,6 +154,7 @@ int ito::compat::create_ult(ito_ult_t* out, void* (*fn)(void*), void* arg, bool 
     ito::sched::release(u);
     return EAGAIN;
   }
+  ito::posix::inherit_signal_mask(handle);  // POSIX: its creator's mask
   ::new (frame_bytes) c_frame{fn, arg, nullptr};
   const bool own_tls = opts.ult_tls.value_or(false);
   if (own_tls) {

@@ -22,6 +22,7 @@
 
 #include "compat/c_create.hpp"
 #include "compat/posix_internal.hpp"
+#include "compat/posix_thread_signals.hpp"
 #include "ito/pthread.h"
 #include "sched/handles.hpp"
 #include "sched/interrupt.hpp"
@@ -85,11 +86,15 @@ void cancellation_point() {
 // The preemption handler's asynchronous action (sched/preempt.hpp): a ULT
 // interrupted at a safe point acts on a cancellation it has enabled as
 // asynchronous, from inside the signal frame.
+// Signals aimed at it (posix_thread_signals.hpp) run their handlers first.
 void act_if_async(sched::ult* self) {
+  deliver_pending_signals(self);
   std::atomic<std::uint32_t>* word = own_word(self, false);
   const std::uint32_t s = word ? word->load(std::memory_order_acquire) : 0;
   if ((s & cancel_async) && must_act(s)) act(word);
   sched::async_action_done(self);  // not wanted (now): disabled, deferred, or a stale mark
+  // A signal aimed at it since its handlers ran: interrupt it again.
+  if (has_deliverable_signals(self)) sched::ask_async_action(self);
 }
 
 bool begin_cancellable_wait(bool only_async) {

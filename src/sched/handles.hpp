@@ -31,6 +31,11 @@ ult* find(value h) noexcept;
 // is live, i.e. until the thread is joined or, detached, ends.
 std::atomic<std::uint32_t>* cancel_word(value h) noexcept;
 
+// The cell of h's slot where the POSIX layer keeps a thread's signal state
+// (a record made on first use and kept for the slot's later handles: the
+// record says whose it is), or null for a stale handle.
+std::atomic<void*>* signal_cell(value h) noexcept;
+
 // Takes h's right to join or detach: exactly one caller per life of the ULT
 // gets its ULT; the others get null with *error = ESRCH (h is stale) or
 // EINVAL (another joiner or detacher has it).

@@ -126,6 +126,10 @@ struct ult {
   // asynchronous action (cancellation) the next time it interrupts this ULT
   // at a safe point (sched/preempt.hpp, ask_async_action).
   std::atomic<bool> async_action_pending{false};
+  // Set by another thread: the POSIX layer's resume action (a signal aimed
+  // at this ULT) runs on it before its own code runs again, the next time a
+  // worker switches to it (sched/resume_action.hpp).
+  std::atomic<bool> resume_action_pending{false};
 };
 
 // An OS thread's identity: its thread pointer (glibc's thread control
