@@ -117,25 +117,33 @@ bool end_cancellable_wait(bool armed) noexcept {
   return armed && sched::disarm_interruptible_wait(sched::current_ult());
 }
 
-void cancellable_sleep_until(std::int64_t deadline_ns) {
+// A signal aimed at the ULT interrupts the sleep the same way
+// (posix_thread_signals.cpp), and its handler runs as the ULT is switched
+// back in: the sleep then ends early, with true (EINTR for the caller).
+bool cancellable_sleep_until(std::int64_t deadline_ns) {
   for (;;) {
     const bool armed = begin_cancellable_wait();
-    if (!armed) return sched::sleep_until_ns(deadline_ns);
+    if (!armed) {
+      sched::sleep_until_ns(deadline_ns);
+      return false;
+    }
     detail::waiter me(sched::current_ult());
+    const std::uint32_t handlers_before = me.ult->signal_handlers_run;
     detail::timed_park wait(me, deadline_ns, sched::take_interruptible_arm(me.ult));
     wait.arm();
     wait.park("sleep", nullptr);
-    if (!end_cancellable_wait(armed)) return;  // the deadline ended it
-    cancellation_point();                      // acts, unless the interrupt was stale
-    if (sched::monotonic_ns() >= deadline_ns) return;
+    if (!end_cancellable_wait(armed)) return false;  // the deadline ended it
+    cancellation_point();  // acts, unless the interrupt was stale or a signal's
+    if (sched::current_ult()->signal_handlers_run != handlers_before) return true;
+    if (sched::monotonic_ns() >= deadline_ns) return false;
   }
 }
 
-void cancellable_sleep_for(long long ns) {
+bool cancellable_sleep_for(long long ns) {
   std::int64_t deadline;
   if (__builtin_add_overflow(sched::monotonic_ns(), ns > 0 ? ns : 0, &deadline))
     deadline = sched::timer_queue::never;
-  cancellable_sleep_until(deadline);
+  return cancellable_sleep_until(deadline);
 }
 
 }  // namespace ito::posix

@@ -116,9 +116,11 @@ void cancellation_point();
 bool begin_cancellable_wait(bool only_async = false);
 bool end_cancellable_wait(bool armed) noexcept;
 // A ULT's sleep until deadline_ns (CLOCK_MONOTONIC), a cancellation point.
-void cancellable_sleep_until(std::int64_t deadline_ns);
+// True when it ended early because a signal's handler ran on the ULT (the
+// caller's EINTR).
+bool cancellable_sleep_until(std::int64_t deadline_ns);
 // The same for a duration (negative: none), saturated at never.
-void cancellable_sleep_for(long long ns);
+bool cancellable_sleep_for(long long ns);
 
 // Nanoseconds since the epoch of `clock` (CLOCK_REALTIME or CLOCK_MONOTONIC).
 std::int64_t clock_ns(clockid_t clock) noexcept;

@@ -210,6 +210,7 @@ void run_action(std::uint64_t h, int sig, const siginfo_t& info) {
     sa.sa_handler(sig);
   }
   errno_now() = e;  // this OS thread's: the handler may have switched
+  if (sched::ult* self = sched::current_ult()) ++self->signal_handlers_run;
   std::unique_lock<std::mutex> hold;
   if (thread_signals* r = lock_state(h, true, hold)) r->mask = saved;
 }

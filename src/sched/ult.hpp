@@ -130,6 +130,10 @@ struct ult {
   // at this ULT) runs on it before its own code runs again, the next time a
   // worker switches to it (sched/resume_action.hpp).
   std::atomic<bool> resume_action_pending{false};
+  // Bumped by the POSIX layer each time a signal handler ran on this ULT
+  // (its own field, written only by it): a sleep that a signal interrupted
+  // compares it to say EINTR.
+  std::uint32_t signal_handlers_run = 0;
 };
 
 // An OS thread's identity: its thread pointer (glibc's thread control

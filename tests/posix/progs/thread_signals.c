@@ -16,7 +16,9 @@
  *      another thread changes its own;
  *   8. a new thread starts with its creator's mask;
  *   9. pthread_sigqueue's value reaches an SA_SIGINFO handler (SI_QUEUE);
- *  10. SA_RESETHAND: the handler runs once, then the default is back.
+ *  10. SA_RESETHAND: the handler runs once, then the default is back;
+ *  11. nanosleep, clock_nanosleep and sleep end early with EINTR (or the
+ *      seconds left) when a handler ran on the sleeping thread.
  * An alarm ends a hang. */
 #define _GNU_SOURCE 1
 #include <errno.h>
@@ -192,6 +194,25 @@ static void* yielder(void* arg) {
   return (void*)(long)ok;
 }
 
+/* 11. Sleeps cut short. */
+static void* long_sleeps(void* arg) {
+  (void)arg;
+  struct timespec ts = {5, 0}, left = {0, 0};
+  sem_post(&ready);
+  int r = nanosleep(&ts, &left);
+  printf("11. nanosleep: %d %s, time left: %d\n", r, r == -1 && errno == EINTR ? "EINTR" : "?",
+         left.tv_sec > 0 || left.tv_nsec > 0);
+  left.tv_sec = left.tv_nsec = 0;
+  sem_post(&ready);
+  r = clock_nanosleep(CLOCK_MONOTONIC, 0, &ts, &left);
+  printf("11. clock_nanosleep: %s, time left: %d\n", r == EINTR ? "EINTR" : "?",
+         left.tv_sec > 0 || left.tv_nsec > 0);
+  sem_post(&ready);
+  const unsigned s = sleep(5);
+  printf("11. sleep: seconds left %d\n", s > 0);
+  return NULL;
+}
+
 /* 8. Inheritance. */
 static void* child_reads_mask(void* arg) {
   (void)arg;
@@ -348,6 +369,16 @@ int main(void) {
   struct sigaction now;
   sigaction(SIGUSR1, NULL, &now);
   printf("10. SA_RESETHAND: on it %ld, default again %d\n", on10, now.sa_handler == SIG_DFL);
+
+  /* 11 */
+  install(SIGUSR1, on_usr1, 0);
+  t = start(long_sleeps, NULL);
+  for (int i = 0; i < 3; ++i) {
+    sem_wait(&ready);
+    nap_ms(50);
+    check(pthread_kill(t, SIGUSR1) == 0, "pthread_kill 11");
+  }
+  finish(t);
 
   /* sig 0: existence only. */
   printf("pthread_kill(self, 0): %d\n", pthread_kill(pthread_self(), 0));
