@@ -31,6 +31,7 @@
 #include "sched/handles.hpp"
 #include "sched/scheduler.hpp"
 #include "sched/worker.hpp"
+#include "compat/posix_process_signals.hpp"
 #include "compat/posix_thread_signals.hpp"
 
 namespace {
@@ -107,6 +108,15 @@ int ito_pthread_sigmask(int how, const sigset_t* set, sigset_t* old) {
       sigset_t now;  // the threads main creates start with it
       ::pthread_sigmask(SIG_BLOCK, nullptr, &now);
       ito::posix::main_mask_is(now);
+      // With threads about, one of them may take what main blocks
+      // (posix_process_signals.hpp); what was kept for the process and main
+      // now opens is main's, delivered before this returns.
+      if (!sigisemptyset(&now) && ito::sched::current_worker()->rt->others.load(
+                                      std::memory_order_acquire) ==
+                                      ito::sched::runtime_state::others_running)
+        ito::posix::watch_process_signals();
+      siginfo_t info;
+      while (int s = ito::posix::take_process_pending(now, false, &info)) ::raise(s);
     }
     return e;
   }
@@ -143,7 +153,11 @@ int ito_raise(int sig) {
 // the process-directed ones: /proc's ShdPnd (bit n-1 for signal n). The
 // worker's own pending set (on worker 0, the main thread's) is not its.
 int ito_sigpending(sigset_t* set) {
-  if (owns_its_thread() || !set) return ::sigpending(set);
+  if (owns_its_thread() || !set) {
+    const int r = ::sigpending(set);
+    if (r == 0 && set) ito::posix::add_process_pending(set);
+    return r;
+  }
   sigemptyset(set);
   char status[4096];
   const int fd = ::open("/proc/self/status", O_RDONLY | O_CLOEXEC);
@@ -159,13 +173,15 @@ int ito_sigpending(sigset_t* set) {
   sigset_t own;
   ito::posix::own_pending_signals(&own);
   sigorset(set, set, &own);
+  ito::posix::add_process_pending(set);
   return 0;
 }
 
 // The waits take a signal pending on the ULT first, then wait on a pool
 // thread for a process-directed one or one aimed at the ULT.
+// The main ULT's waits too: the catcher of process signals must see them.
 int ito_sigwait(const sigset_t* set, int* sig) {
-  if (!owns_its_thread() && set && sig) {
+  if (ito::sched::current_ult() && set && sig) {
     const int saved = errno_now();
     const int s = ito::posix::ult_sigtimedwait(set, nullptr, nullptr);
     const int e = s > 0 ? 0 : errno_now();
@@ -176,7 +192,7 @@ int ito_sigwait(const sigset_t* set, int* sig) {
   return delegated_errno_call([&] { return ::sigwait(set, sig); });
 }
 int ito_sigtimedwait(const sigset_t* set, siginfo_t* info, const struct timespec* timeout) {
-  if (!owns_its_thread() && set) return ito::posix::ult_sigtimedwait(set, info, timeout);
+  if (ito::sched::current_ult() && set) return ito::posix::ult_sigtimedwait(set, info, timeout);
   if (!timeout) return delegated_call([&] { return ::sigwaitinfo(set, info); });
   return delegated_call([&] { return ::sigtimedwait(set, info, timeout); });
 }
@@ -184,7 +200,7 @@ int ito_sigwaitinfo(const sigset_t* set, siginfo_t* info) {
   return ito_sigtimedwait(set, info, nullptr);
 }
 int ito_sigsuspend(const sigset_t* mask) {
-  if (!owns_its_thread() && mask) return ito::posix::ult_sigsuspend(mask);
+  if (ito::sched::current_ult() && mask) return ito::posix::ult_sigsuspend(mask);
   return delegated_call([&] { return ::sigsuspend(mask); });
 }
 

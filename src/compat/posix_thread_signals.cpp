@@ -35,6 +35,7 @@
 #include <new>
 
 #include "compat/posix_internal.hpp"
+#include "compat/posix_process_signals.hpp"
 #include "io/delegated_syscall.hpp"
 #include "io/errno_now.hpp"
 #include "sched/handles.hpp"
@@ -220,6 +221,8 @@ std::mutex g_main_mask_lock;
 sigset_t g_main_mask;  // guarded by g_main_mask_lock
 std::atomic<bool> g_main_blocks_any{false};
 
+void take_open_process_signals(std::uint64_t h);
+
 // u has a signal it leaves unblocked: get it run.
 void wake_for_signal(sched::ult* u) {
   sched::set_resume_action(&deliver_pending_signals);
@@ -284,7 +287,10 @@ int pool_wait(std::uint64_t h, const sigset_t& set, siginfo_t* info, const times
     r->wait_set = set;
     r->forwarded = 0;
   }
-  const int got = timeout ? ::sigtimedwait(&set, info, timeout) : ::sigwaitinfo(&set, info);
+  // One kept for the process (posix_process_signals.hpp) before this wait
+  // was registered: the catcher keeps one only after looking for waiters.
+  int got = take_process_pending(set, true, info);
+  if (!got) got = timeout ? ::sigtimedwait(&set, info, timeout) : ::sigwaitinfo(&set, info);
   const int e = errno_now();
   unsigned forwarded = 0;
   {
@@ -324,6 +330,7 @@ void inherit_signal_mask(std::uint64_t child) noexcept {
   sigset_t mask;
   if (!self || self == main_ult()) {
     if (!g_main_blocks_any.load(std::memory_order_acquire)) [[likely]] return;
+    watch_process_signals();  // another thread than main: one may take them
     std::lock_guard hold(g_main_mask_lock);
     mask = g_main_mask;
   } else {
@@ -367,26 +374,33 @@ int ult_sigmask(int how, const sigset_t* set, sigset_t* old) {
     if (old) *old = r->mask;
     r->mask = next;
   }
+  if (set) {
+    take_open_process_signals(h);
+    // A signal the main thread blocks may now have a thread to go to.
+    if (g_main_blocks_any.load(std::memory_order_acquire)) watch_process_signals();
+  }
   // POSIX: a pending signal this call unblocks is delivered before it returns.
   deliver_pending_signals(self);
   return 0;
 }
 
-int send_to_ult(sched::ult* u, std::uint64_t h, int sig, int code, const sigval& value) {
-  if (sig == 0) return 0;
+namespace {
+
+// Aims sig at u (handle h, not main) with `info`: send_to_ult's work. With
+// only_if_open, a signal u blocks is left alone (*aimed false).
+int aim(sched::ult* u, std::uint64_t h, int sig, const small_info& info, bool only_if_open,
+        bool* aimed) {
+  *aimed = false;
   struct sigaction sa;
   if (::sigaction(sig, nullptr, &sa) != 0) return EINVAL;
-  small_info info;
-  info.code = code;
-  info.pid = ::getpid();
-  info.uid = ::getuid();
-  info.value = value;
   bool open;
   {
     std::unique_lock<std::mutex> hold;
     thread_signals* r = lock_state(h, true, hold);
     if (!r) return handles::signal_cell(h) ? EAGAIN : ESRCH;
     open = sigismember(&r->mask, sig) != 1;
+    if (!open && only_if_open) return 0;
+    *aimed = true;
     if (open && !(sa.sa_flags & SA_SIGINFO)) {
       // Dropped when ignored; the default action of the rest ends or stops
       // the whole process, whichever thread takes it (as NPTL).
@@ -399,13 +413,13 @@ int send_to_ult(sched::ult* u, std::uint64_t h, int sig, int code, const sigval&
     }
     if (r->wait_tid && sigismember(&r->wait_set, sig) == 1) {
       // Waiting for it on a pool thread (sigwait, sigsuspend, pause): that
-      // thread's wait takes it, with this information.
-      // (tgkill gives SI_TKILL's information itself; the kernel lets no
-      // one else claim that code.)
+      // thread's wait takes it, with this information (tgkill gives
+      // SI_TKILL's itself; the kernel lets no one else claim that code, nor
+      // SI_USER's: a process signal handed on arrives as SI_TKILL).
       siginfo_t si = to_siginfo(sig, info);
-      const long sent = code == SI_TKILL
-                            ? ::syscall(SYS_tgkill, info.pid, r->wait_tid, sig)
-                            : ::syscall(SYS_rt_tgsigqueueinfo, info.pid, r->wait_tid, sig, &si);
+      const long sent = info.code != SI_QUEUE
+                            ? ::syscall(SYS_tgkill, ::getpid(), r->wait_tid, sig)
+                            : ::syscall(SYS_rt_tgsigqueueinfo, ::getpid(), r->wait_tid, sig, &si);
       if (sent == 0) {
         ++r->forwarded;
         return 0;
@@ -420,6 +434,99 @@ int send_to_ult(sched::ult* u, std::uint64_t h, int sig, int code, const sigval&
   if (u == sched::current_ult()) deliver_pending_signals(u);
   else wake_for_signal(u);
   return 0;
+}
+
+// Moves the signals kept pending for the process that h's mask leaves open
+// into its own pending set (they are its now).
+void take_open_process_signals(std::uint64_t h) {
+  sigset_t mask;
+  {
+    std::unique_lock<std::mutex> hold;
+    thread_signals* r = lock_state(h, false, hold);
+    if (!r) return;
+    mask = r->mask;
+  }
+  siginfo_t si;
+  while (int s = take_process_pending(mask, false, &si)) {
+    std::unique_lock<std::mutex> hold;
+    if (thread_signals* r = lock_state(h, true, hold)) {
+      if (sigismember(&r->pending, s) != 1) r->info[s] = from_siginfo(si);
+      sigaddset(&r->pending, s);
+    }
+  }
+}
+
+}  // namespace
+
+int send_to_ult(sched::ult* u, std::uint64_t h, int sig, int code, const sigval& value) {
+  if (sig == 0) return 0;
+  small_info info;
+  info.code = code;
+  info.pid = ::getpid();
+  info.uid = ::getuid();
+  info.value = value;
+  bool aimed;
+  return aim(u, h, sig, info, false, &aimed);
+}
+
+bool aim_if_open(sched::ult* u, std::uint64_t h, int sig, const siginfo_t& info) {
+  bool aimed = false;
+  aim(u, h, sig, from_siginfo(info), true, &aimed);
+  return aimed;
+}
+
+bool hand_to_waiter(std::uint64_t h, int sig) noexcept {
+  std::unique_lock<std::mutex> hold;
+  thread_signals* r = lock_state(h, false, hold);
+  if (!r || !r->wait_tid || sigismember(&r->wait_set, sig) != 1) return false;
+  if (::syscall(SYS_tgkill, ::getpid(), r->wait_tid, sig) != 0) return false;
+  ++r->forwarded;
+  return true;
+}
+
+namespace {
+sigset_t opened_by(const sigset_t& mask) noexcept {
+  sigset_t opened;
+  sigfillset(&opened);
+  for (int s = 1; s < NSIG; ++s)
+    if (sigismember(&mask, s) == 1) sigdelset(&opened, s);
+  return opened;
+}
+}  // namespace
+
+void register_pool_wait(std::uint64_t h, const sigset_t& mask) {
+  const sigset_t opened = opened_by(mask);
+  const auto tid = static_cast<pid_t>(::syscall(SYS_gettid));
+  {
+    std::unique_lock<std::mutex> hold;
+    thread_signals* r = lock_state(h, true, hold);
+    if (!r) return;
+    r->wait_tid = tid;
+    r->wait_set = opened;
+    r->forwarded = 0;
+  }
+  // Kept for the process before this wait was registered: this thread's own
+  // now, taken as the wait opens it.
+  siginfo_t si;
+  while (int s = take_process_pending(opened, true, &si)) ::syscall(SYS_tgkill, ::getpid(), tid, s);
+}
+
+void unregister_pool_wait(std::uint64_t h, const sigset_t& mask) {
+  unsigned forwarded = 0;
+  {
+    std::unique_lock<std::mutex> hold;
+    thread_signals* r = lock_state(h, false, hold);
+    if (!r) return;
+    r->wait_tid = 0;
+    forwarded = r->forwarded;
+    r->forwarded = 0;
+  }
+  if (forwarded) take_back_forwarded(h, opened_by(mask));
+}
+
+void main_mask_now(sigset_t* out) noexcept {
+  std::lock_guard hold(g_main_mask_lock);
+  *out = g_main_mask;
 }
 
 void deliver_pending_signals(sched::ult* self) {
@@ -474,6 +581,10 @@ int ult_sigtimedwait(const sigset_t* set, siginfo_t* info, const struct timespec
       return s;
     }
   }
+  if (int s = take_process_pending(*set, true, &got)) {
+    if (info) *info = got;
+    return s;
+  }
   const int s = delegated_wait(h, *set, &got, timeout);
   if (s > 0 && info) *info = got;
   return s;
@@ -498,6 +609,7 @@ int ult_sigsuspend(const sigset_t* mask) {
     r->mask = *mask;
     drop_unblockable(&r->mask);
   }
+  take_open_process_signals(h);
   // A pending signal the wait's mask opens ends it at once; else wait, on a
   // pool thread, for one that runs a handler or ends the process (those the
   // mask leaves open and the disposition does not ignore).

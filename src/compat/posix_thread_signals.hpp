@@ -53,10 +53,26 @@ bool has_deliverable_signals(sched::ult* self) noexcept;
 // The caller's own pending signals (a ULT other than main).
 void own_pending_signals(sigset_t* out);
 
-// sigtimedwait (timeout null: sigwaitinfo) and sigsuspend for a ULT other
-// than main: its own pending signals first, then a wait on a delegation pool
-// thread for a process-directed signal or one aimed at it.
+// sigtimedwait (timeout null: sigwaitinfo) and sigsuspend for a ULT (main
+// too: its waits must be seen by the catcher of posix_process_signals.hpp):
+// its own pending signals first, those kept for the process, then a wait on
+// a delegation pool thread for a process-directed signal or one aimed at it.
 int ult_sigtimedwait(const sigset_t* set, siginfo_t* info, const struct timespec* timeout);
 int ult_sigsuspend(const sigset_t* mask);
+
+// On the pool thread of a delegated call that opens the signals `mask`
+// leaves open while it waits (pselect, ppoll, epoll_pwait), around the call:
+// a signal aimed at the ULT (handle h), or a process signal the catcher
+// takes, that the call opens is sent to that thread while it waits.
+void register_pool_wait(std::uint64_t h, const sigset_t& mask);
+void unregister_pool_wait(std::uint64_t h, const sigset_t& mask);
+
+// For the catcher of process-directed signals (posix_process_signals.cpp):
+// the main thread's mask as last set; h's thread waits for sig on a pool
+// thread, which gets it (true); u (handle h, not main) leaves sig open and
+// has it aimed at it with `info` (true), else nothing is done.
+void main_mask_now(sigset_t* out) noexcept;
+bool hand_to_waiter(std::uint64_t h, int sig) noexcept;
+bool aim_if_open(sched::ult* u, std::uint64_t h, int sig, const siginfo_t& info);
 
 }  // namespace ito::posix

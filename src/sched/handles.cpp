@@ -251,6 +251,8 @@ void adopt_before_start(ult* main, const void* thread) noexcept {
 std::uint32_t index_of(value h) noexcept { return static_cast<std::uint32_t>(h & index_mask); }
 std::uint64_t reuses_of(value h) noexcept { return (h & ~claimed_bit) >> index_bits; }
 
+std::uint32_t slots_handed_out() noexcept { return g_fresh.load(std::memory_order_acquire); }
+
 value live_at(std::uint32_t index) noexcept {
   slot* s = find_slot(index);
   return s ? s->live.load(std::memory_order_acquire) & ~claimed_bit : 0;

@@ -48,6 +48,10 @@ void unclaim(value h) noexcept;
 std::uint32_t index_of(value h) noexcept;
 std::uint64_t reuses_of(value h) noexcept;  // how many handles the slot had before
 value live_at(std::uint32_t index) noexcept;
+// Indices below this may have been handed out (1 up): for a walk over the
+// live handles with live_at (the POSIX layer's choice of a thread for a
+// process-directed signal).
+std::uint32_t slots_handed_out() noexcept;
 
 // At release: u's handles go stale and its slot may be reused.
 void drop(ult* u) noexcept;

@@ -18,7 +18,12 @@
  *   9. pthread_sigqueue's value reaches an SA_SIGINFO handler (SI_QUEUE);
  *  10. SA_RESETHAND: the handler runs once, then the default is back;
  *  11. nanosleep, clock_nanosleep and sleep end early with EINTR (or the
- *      seconds left) when a handler ran on the sleeping thread.
+ *      seconds left) when a handler ran on the sleeping thread;
+ *  12. a signal sent to the process (kill) that the main thread blocks runs
+ *      its handler on the thread that leaves it open;
+ *  13. one that every thread blocks stays pending for the process until a
+ *      thread unblocks it: its handler runs on that thread, before its
+ *      pthread_sigmask returns.
  * An alarm ends a hang. */
 #define _GNU_SOURCE 1
 #include <errno.h>
@@ -213,6 +218,36 @@ static void* long_sleeps(void* arg) {
   return NULL;
 }
 
+/* 12 and 13. Process-directed, with the main thread blocking it. */
+static void* opens_usr1(void* arg) {
+  (void)arg;
+  sigset_t one;
+  sigemptyset(&one);
+  sigaddset(&one, SIGUSR1);
+  pthread_sigmask(SIG_UNBLOCK, &one, NULL);
+  sem_post(&ready);
+  while (sem_wait(&go) != 0) {
+  }
+  return (void*)(long)(hits == 1 && pthread_equal(ran_on, pthread_self()));
+}
+static void* blocks_usr1_then_opens(void* arg) {
+  (void)arg;
+  sigset_t one, pending;
+  sigemptyset(&one);
+  sigaddset(&one, SIGUSR1);
+  sem_post(&ready);
+  while (sem_wait(&go) != 0) {
+  }
+  sigpending(&pending);
+  const int was_pending = sigismember(&pending, SIGUSR1) == 1;
+  const int before = hits;
+  pthread_sigmask(SIG_UNBLOCK, &one, NULL);
+  const int after = hits;
+  printf("13. kill, every thread blocking: pending %d; handler before unblock: %d, after: %d, "
+         "on it: %d\n", was_pending, before, after, pthread_equal(ran_on, pthread_self()));
+  return NULL;
+}
+
 /* 8. Inheritance. */
 static void* child_reads_mask(void* arg) {
   (void)arg;
@@ -379,6 +414,31 @@ int main(void) {
     check(pthread_kill(t, SIGUSR1) == 0, "pthread_kill 11");
   }
   finish(t);
+
+  /* 12 */
+  sigset_t usr1;
+  sigemptyset(&usr1);
+  sigaddset(&usr1, SIGUSR1);
+  pthread_sigmask(SIG_BLOCK, &usr1, NULL);
+  reset();
+  t = start(opens_usr1, NULL);
+  sem_wait(&ready);
+  nap_ms(200);
+  check(kill(getpid(), SIGUSR1) == 0, "kill 12");
+  wait_hits(1);
+  sem_post(&go);
+  printf("12. kill, main blocking: handler ran on the thread that leaves it open: %ld\n",
+         finish(t));
+
+  /* 13 */
+  reset();
+  t = start(blocks_usr1_then_opens, NULL);
+  sem_wait(&ready);
+  check(kill(getpid(), SIGUSR1) == 0, "kill 13");
+  nap_ms(300);
+  sem_post(&go);
+  finish(t);
+  pthread_sigmask(SIG_UNBLOCK, &usr1, NULL);
 
   /* sig 0: existence only. */
   printf("pthread_kill(self, 0): %d\n", pthread_kill(pthread_self(), 0));
