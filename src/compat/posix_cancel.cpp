@@ -79,8 +79,15 @@ int change_own_state(std::uint32_t bit, bool on, int* old, int old_if_on, int ol
 void cancellation_point() {
   sched::ult* self = sched::current_ult();
   if (!self || !self->handle) [[likely]] return;
+  exit_if_a_handler_asked(self);
   std::atomic<std::uint32_t>* word = own_word(self, false);
   if (word && must_act(word->load(std::memory_order_acquire))) act(word);
+}
+
+void exit_if_a_handler_asked(sched::ult* self) {
+  if (self->exit_deferred_for != self->id || self->id == 0) [[likely]] return;
+  self->exit_deferred_for = 0;
+  ito_pthread_exit(self->exit_deferred_value);
 }
 
 // The preemption handler's asynchronous action (sched/preempt.hpp): a ULT

@@ -104,6 +104,10 @@ inline const void* identity() noexcept {
 // Cancellation (posix_cancel.cpp). A cancellation point that does not wait
 // acts on a pending cancellation, if the thread has it enabled.
 void cancellation_point();
+// A signal handler that ran as self was switched in called pthread_exit
+// (sched/ult.hpp, exit_deferred_for): exit now. Cancellation points call it, and
+// loops that wait without one (a spin lock's).
+void exit_if_a_handler_asked(sched::ult* self);
 // Around a wait at a cancellation point: begin acts on a pending
 // cancellation, else arms the ULT's next interruptible wait (a condition or
 // semaphore wait, cancellable_sleep_until) when it may be cancelled; end

@@ -23,7 +23,18 @@ struct injected {
 ito_exit_switch run_then_resume(void* p) noexcept {
   const injected in = *static_cast<injected*>(p);
   arch::sanitizer_after_switch(in.self->fiber);
-  if (resume_action_fn action = g_action.load(std::memory_order_acquire)) action(in.self);
+  if (resume_action_fn action = g_action.load(std::memory_order_acquire)) {
+    try {
+      action(in.self);
+    } catch (const exit_unwind& e) {
+      // pthread_exit from a handler: this context cannot unwind into the
+      // suspended one (ito's frames in between are noexcept, and the
+      // trampoline ends the stack). The ULT resumes and exits at its next
+      // point that can (ult.hpp, exit_deferred_for).
+      in.self->exit_deferred_for = in.self->id;
+      in.self->exit_deferred_value = e.value;
+    }
+  }
   // The ULT may have been switched out and back in inside the action (a
   // handler that blocked): its saved context is still the one below which
   // this context was made. A null hook argument: the trampoline calls nothing.

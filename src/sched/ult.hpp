@@ -134,6 +134,14 @@ struct ult {
   // (its own field, written only by it): a sleep that a signal interrupted
   // compares it to say EINTR.
   std::uint32_t signal_handlers_run = 0;
+  // A resume action (a signal handler run as the ULT was switched in) asked
+  // to end the ULT (pthread_exit) while it was suspended inside ito, where
+  // it cannot unwind: the POSIX layer ends it at its next cancellation point
+  // or spin-lock round (resume_action.cpp). It names the ULT by its id,
+  // which every ULT gets afresh: a descriptor reused holds no stale request
+  // and the spawn path resets nothing.
+  std::uint64_t exit_deferred_for = 0;
+  void* exit_deferred_value = nullptr;
 };
 
 // An OS thread's identity: its thread pointer (glibc's thread control

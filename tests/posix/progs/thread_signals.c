@@ -23,7 +23,9 @@
  *      its handler on the thread that leaves it open;
  *  13. one that every thread blocks stays pending for the process until a
  *      thread unblocks it: its handler runs on that thread, before its
- *      pthread_sigmask returns.
+ *      pthread_sigmask returns;
+ *  14. a handler that calls pthread_exit ends the thread it ran on (parked
+ *      in sem_wait), with that value.
  * An alarm ends a hang. */
 #define _GNU_SOURCE 1
 #include <errno.h>
@@ -62,6 +64,11 @@ static void on_rt(int sig, siginfo_t* info, void* uc) {
   info_code = info->si_code;
   info_value = info->si_value.sival_int;
   hits = hits + 1;
+}
+
+static void on_exit_request(int sig) {
+  (void)sig;
+  pthread_exit((void*)7);
 }
 
 static void install(int sig, void (*fn)(int), int flags) {
@@ -439,6 +446,15 @@ int main(void) {
   sem_post(&go);
   finish(t);
   pthread_sigmask(SIG_UNBLOCK, &usr1, NULL);
+
+  /* 14 */
+  install(SIGUSR1, on_exit_request, 0);
+  t = start(sem_waiter, NULL);
+  sem_wait(&ready);
+  nap_ms(20);
+  check(pthread_kill(t, SIGUSR1) == 0, "pthread_kill 14");
+  printf("14. pthread_exit in a handler: the thread ended with %ld\n", finish(t));
+  install(SIGUSR1, on_usr1, 0);
 
   /* sig 0: existence only. */
   printf("pthread_kill(self, 0): %d\n", pthread_kill(pthread_self(), 0));
