@@ -174,6 +174,8 @@ void deliver_through_kernel(int sig) noexcept {
   errno_now() = e;
 }
 
+void take_open_process_signals(std::uint64_t h);
+
 // Runs what sig does now, on the calling ULT (h its handle, r its record).
 void run_action(std::uint64_t h, int sig, const siginfo_t& info) {
   struct sigaction sa;
@@ -212,16 +214,20 @@ void run_action(std::uint64_t h, int sig, const siginfo_t& info) {
   }
   errno_now() = e;  // this OS thread's: the handler may have switched
   if (sched::ult* self = sched::current_ult()) ++self->signal_handlers_run;
-  std::unique_lock<std::mutex> hold;
-  if (thread_signals* r = lock_state(h, true, hold)) r->mask = saved;
+  {
+    std::unique_lock<std::mutex> hold;
+    if (thread_signals* r = lock_state(h, true, hold)) r->mask = saved;
+  }
+  // A process signal that came while the handler blocked it (its own
+  // signal, sa_mask) and found no other thread was kept for the process:
+  // the thread takes it now, as the kernel's sigreturn would.
+  take_open_process_signals(h);
 }
 
 // The threads main creates start with its mask.
 std::mutex g_main_mask_lock;
 sigset_t g_main_mask;  // guarded by g_main_mask_lock
 std::atomic<bool> g_main_blocks_any{false};
-
-void take_open_process_signals(std::uint64_t h);
 
 // u has a signal it leaves unblocked: get it run.
 void wake_for_signal(sched::ult* u) {
@@ -530,7 +536,7 @@ void main_mask_now(sigset_t* out) noexcept {
 }
 
 void deliver_pending_signals(sched::ult* self) {
-  if (!self || !self->handle) return;
+  if (!self || !self->handle) [[likely]] return;
   const std::uint64_t h = handles::of(self);
   for (;;) {
     int sig;
