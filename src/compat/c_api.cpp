@@ -53,7 +53,7 @@ void c_body(void* p) {
     f->result = f->fn(f->arg);
     // A signal aimed at it (or handed to it for the process) that it left
     // open and has not run yet: it runs now, while the thread still is.
-    ito::posix::deliver_pending_signals(ito::sched::current_ult());
+    ito::posix::thread_ends(ito::sched::current_ult());
   } catch (const ito::sched::exit_unwind&) {
     throw;  // ito_exit: caught at the ULT's entry
   } catch (...) {

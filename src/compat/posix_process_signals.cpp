@@ -40,6 +40,9 @@ std::mutex g_lock;  // the pending set, and a catcher's choice of a thread
 sigset_t g_pending;  // guarded by g_lock; empty when zeroed
 siginfo_t g_info[NSIG];
 std::atomic<bool> g_started{false};
+// The catcher is in its wait (false from the wait's return until what it
+// took has been handed on).
+std::atomic<bool> g_catcher_waiting{false};
 
 // Signals the catcher never takes: those no thread can block or that a
 // thread raises on itself by faulting, glibc's own, ito's preemption signal.
@@ -107,7 +110,9 @@ void* catcher_main(void*) {
     const sigset_t set = catch_set();
     const timespec tick{0, 100'000'000};
     siginfo_t info;
+    g_catcher_waiting.store(true, std::memory_order_seq_cst);
     const int s = ::sigtimedwait(&set, &info, &tick);
+    g_catcher_waiting.store(false, std::memory_order_seq_cst);
     if (s > 0) route(s, info);
   }
   return nullptr;
@@ -143,6 +148,23 @@ int take_process_pending(const sigset_t& set, bool in_set, siginfo_t* info) noex
     return s;
   }
   return 0;
+}
+
+void take_in_flight_process_signals(sched::ult* self, std::uint64_t h, const sigset_t& open) {
+  if (!g_started.load(std::memory_order_acquire)) [[likely]] return;
+  sigset_t set = catch_set();
+  sigandset(&set, &set, &open);
+  if (sigisemptyset(&set)) return;
+  // Still pending in the kernel (the catcher has not run since): taken here,
+  // on this thread's worker, and run on it.
+  const timespec now{0, 0};
+  siginfo_t info;
+  for (int s; (s = ::sigtimedwait(&set, &info, &now)) > 0;) aim_if_open(self, h, s, info);
+  // Taken by the catcher, not handed on yet: wait until it is back in its
+  // wait (a moment: it only looks for a thread).
+  for (unsigned round = 0; round < 1000 && !g_catcher_waiting.load(std::memory_order_seq_cst);
+       ++round)
+    sched::yield(false);
 }
 
 void add_process_pending(sigset_t* out) noexcept {

@@ -15,6 +15,8 @@
 
 #include <cstdint>
 
+#include "sched/ult.hpp"
+
 namespace ito::posix {
 
 // Starts the catcher (once) if the main thread blocks any signal now.
@@ -24,6 +26,12 @@ void watch_process_signals() noexcept;
 // (in_set) or that `set` leaves open (!in_set); 0 if none. *info: its
 // information.
 int take_process_pending(const sigset_t& set, bool in_set, siginfo_t* info) noexcept;
+
+// A thread (self, handle h) about to end, leaving the signals `open`
+// unblocked: process signals on their way to a thread (pending in the
+// kernel, or taken by the catcher and not handed on yet) that it could take
+// are handed to it first, so that its end does not leave them to nobody.
+void take_in_flight_process_signals(sched::ult* self, std::uint64_t h, const sigset_t& open);
 
 // Adds the signals kept pending for the process to *out.
 void add_process_pending(sigset_t* out) noexcept;

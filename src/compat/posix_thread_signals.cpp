@@ -175,6 +175,7 @@ void deliver_through_kernel(int sig) noexcept {
 }
 
 void take_open_process_signals(std::uint64_t h);
+sigset_t opened_by(const sigset_t& mask) noexcept;
 
 // Runs what sig does now, on the calling ULT (h its handle, r its record).
 void run_action(std::uint64_t h, int sig, const siginfo_t& info) {
@@ -550,6 +551,19 @@ void deliver_pending_signals(sched::ult* self) {
     if (!sig) return;
     run_action(h, sig, to_siginfo(sig, info));
   }
+}
+
+void thread_ends(sched::ult* self) {
+  if (!self || !self->handle) [[likely]] return;
+  const std::uint64_t h = handles::of(self);
+  sigset_t mask;
+  sigemptyset(&mask);
+  {
+    std::unique_lock<std::mutex> hold;
+    if (thread_signals* r = lock_state(h, false, hold)) mask = r->mask;
+  }
+  take_in_flight_process_signals(self, h, opened_by(mask));
+  deliver_pending_signals(self);
 }
 
 bool has_deliverable_signals(sched::ult* self) noexcept {

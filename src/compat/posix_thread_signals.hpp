@@ -47,6 +47,9 @@ int send_to_ult(sched::ult* u, std::uint64_t h, int sig, int code, const sigval&
 // on it (the resume action of sched/resume_action.hpp and the preemption
 // handler's asynchronous action call this).
 void deliver_pending_signals(sched::ult* self);
+// A thread about to end (its body returned): what is on its way to it, and
+// its open pending signals, run on it first.
+void thread_ends(sched::ult* self);
 // Whether self has any (for the preemption handler's action, to ask again).
 bool has_deliverable_signals(sched::ult* self) noexcept;
 
