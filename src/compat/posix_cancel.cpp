@@ -107,6 +107,13 @@ void act_if_async(sched::ult* self) {
 bool begin_cancellable_wait(bool only_async) {
   sched::ult* self = sched::current_ult();
   if (!self || !self->handle) [[likely]] return false;
+  // A signal aimed at it while it ran (its interrupt note is about to be
+  // forgotten below): its handler runs before the thread parks, not at its
+  // next switch-in, which a wait nobody ends would never bring.
+  if (self->resume_action_pending.load(std::memory_order_relaxed)) [[unlikely]] {
+    if (self->resume_action_pending.exchange(false, std::memory_order_acq_rel))
+      deliver_pending_signals(self);
+  }
   std::atomic<std::uint32_t>* word = own_word(self, false);
   if (!word) return false;
   const std::uint32_t s = word->load(std::memory_order_relaxed);
