@@ -20,6 +20,7 @@
 #include <system_error>
 
 #include "compat/c_create.hpp"
+#include "compat/posix_thread_signals.hpp"
 #include "compat/carried_state.hpp"
 #include "compat/c_errors.hpp"
 #include "compat/posix_internal.hpp"
@@ -50,6 +51,9 @@ void c_body(void* p) {
   ito::posix::start_as_a_new_thread();
   try {
     f->result = f->fn(f->arg);
+    // A signal aimed at it (or handed to it for the process) that it left
+    // open and has not run yet: it runs now, while the thread still is.
+    ito::posix::thread_ends(ito::sched::current_ult());
   } catch (const ito::sched::exit_unwind&) {
     throw;  // ito_exit: caught at the ULT's entry
   } catch (...) {
@@ -157,6 +161,7 @@ int ito::compat::create_ult(ito_ult_t* out, void* (*fn)(void*), void* arg, bool 
     ito::sched::release(u);
     return EAGAIN;
   }
+  ito::posix::inherit_signal_mask(handle);  // POSIX: its creator's mask
   ::new (frame_bytes) c_frame{fn, arg, nullptr};
   const bool own_tls = opts.ult_tls.value_or(false);
   if (own_tls) {

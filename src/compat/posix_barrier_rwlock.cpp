@@ -163,8 +163,11 @@ int ito_pthread_spin_lock(pthread_spinlock_t* lock) {
     for (int i = 0; i < 64 && word.load(std::memory_order_relaxed) != 0; ++i)
       ito::arch::cpu_relax();
     if (round >= 16) {
-      errno_guard keep_errno;
-      backoff(round - 16);
+      {
+        errno_guard keep_errno;
+        backoff(round - 16);
+      }
+      exit_if_a_handler_asked(ito::sched::current_ult());
     }
   }
   return 0;

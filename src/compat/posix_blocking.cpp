@@ -124,22 +124,28 @@ long long clock_ns(clockid_t clock) {
 
 // clock_nanosleep from a ULT, on the runtime's timers (which run on
 // CLOCK_MONOTONIC). A CLOCK_REALTIME deadline is converted at the start and
-// checked again at each wake-up, so a clock set back sleeps on. Never
-// interrupted by a signal (the remaining time is not written). Other clocks
+// checked again at each wake-up, so a clock set back sleeps on. A handler of
+// a signal aimed at the thread ends it with EINTR (a relative sleep writes
+// the time left). Other clocks
 // (CPU time, boot time, TAI, alarms, another process's CPU clock) are
 // delegated whole: the timers know only the monotonic clock.
-int sleep_on_timers(clockid_t clock, int flags, const timespec* request) {
+int sleep_on_timers(clockid_t clock, int flags, const timespec* request, timespec* remaining) {
   if (request->tv_sec < 0 || request->tv_nsec < 0 || request->tv_nsec >= ns_per_s) return EINVAL;
   const long long ns = to_ns(*request);
   // A cancellation point, as every sleep.
   if (!(flags & TIMER_ABSTIME)) {
-    ito::posix::cancellable_sleep_for(ns);
-  } else if (clock == CLOCK_MONOTONIC) {
-    ito::posix::cancellable_sleep_until(ns);
-  } else {
-    for (long long left; (left = ns - clock_ns(CLOCK_REALTIME)) > 0;)
-      ito::posix::cancellable_sleep_for(left);
+    const long long start = clock_ns(CLOCK_MONOTONIC);
+    if (!ito::posix::cancellable_sleep_for(ns)) return 0;
+    if (remaining) {
+      const long long slept = clock_ns(CLOCK_MONOTONIC) - start;
+      const long long left = ns > slept ? ns - slept : 0;
+      *remaining = timespec{static_cast<time_t>(left / ns_per_s), left % ns_per_s};
+    }
+    return EINTR;
   }
+  if (clock == CLOCK_MONOTONIC) return ito::posix::cancellable_sleep_until(ns) ? EINTR : 0;
+  for (long long left; (left = ns - clock_ns(CLOCK_REALTIME)) > 0;)
+    if (ito::posix::cancellable_sleep_for(left)) return EINTR;
   return 0;
 }
 
@@ -157,7 +163,7 @@ int ito_clock_nanosleep(clockid_t clock, int flags, const struct timespec* reque
   const int saved = errno_now();
   int r;
   if (clock == CLOCK_MONOTONIC || clock == CLOCK_REALTIME) {
-    r = sleep_on_timers(clock, flags, request);
+    r = sleep_on_timers(clock, flags, request, remaining);
   } else {
     r = ito::detail::in_vfork_child()
             ? ::clock_nanosleep(clock, flags, request, remaining)

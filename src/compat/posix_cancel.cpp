@@ -22,6 +22,7 @@
 
 #include "compat/c_create.hpp"
 #include "compat/posix_internal.hpp"
+#include "compat/posix_thread_signals.hpp"
 #include "ito/pthread.h"
 #include "sched/handles.hpp"
 #include "sched/interrupt.hpp"
@@ -78,23 +79,41 @@ int change_own_state(std::uint32_t bit, bool on, int* old, int old_if_on, int ol
 void cancellation_point() {
   sched::ult* self = sched::current_ult();
   if (!self || !self->handle) [[likely]] return;
+  exit_if_a_handler_asked(self);
   std::atomic<std::uint32_t>* word = own_word(self, false);
   if (word && must_act(word->load(std::memory_order_acquire))) act(word);
+}
+
+void exit_if_a_handler_asked(sched::ult* self) {
+  if (self->exit_deferred_for != self->id || self->id == 0) [[likely]] return;
+  self->exit_deferred_for = 0;
+  ito_pthread_exit(self->exit_deferred_value);
 }
 
 // The preemption handler's asynchronous action (sched/preempt.hpp): a ULT
 // interrupted at a safe point acts on a cancellation it has enabled as
 // asynchronous, from inside the signal frame.
+// Signals aimed at it (posix_thread_signals.hpp) run their handlers first.
 void act_if_async(sched::ult* self) {
+  deliver_pending_signals(self);
   std::atomic<std::uint32_t>* word = own_word(self, false);
   const std::uint32_t s = word ? word->load(std::memory_order_acquire) : 0;
   if ((s & cancel_async) && must_act(s)) act(word);
   sched::async_action_done(self);  // not wanted (now): disabled, deferred, or a stale mark
+  // A signal aimed at it since its handlers ran: interrupt it again.
+  if (has_deliverable_signals(self)) sched::ask_async_action(self);
 }
 
 bool begin_cancellable_wait(bool only_async) {
   sched::ult* self = sched::current_ult();
   if (!self || !self->handle) [[likely]] return false;
+  // A signal aimed at it while it ran (its interrupt note is about to be
+  // forgotten below): its handler runs before the thread parks, not at its
+  // next switch-in, which a wait nobody ends would never bring.
+  if (self->resume_action_pending.load(std::memory_order_relaxed)) [[unlikely]] {
+    if (self->resume_action_pending.exchange(false, std::memory_order_acq_rel))
+      deliver_pending_signals(self);
+  }
   std::atomic<std::uint32_t>* word = own_word(self, false);
   if (!word) return false;
   const std::uint32_t s = word->load(std::memory_order_relaxed);
@@ -112,25 +131,33 @@ bool end_cancellable_wait(bool armed) noexcept {
   return armed && sched::disarm_interruptible_wait(sched::current_ult());
 }
 
-void cancellable_sleep_until(std::int64_t deadline_ns) {
+// A signal aimed at the ULT interrupts the sleep the same way
+// (posix_thread_signals.cpp), and its handler runs as the ULT is switched
+// back in: the sleep then ends early, with true (EINTR for the caller).
+bool cancellable_sleep_until(std::int64_t deadline_ns) {
   for (;;) {
     const bool armed = begin_cancellable_wait();
-    if (!armed) return sched::sleep_until_ns(deadline_ns);
+    if (!armed) {
+      sched::sleep_until_ns(deadline_ns);
+      return false;
+    }
     detail::waiter me(sched::current_ult());
+    const std::uint32_t handlers_before = me.ult->signal_handlers_run;
     detail::timed_park wait(me, deadline_ns, sched::take_interruptible_arm(me.ult));
     wait.arm();
     wait.park("sleep", nullptr);
-    if (!end_cancellable_wait(armed)) return;  // the deadline ended it
-    cancellation_point();                      // acts, unless the interrupt was stale
-    if (sched::monotonic_ns() >= deadline_ns) return;
+    if (!end_cancellable_wait(armed)) return false;  // the deadline ended it
+    cancellation_point();  // acts, unless the interrupt was stale or a signal's
+    if (sched::current_ult()->signal_handlers_run != handlers_before) return true;
+    if (sched::monotonic_ns() >= deadline_ns) return false;
   }
 }
 
-void cancellable_sleep_for(long long ns) {
+bool cancellable_sleep_for(long long ns) {
   std::int64_t deadline;
   if (__builtin_add_overflow(sched::monotonic_ns(), ns > 0 ? ns : 0, &deadline))
     deadline = sched::timer_queue::never;
-  cancellable_sleep_until(deadline);
+  return cancellable_sleep_until(deadline);
 }
 
 }  // namespace ito::posix

@@ -75,9 +75,6 @@ inline int enter() noexcept {
 // ULTs' shared signal mask starts as the main thread's (posix_signal.cpp).
 void remember_main_signal_mask() noexcept;
 
-// pthread_sigqueue to the calling thread (posix_signal.cpp): an error number.
-int queue_to_self(int sig, sigval value) noexcept;
-
 // glibc's pthread_t of the OS thread on which the POSIX layer started the
 // runtime (the main ULT's thread), for pthread_getattr_np of the main thread
 // from another thread. Unknown when the C or C++ API started the runtime.
@@ -108,6 +105,10 @@ inline const void* identity() noexcept {
 // Cancellation (posix_cancel.cpp). A cancellation point that does not wait
 // acts on a pending cancellation, if the thread has it enabled.
 void cancellation_point();
+// A signal handler that ran as self was switched in called pthread_exit
+// (sched/ult.hpp, exit_deferred_for): exit now. Cancellation points call it, and
+// loops that wait without one (a spin lock's).
+void exit_if_a_handler_asked(sched::ult* self);
 // Around a wait at a cancellation point: begin acts on a pending
 // cancellation, else arms the ULT's next interruptible wait (a condition or
 // semaphore wait, cancellable_sleep_until) when it may be cancelled; end
@@ -120,9 +121,11 @@ void cancellation_point();
 bool begin_cancellable_wait(bool only_async = false);
 bool end_cancellable_wait(bool armed) noexcept;
 // A ULT's sleep until deadline_ns (CLOCK_MONOTONIC), a cancellation point.
-void cancellable_sleep_until(std::int64_t deadline_ns);
+// True when it ended early because a signal's handler ran on the ULT (the
+// caller's EINTR).
+bool cancellable_sleep_until(std::int64_t deadline_ns);
 // The same for a duration (negative: none), saturated at never.
-void cancellable_sleep_for(long long ns);
+bool cancellable_sleep_for(long long ns);
 
 // Nanoseconds since the epoch of `clock` (CLOCK_REALTIME or CLOCK_MONOTONIC).
 std::int64_t clock_ns(clockid_t clock) noexcept;

@@ -102,14 +102,28 @@ int ito_poll(struct pollfd* fds, nfds_t nfds, int timeout_ms) {
   if (nfds == 1) return keep_errno_on_success([&] { return ito::io::poll(fds[0], timeout_ms); });
   if (nfds == 0 && timeout_ms >= 0)
     return keep_errno_on_success([&] {
-      ito::posix::cancellable_sleep_for(timeout_ms * 1'000'000LL);
-      return 0;
+      if (!ito::posix::cancellable_sleep_for(timeout_ms * 1'000'000LL)) return 0;
+      errno_now() = EINTR;
+      return -1;
     });
   return keep_errno_on_success(
       [&] { return ito::detail::delegated_syscall([&] { return ::poll(fds, nfds, timeout_ms); }); });
 }
 
-// The sleeps are cancellation points: pthread_cancel ends them.
+// The sleeps are cancellation points: pthread_cancel ends them. A handler
+// of a signal aimed at the thread ends them early, as the kernel's: EINTR
+// (nanosleep with the time left), sleep's seconds left.
+namespace {
+// Sleeps ns; false with the time left in *left_ns when a handler ended it.
+bool sleep_whole(long long ns, long long* left_ns) {
+  const std::int64_t start = ito::sched::monotonic_ns();
+  if (!ito::posix::cancellable_sleep_for(ns)) return true;
+  const long long slept = ito::sched::monotonic_ns() - start;
+  *left_ns = ns > slept ? ns - slept : 0;
+  return false;
+}
+}  // namespace
+
 int ito_nanosleep(const struct timespec* request, struct timespec* remaining) {
   if (!in_ult()) return ::nanosleep(request, remaining);
   if (!request || request->tv_sec < 0 || request->tv_nsec < 0 ||
@@ -120,27 +134,34 @@ int ito_nanosleep(const struct timespec* request, struct timespec* remaining) {
   return keep_errno_on_success([&] {
     constexpr long long ns_per_s = 1'000'000'000;
     const long long s = request->tv_sec;
-    ito::posix::cancellable_sleep_for(s >= LLONG_MAX / ns_per_s ? LLONG_MAX
-                                                                : s * ns_per_s + request->tv_nsec);
-    if (remaining) *remaining = timespec{0, 0};
-    return 0;
+    long long left = 0;
+    if (sleep_whole(s >= LLONG_MAX / ns_per_s ? LLONG_MAX : s * ns_per_s + request->tv_nsec,
+                    &left)) {
+      if (remaining) *remaining = timespec{0, 0};
+      return 0;
+    }
+    if (remaining) *remaining = timespec{static_cast<time_t>(left / ns_per_s), left % ns_per_s};
+    errno_now() = EINTR;
+    return -1;
   });
 }
 int ito_usleep(useconds_t usec) {
   if (!in_ult()) return ::usleep(usec);
   return keep_errno_on_success([&] {
-    ito::posix::cancellable_sleep_for(static_cast<long long>(usec) * 1000);
-    return 0;
+    if (!ito::posix::cancellable_sleep_for(static_cast<long long>(usec) * 1000)) return 0;
+    errno_now() = EINTR;
+    return -1;
   });
 }
-// A ULT's sleep is never cut short by a signal: 0 seconds remain.
 unsigned ito_sleep(unsigned seconds) {
   if (!in_ult()) return ::sleep(seconds);
+  long long left = 0;
   keep_errno_on_success([&] {
-    ito::posix::cancellable_sleep_for(static_cast<long long>(seconds) * 1'000'000'000LL);
+    sleep_whole(static_cast<long long>(seconds) * 1'000'000'000LL, &left);
     return 0;
   });
-  return 0;
+  // As glibc: the seconds left, rounded to the nearest.
+  return static_cast<unsigned>(left / 1'000'000'000LL + (left % 1'000'000'000LL >= 500'000'000LL));
 }
 
 }  // extern "C"

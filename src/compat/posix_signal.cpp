@@ -1,24 +1,20 @@
 // SPDX-License-Identifier: Apache-2.0
 // Signal masks and signal waits for ULTs (see sched/worker_signals.hpp for
-// where signals are delivered).
+// where process-directed signals are delivered).
 //
 // The main thread's mask is worker 0's own (the main ULT never leaves it), so
 // the main ULT's pthread_sigmask is the real call and decides which
-// process-directed signals the program takes asynchronously. Another ULT has
-// no OS thread of its own: its pthread_sigmask reads and writes one mask that
-// all such ULTs share (it starts as the main thread's), which tells sigwait
-// users what they blocked; delivery follows the main thread's mask. A signal
-// such a ULT sends itself (raise, pthread_kill or pthread_sigqueue of itself)
-// while that mask blocks it stays pending for those ULTs (not for the
-// process, which the main thread may take), shows in their sigpending,
-// satisfies their sigwait, and is delivered by the pthread_sigmask that
-// unblocks it, before it returns (with pthread_sigqueue's value).
-// sigwait, sigwaitinfo, sigtimedwait and sigsuspend are delegated from any
-// ULT: a pool thread blocks every signal except while such a call waits, so
-// the signals the call asks for reach it and no other of ito's threads.
+// process-directed signals the program takes asynchronously. Every other ULT
+// has its own mask and pending set (posix_thread_signals.cpp): its
+// pthread_sigmask reads and writes them, a signal it sends itself or another
+// thread aims at it is pending there while blocked, shows in its sigpending,
+// satisfies its sigwait, and is delivered by the pthread_sigmask that
+// unblocks it, before it returns. sigwait, sigwaitinfo, sigtimedwait and
+// sigsuspend are delegated from any ULT: a pool thread blocks every signal
+// except while such a call waits, so the signals the call asks for reach it
+// and no other of ito's threads.
 #include <pthread.h>
 #include <signal.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <fcntl.h>
@@ -32,53 +28,16 @@
 #include "compat/posix_internal.hpp"
 #include "io/errno_now.hpp"
 #include "sched/preempt.hpp"
+#include "sched/handles.hpp"
 #include "sched/scheduler.hpp"
 #include "sched/worker.hpp"
+#include "compat/posix_process_signals.hpp"
+#include "compat/posix_thread_signals.hpp"
 
 namespace {
 
 using ito::detail::errno_now;
-
-std::mutex g_shared_mask_lock;
-sigset_t g_shared_mask;  // guarded by g_shared_mask_lock
-bool g_shared_mask_set = false;
-sigset_t g_shared_pending;  // guarded by g_shared_mask_lock; empty when zeroed
-// For each signal in g_shared_pending: the value pthread_sigqueue gave it,
-// if that is how it was sent (guarded by g_shared_mask_lock).
-struct queued_value {
-  bool queued;
-  sigval value;
-};
-queued_value g_pending_values[NSIG];
-
-// The main ULT, or a plain OS thread: its mask is its OS thread's.
-bool owns_its_thread() noexcept {
-  ito::sched::ult* u = ito::sched::current_ult();
-  return !u || u == &ito::sched::current_worker()->rt->main_ult;
-}
-
-// No thread can block SIGKILL or SIGSTOP (the request is silently ignored),
-// nor glibc's own two signals below SIGRTMIN (glibc drops them too).
-void drop_unblockable(sigset_t* mask) noexcept {
-  for (int s : {SIGKILL, SIGSTOP, 32, 33}) sigdelset(mask, s);
-}
-
-int apply(int how, const sigset_t* set, sigset_t* mask) noexcept {
-  if (!set) return 0;
-  switch (how) {
-    case SIG_BLOCK: sigorset(mask, mask, set); drop_unblockable(mask); return 0;
-    case SIG_UNBLOCK: {
-      sigset_t keep;
-      sigfillset(&keep);
-      for (int s = 1; s < NSIG; ++s)
-        if (sigismember(set, s) == 1) sigdelset(&keep, s);
-      sigandset(mask, mask, &keep);
-      return 0;
-    }
-    case SIG_SETMASK: *mask = *set; drop_unblockable(mask); return 0;
-    default: return EINVAL;
-  }
-}
+using ito::posix::owns_its_thread;
 
 // A call that returns an error number: run on a pool thread from a ULT.
 template <class Call>
@@ -105,62 +64,17 @@ auto delegated_call(Call&& call) -> decltype(call()) {
   return ito::detail::delegated_syscall(call);
 }
 
-// Sends sig to this OS thread, by the id the kernel knows it by (not the one
-// glibc's TCB in force says: a ULT's own number in its TLS block), with
-// pthread_sigqueue's siginfo when `queued`.
-int send_to_this_os_thread(int sig, const queued_value& sent) noexcept {
-  if (!sent.queued) return ::raise(sig);  // glibc's raise asks the kernel for the id
-  siginfo_t info{};
-  info.si_signo = sig;
-  info.si_code = SI_QUEUE;
-  info.si_pid = ::getpid();
-  info.si_uid = ::getuid();
-  info.si_value = sent.value;
-  return static_cast<int>(::syscall(SYS_rt_tgsigqueueinfo, ::getpid(), ::gettid(), sig, &info));
-}
-
-// Runs sig's handler on this worker now: unblocked for the moment of the call
-// (workers other than the first block asynchronous signals: worker_signals.hpp).
-int deliver_here(int sig, const queued_value& sent = {}) noexcept {
+// Runs sig's handler on this worker now: unblocked for the moment of the call.
+int deliver_here(int sig) noexcept {
   sigset_t one, saved;
   sigemptyset(&one);
   if (sig > 0 && sig < NSIG) sigaddset(&one, sig);
   ::pthread_sigmask(SIG_UNBLOCK, &one, &saved);
-  const int r = send_to_this_os_thread(sig, sent);
+  const int r = ::raise(sig);
   const int e = errno_now();
   ::pthread_sigmask(SIG_SETMASK, &saved, nullptr);
   errno_now() = e;
   return r;
-}
-
-// Removes from the ULTs' pending set the lowest signal of `of` (for
-// sigwait) or, with `unblocked`, one that `of` leaves unblocked; 0 if none.
-// `sent`, when not null, receives how it was sent.
-int take_pending(const sigset_t& of, bool unblocked, queued_value* sent = nullptr) noexcept {
-  std::lock_guard hold(g_shared_mask_lock);
-  for (int s = 1; s < NSIG; ++s) {
-    if (sigismember(&g_shared_pending, s) != 1 || (sigismember(&of, s) == 1) == unblocked) continue;
-    sigdelset(&g_shared_pending, s);
-    if (sent) *sent = g_pending_values[s];
-    return s;
-  }
-  return 0;
-}
-
-// A signal the calling ULT (not main) sends itself: pending for the ULTs
-// while their mask blocks it (a second one of a pending signal is merged, as
-// the kernel merges a standard signal), else its handler runs here before
-// the call returns. 0 or -1 with errno.
-int send_to_calling_ult(int sig, const queued_value& sent) noexcept {
-  if (sig > 0 && sig < NSIG) {
-    std::lock_guard hold(g_shared_mask_lock);
-    if (g_shared_mask_set && sigismember(&g_shared_mask, sig) == 1) {
-      if (sigismember(&g_shared_pending, sig) != 1) g_pending_values[sig] = sent;
-      sigaddset(&g_shared_pending, sig);  // pending for the thread, as tgkill's would be
-      return 0;
-    }
-  }
-  return deliver_here(sig, sent);
 }
 
 }  // namespace
@@ -168,16 +82,9 @@ int send_to_calling_ult(int sig, const queued_value& sent) noexcept {
 namespace ito::posix {
 
 void remember_main_signal_mask() noexcept {
-  std::lock_guard hold(g_shared_mask_lock);
-  ::pthread_sigmask(SIG_BLOCK, nullptr, &g_shared_mask);
-  g_shared_mask_set = true;
-}
-
-// pthread_sigqueue of the calling thread.
-int queue_to_self(int sig, sigval value) noexcept {
-  if (owns_its_thread()) return ::pthread_sigqueue(::pthread_self(), sig, value);
-  if (sig == 0) return 0;  // it is alive
-  return send_to_calling_ult(sig, {true, value}) == 0 ? 0 : errno_now();
+  sigset_t mask;
+  ::pthread_sigmask(SIG_BLOCK, nullptr, &mask);
+  main_mask_is(mask);
 }
 
 }  // namespace ito::posix
@@ -198,26 +105,22 @@ int ito_pthread_sigmask(int how, const sigset_t* set, sigset_t* old) {
     }
     const int e = ::pthread_sigmask(how, set, old);
     if (e == 0 && set && ito::sched::current_ult()) {
-      std::lock_guard hold(g_shared_mask_lock);  // the others' mask follows main's
-      ::pthread_sigmask(SIG_BLOCK, nullptr, &g_shared_mask);
-      g_shared_mask_set = true;
+      sigset_t now;  // the threads main creates start with it
+      ::pthread_sigmask(SIG_BLOCK, nullptr, &now);
+      ito::posix::main_mask_is(now);
+      // With threads about, one of them may take what main blocks
+      // (posix_process_signals.hpp); what was kept for the process and main
+      // now opens is main's, delivered before this returns.
+      if (!sigisemptyset(&now) && ito::sched::current_worker()->rt->others.load(
+                                      std::memory_order_acquire) ==
+                                      ito::sched::runtime_state::others_running)
+        ito::posix::watch_process_signals();
+      siginfo_t info;
+      while (int s = ito::posix::take_process_pending(now, false, &info)) ::raise(s);
     }
     return e;
   }
-  std::unique_lock hold(g_shared_mask_lock);
-  if (!g_shared_mask_set) {  // the C or C++ API started the runtime: nothing recorded
-    sigemptyset(&g_shared_mask);
-    g_shared_mask_set = true;
-  }
-  sigset_t next = g_shared_mask;
-  if (int e = apply(how, set, &next)) return e;
-  if (old) *old = g_shared_mask;
-  g_shared_mask = next;
-  hold.unlock();
-  // POSIX: a pending signal this call unblocks is delivered before it returns.
-  queued_value sent{};
-  while (int sig = take_pending(next, true, &sent)) deliver_here(sig, sent);
-  return 0;
+  return ito::posix::ult_sigmask(how, set, old);
 }
 
 int ito_sigprocmask(int how, const sigset_t* set, sigset_t* old) {
@@ -230,17 +133,31 @@ int ito_sigprocmask(int how, const sigset_t* set, sigset_t* old) {
 
 // The handler of a signal a ULT raises on itself runs before raise returns:
 // on a worker that blocks it, it is unblocked for the moment of the call
-// (unless the ULT blocked it itself: then it stays pending for the ULTs).
+// (unless the ULT blocked it itself: then it stays pending on the ULT).
 int ito_raise(int sig) {
   if (owns_its_thread()) return ::raise(sig);
-  return send_to_calling_ult(sig, {});
+  if (sig > 0 && sig < NSIG) {
+    sigset_t mask;
+    ito::posix::ult_sigmask(SIG_BLOCK, nullptr, &mask);
+    if (sigismember(&mask, sig) == 1) {
+      ito::sched::ult* self = ito::sched::current_ult();
+      const int e = ito::posix::send_to_ult(self, ito::sched::handles::of(self), sig, SI_TKILL, {});
+      if (e) errno_now() = e;
+      return e ? -1 : 0;
+    }
+  }
+  return deliver_here(sig);
 }
 
-// A ULT other than main has no thread-directed signals but those above: the
+// A ULT other than main: its own pending signals (those aimed at it), and
+// the process-directed ones: /proc's ShdPnd (bit n-1 for signal n). The
 // worker's own pending set (on worker 0, the main thread's) is not its.
-// The process-directed ones are /proc's ShdPnd (bit n-1 for signal n).
 int ito_sigpending(sigset_t* set) {
-  if (owns_its_thread() || !set) return ::sigpending(set);
+  if (owns_its_thread() || !set) {
+    const int r = ::sigpending(set);
+    if (r == 0 && set) ito::posix::add_process_pending(set);
+    return r;
+  }
   sigemptyset(set);
   char status[4096];
   const int fd = ::open("/proc/self/status", O_RDONLY | O_CLOEXEC);
@@ -253,32 +170,29 @@ int ito_sigpending(sigset_t* set) {
     for (int s = 1; s <= 64 && s < NSIG; ++s)
       if (bits >> (s - 1) & 1) sigaddset(set, s);
   }
-  std::lock_guard hold(g_shared_mask_lock);
-  sigorset(set, set, &g_shared_pending);
+  sigset_t own;
+  ito::posix::own_pending_signals(&own);
+  sigorset(set, set, &own);
+  ito::posix::add_process_pending(set);
   return 0;
 }
 
-// The waits take a signal pending for the ULTs first (a self-sent one).
+// The waits take a signal pending on the ULT first, then wait on a pool
+// thread for a process-directed one or one aimed at the ULT.
+// The main ULT's waits too: the catcher of process signals must see them.
 int ito_sigwait(const sigset_t* set, int* sig) {
-  if (!owns_its_thread() && set && sig)
-    if (int s = take_pending(*set, false)) return *sig = s, 0;
+  if (ito::sched::current_ult() && set && sig) {
+    const int saved = errno_now();
+    const int s = ito::posix::ult_sigtimedwait(set, nullptr, nullptr);
+    const int e = s > 0 ? 0 : errno_now();
+    errno_now() = saved;
+    if (s > 0) *sig = s;
+    return e;
+  }
   return delegated_errno_call([&] { return ::sigwait(set, sig); });
 }
 int ito_sigtimedwait(const sigset_t* set, siginfo_t* info, const struct timespec* timeout) {
-  if (!owns_its_thread() && set) {
-    queued_value sent{};
-    if (int s = take_pending(*set, false, &sent)) {
-      if (info) {
-        *info = siginfo_t{};
-        info->si_signo = s;
-        info->si_code = sent.queued ? SI_QUEUE : SI_TKILL;
-        info->si_pid = getpid();
-        info->si_uid = getuid();
-        if (sent.queued) info->si_value = sent.value;
-      }
-      return s;
-    }
-  }
+  if (ito::sched::current_ult() && set) return ito::posix::ult_sigtimedwait(set, info, timeout);
   if (!timeout) return delegated_call([&] { return ::sigwaitinfo(set, info); });
   return delegated_call([&] { return ::sigtimedwait(set, info, timeout); });
 }
@@ -286,14 +200,7 @@ int ito_sigwaitinfo(const sigset_t* set, siginfo_t* info) {
   return ito_sigtimedwait(set, info, nullptr);
 }
 int ito_sigsuspend(const sigset_t* mask) {
-  if (!owns_its_thread() && mask) {
-    queued_value sent{};
-    if (int s = take_pending(*mask, true, &sent)) {
-      deliver_here(s, sent);
-      errno_now() = EINTR;
-      return -1;
-    }
-  }
+  if (ito::sched::current_ult() && mask) return ito::posix::ult_sigsuspend(mask);
   return delegated_call([&] { return ::sigsuspend(mask); });
 }
 

@@ -19,6 +19,7 @@
 #include <unordered_map>
 
 #include "compat/c_create.hpp"
+#include "compat/posix_thread_signals.hpp"
 #include "compat/posix_attr.hpp"
 #include "compat/posix_internal.hpp"
 #include "ito/pthread.h"
@@ -164,31 +165,36 @@ int ito_pthread_getattr_np(pthread_t thread, pthread_attr_t* attr) {
   return ito::posix::ult_attr(t.ult, attr);
 }
 
-// Signals: a ULT has no kernel thread of its own. sig 0 checks that it is
-// alive. A signal to the calling ULT goes to the OS thread running it now,
-// so its handler runs before the call returns (as NPTL's pthread_kill of
-// pthread_self); a signal to another ULT is sent to the process, whose
-// handler then runs on some worker (any thread not blocking it).
+// Signals. sig 0 checks that the thread is alive. A plain OS thread's own
+// signal is the real call. A ULT other than main has a mask and a pending
+// set of its own (posix_thread_signals.hpp): the signal is aimed at it, and
+// its handler runs on it. The main thread's mask is worker 0's, where a
+// signal sent to the process goes: a signal aimed at main from another ULT
+// is sent to the process (its handler runs on worker 0 unless main blocks it).
 int ito_pthread_kill(pthread_t thread, int sig) {
   if (!ito::posix::valid_signal(sig)) return EINVAL;
   target t;
   if (int e = resolve(thread, &t)) return e;
   if (t.os_self) return ::pthread_kill(::pthread_self(), sig);
   if (sig == 0) return 0;
-  if (ito::posix::is_calling_ult(t)) return ito_raise(sig) == 0 ? 0 : errno;
-  return ::kill(::getpid(), sig) == 0 ? 0 : errno;
+  if (t.ult == &ito::sched::current_worker()->rt->main_ult) {
+    if (ito::posix::is_calling_ult(t)) return ::pthread_kill(::pthread_self(), sig);
+    return ::kill(::getpid(), sig) == 0 ? 0 : errno;
+  }
+  return ito::posix::send_to_ult(t.ult, static_cast<std::uint64_t>(thread), sig, SI_TKILL, {});
 }
 
 int ito_pthread_sigqueue(pthread_t thread, int sig, const union sigval value) {
   if (!ito::posix::valid_signal(sig)) return EINVAL;
   target t;
   if (int e = resolve(thread, &t)) return e;
-  // glibc's pthread_sigqueue of pthread_self() would signal the thread id in
-  // the TCB in force: the ULT's own number where it has a TLS block (ESRCH),
-  // else its worker's thread, which may block the signal.
-  if (t.os_self || ito::posix::is_calling_ult(t)) return ito::posix::queue_to_self(sig, value);
+  if (t.os_self) return ::pthread_sigqueue(::pthread_self(), sig, value);
   if (sig == 0) return 0;
-  return ::sigqueue(::getpid(), sig, value) == 0 ? 0 : errno;
+  if (t.ult == &ito::sched::current_worker()->rt->main_ult) {
+    if (ito::posix::is_calling_ult(t)) return ::pthread_sigqueue(::pthread_self(), sig, value);
+    return ::sigqueue(::getpid(), sig, value) == 0 ? 0 : errno;
+  }
+  return ito::posix::send_to_ult(t.ult, static_cast<std::uint64_t>(thread), sig, SI_QUEUE, value);
 }
 
 // Scheduling: ULTs share their workers under the runtime's own scheduler, so

@@ -15,6 +15,8 @@
 #include "compat/carried_state.hpp"
 #include "io/delegated_syscall.hpp"
 #include "io/errno_now.hpp"
+#include "compat/posix_thread_signals.hpp"
+#include "sched/handles.hpp"
 #include "sched/scheduler.hpp"
 
 namespace {
@@ -31,6 +33,26 @@ auto delegated(Call&& call) -> decltype(call()) {
   const auto r = ito::detail::delegated_syscall(call);
   if (r >= 0) ito::detail::errno_now() = saved;
   return r;
+}
+
+// delegated for a call that opens the signals `mask` leaves open while it
+// waits: the pool thread is registered as the ULT's waiter for them, so a
+// signal aimed at the ULT, or a process signal the main thread blocks
+// (posix_process_signals.hpp), reaches the call there.
+template <class Call>
+auto delegated_opening(const sigset_t* mask, Call&& call) -> decltype(call()) {
+  ito::sched::ult* self = ito::sched::current_ult();
+  if (!mask || !self || !in_ult()) return delegated(call);
+  const std::uint64_t h = ito::sched::handles::of(self);
+  if (!h) return delegated(call);
+  return delegated([&] {
+    ito::posix::register_pool_wait(h, *mask);
+    const auto r = call();
+    const int e = ito::detail::errno_now();
+    ito::posix::unregister_pool_wait(h, *mask);
+    ito::detail::errno_now() = e;
+    return r;
+  });
 }
 
 }  // namespace
@@ -57,12 +79,12 @@ int ito_select(int nfds, fd_set* readfds, fd_set* writefds, fd_set* exceptfds,
 }
 int ito_pselect(int nfds, fd_set* readfds, fd_set* writefds, fd_set* exceptfds,
                 const struct timespec* timeout, const sigset_t* sigmask) {
-  return delegated(
-      [&] { return ::pselect(nfds, readfds, writefds, exceptfds, timeout, sigmask); });
+  return delegated_opening(
+      sigmask, [&] { return ::pselect(nfds, readfds, writefds, exceptfds, timeout, sigmask); });
 }
 int ito_ppoll(struct pollfd* fds, nfds_t nfds, const struct timespec* timeout,
               const sigset_t* sigmask) {
-  return delegated([&] { return ::ppoll(fds, nfds, timeout, sigmask); });
+  return delegated_opening(sigmask, [&] { return ::ppoll(fds, nfds, timeout, sigmask); });
 }
 int ito_epoll_wait(int epfd, struct epoll_event* events, int maxevents, int timeout_ms) {
   if (timeout_ms == 0) return ::epoll_wait(epfd, events, maxevents, 0);
@@ -70,8 +92,8 @@ int ito_epoll_wait(int epfd, struct epoll_event* events, int maxevents, int time
 }
 int ito_epoll_pwait(int epfd, struct epoll_event* events, int maxevents, int timeout_ms,
                     const sigset_t* sigmask) {
-  return delegated(
-      [&] { return ::epoll_pwait(epfd, events, maxevents, timeout_ms, sigmask); });
+  return delegated_opening(
+      sigmask, [&] { return ::epoll_pwait(epfd, events, maxevents, timeout_ms, sigmask); });
 }
 
 }  // extern "C"

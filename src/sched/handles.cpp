@@ -28,6 +28,10 @@ struct slot {
   // per handle, so it starts at 0 for every thread that gets one.
   std::atomic<std::uint32_t> cancel{0};
   std::uint32_t next = 0;  // free-list link
+  // The POSIX layer's signal state of the thread (posix_thread_signals.cpp):
+  // made on first use, kept for the slot's later handles, which it tells
+  // apart itself. Null for a slot no thread with signal state ever had.
+  std::atomic<void*> signals{nullptr};
 };
 
 std::atomic<slot*> g_chunks[max_chunks];
@@ -146,6 +150,12 @@ std::atomic<std::uint32_t>* cancel_word(value h) noexcept {
   return &s->cancel;
 }
 
+std::atomic<void*>* signal_cell(value h) noexcept {
+  slot* s = find_slot(h);
+  if (!s || (s->live.load(std::memory_order_acquire) & ~claimed_bit) != h) return nullptr;
+  return &s->signals;
+}
+
 ult* claim(value h, int* error) noexcept {
   slot* s = find_slot(h);
   value expected = h;
@@ -240,6 +250,8 @@ void adopt_before_start(ult* main, const void* thread) noexcept {
 
 std::uint32_t index_of(value h) noexcept { return static_cast<std::uint32_t>(h & index_mask); }
 std::uint64_t reuses_of(value h) noexcept { return (h & ~claimed_bit) >> index_bits; }
+
+std::uint32_t slots_handed_out() noexcept { return g_fresh.load(std::memory_order_acquire); }
 
 value live_at(std::uint32_t index) noexcept {
   slot* s = find_slot(index);

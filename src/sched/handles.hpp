@@ -31,6 +31,11 @@ ult* find(value h) noexcept;
 // is live, i.e. until the thread is joined or, detached, ends.
 std::atomic<std::uint32_t>* cancel_word(value h) noexcept;
 
+// The cell of h's slot where the POSIX layer keeps a thread's signal state
+// (a record made on first use and kept for the slot's later handles: the
+// record says whose it is), or null for a stale handle.
+std::atomic<void*>* signal_cell(value h) noexcept;
+
 // Takes h's right to join or detach: exactly one caller per life of the ULT
 // gets its ULT; the others get null with *error = ESRCH (h is stale) or
 // EINVAL (another joiner or detacher has it).
@@ -43,6 +48,10 @@ void unclaim(value h) noexcept;
 std::uint32_t index_of(value h) noexcept;
 std::uint64_t reuses_of(value h) noexcept;  // how many handles the slot had before
 value live_at(std::uint32_t index) noexcept;
+// Indices below this may have been handed out (1 up): for a walk over the
+// live handles with live_at (the POSIX layer's choice of a thread for a
+// process-directed signal).
+std::uint32_t slots_handed_out() noexcept;
 
 // At release: u's handles go stale and its slot may be reused.
 void drop(ult* u) noexcept;

@@ -78,6 +78,8 @@ void enter_worker_thread(worker* w) {
   w->program_eh = program_eh_globals();
   w->ult_tls = w->rt->opts.ult_tls.value_or(false);
   w->switch_extras = w->program_eh || w->ult_tls;
+  // A signal aimed at a ULT before this worker started (resume_action.hpp).
+  if (resume_actions_asked()) __atomic_store_n(&w->switch_extras, true, __ATOMIC_SEQ_CST);
   if (w->ult_tls) ult_tls::enter_worker(w);
   // glibc leaves the split-stack limit word of a reused thread block as it was:
   // start with none (split-stack code on the scheduler stack never grows).

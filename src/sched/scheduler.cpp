@@ -68,16 +68,18 @@ template <bool traced = true>
 inline void switch_to(worker* w, ult* prev, ult* next, arch::on_top_fn hook, void* arg,
                       bool prev_dies = false) noexcept {
   void** save = prev ? &prev->sp : &w->scheduler_sp;
-  void* load = next ? next->sp : w->scheduler_sp;
   arch::sanitizer_fiber& from = prev ? prev->fiber : w->scheduler_fiber;
   arch::sanitizer_fiber& to = next ? next->fiber : w->scheduler_fiber;
   w->current = next;
   if (next) ++next->resumes;
   if constexpr (traced) trace_switch(next);
   arch::sanitizer_before_switch(from, to, prev_dies);
-  // Last: with ult_tls, next's thread pointer is loaded on the way.
-  if (switch_eh(w, prev ? prev->eh : w->scheduler_eh, next ? next->eh : w->scheduler_eh))
-      [[unlikely]]
+  // Last: with ult_tls, next's thread pointer is loaded on the way. Its sp
+  // is read after: a resume action may have put a context in front.
+  const bool tls =
+      switch_eh(w, prev ? prev->eh : w->scheduler_eh, next ? next->eh : w->scheduler_eh, next);
+  void* load = next ? next->sp : w->scheduler_sp;
+  if (tls) [[unlikely]]
     return switch_context_tls(w, next, save, load, arg, hook);
   arch::switch_context(save, load, arg, hook);
   arch::sanitizer_after_switch(from);
@@ -262,7 +264,7 @@ ito_exit_switch finish(ult* self) noexcept {
   trace_switch(next);
   // self has no exception state left (its handlers are over): nothing to
   // save. Last: with ult_tls, next's thread pointer, and self's block freed.
-  install_eh(w, next ? next->eh : w->scheduler_eh, next, self);
+  install_eh(w, next ? next->eh : w->scheduler_eh, next, self, next);
   return {next ? next->sp : w->scheduler_sp, reinterpret_cast<void*>(hook_arg)};
 }
 

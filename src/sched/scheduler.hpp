@@ -10,6 +10,7 @@
 #include "sched/custom_stack.hpp"
 #include "sched/join_word.hpp"
 #include "sched/loader_locks.hpp"
+#include "sched/resume_action.hpp"
 #include "sched/ult.hpp"
 #include "sched/ult_tls.hpp"
 #include "sched/worker.hpp"
@@ -154,25 +155,34 @@ inline void renew(worker* w, ult* u) noexcept {
 // callers do that in a function of its own that makes the switch too (a
 // tail call), so that their common path keeps nothing live across a call
 // and saves no registers.
-inline bool switch_eh(worker* w, eh_state& out, const eh_state& in) noexcept {
+// `resumed`: the ULT about to be resumed from its saved context (not one
+// started or run inline), whose pending resume action (resume_action.hpp)
+// goes in front of that context; the caller reads resumed->sp afterwards.
+// switch_extras is atomic for the few threads that turn it on for good
+// (resume_action.cpp); a relaxed load is the plain one.
+inline bool switch_eh(worker* w, eh_state& out, const eh_state& in,
+                      ult* resumed = nullptr) noexcept {
   out.own = *w->eh;
   *w->eh = in.own;
-  if (w->switch_extras) [[unlikely]] {
+  if (__atomic_load_n(&w->switch_extras, __ATOMIC_RELAXED)) [[unlikely]] {
     if (eh_globals* program = w->program_eh) {
       out.program = *program;
       *program = in.program;
     }
+    before_resuming(resumed);
     return w->ult_tls;
   }
   return false;
 }
 // Installs `in` for a context arriving after one that keeps nothing (`left`,
 // a ULT that ended: its TLS block, if any, is freed once off it).
+// `resumed` as switch_eh's.
 inline void install_eh(worker* w, const eh_state& in, const ult* next,
-                       ult* left = nullptr) noexcept {
+                       ult* left = nullptr, ult* resumed = nullptr) noexcept {
   *w->eh = in.own;
-  if (w->switch_extras) [[unlikely]] {
+  if (__atomic_load_n(&w->switch_extras, __ATOMIC_RELAXED)) [[unlikely]] {
     if (eh_globals* program = w->program_eh) *program = in.program;
+    before_resuming(resumed);
     if (w->ult_tls) ult_tls::arrive(w, next, left);
   }
 }

@@ -126,6 +126,22 @@ struct ult {
   // asynchronous action (cancellation) the next time it interrupts this ULT
   // at a safe point (sched/preempt.hpp, ask_async_action).
   std::atomic<bool> async_action_pending{false};
+  // Set by another thread: the POSIX layer's resume action (a signal aimed
+  // at this ULT) runs on it before its own code runs again, the next time a
+  // worker switches to it (sched/resume_action.hpp).
+  std::atomic<bool> resume_action_pending{false};
+  // Bumped by the POSIX layer each time a signal handler ran on this ULT
+  // (its own field, written only by it): a sleep that a signal interrupted
+  // compares it to say EINTR.
+  std::uint32_t signal_handlers_run = 0;
+  // A resume action (a signal handler run as the ULT was switched in) asked
+  // to end the ULT (pthread_exit) while it was suspended inside ito, where
+  // it cannot unwind: the POSIX layer ends it at its next cancellation point
+  // or spin-lock round (resume_action.cpp). It names the ULT by its id,
+  // which every ULT gets afresh: a descriptor reused holds no stale request
+  // and the spawn path resets nothing.
+  std::uint64_t exit_deferred_for = 0;
+  void* exit_deferred_value = nullptr;
 };
 
 // An OS thread's identity: its thread pointer (glibc's thread control
