@@ -222,6 +222,9 @@ void on_preempt_signal(int sig, siginfo_t* info, void* ucv) {
     if (async_action_fn action = g_async_action.load(std::memory_order_acquire)) {
       errno = saved_errno;
       action(self);  // returns only when it had nothing to do
+      // Or when what it did parked the ULT (a signal's handler that waits,
+      // as Boehm GC's in sigsuspend): it may be on another worker now.
+      w = current_worker();
     }
   } else if (preempt_watch* watch = current_watch(); watch && is_async_target(watch, self)) {
     async_action_done(self);  // a stale target: this descriptor's ULT was asked, not this one
