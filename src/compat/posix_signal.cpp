@@ -117,6 +117,8 @@ int ito_pthread_sigmask(int how, const sigset_t* set, sigset_t* old) {
         ito::posix::watch_process_signals();
       siginfo_t info;
       while (int s = ito::posix::take_process_pending(now, false, &info)) ::raise(s);
+      // So are those other threads aimed at main while it blocked them.
+      ito::posix::deliver_pending_signals(ito::sched::current_ult());
     }
     return e;
   }
@@ -155,7 +157,12 @@ int ito_raise(int sig) {
 int ito_sigpending(sigset_t* set) {
   if (owns_its_thread() || !set) {
     const int r = ::sigpending(set);
-    if (r == 0 && set) ito::posix::add_process_pending(set);
+    if (r == 0 && set) {
+      ito::posix::add_process_pending(set);
+      sigset_t aimed;  // at main by other threads
+      ito::posix::own_pending_signals(&aimed);
+      sigorset(set, set, &aimed);
+    }
     return r;
   }
   sigemptyset(set);

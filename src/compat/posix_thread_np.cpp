@@ -168,19 +168,17 @@ int ito_pthread_getattr_np(pthread_t thread, pthread_attr_t* attr) {
 // Signals. sig 0 checks that the thread is alive. A plain OS thread's own
 // signal is the real call. A ULT other than main has a mask and a pending
 // set of its own (posix_thread_signals.hpp): the signal is aimed at it, and
-// its handler runs on it. The main thread's mask is worker 0's, where a
-// signal sent to the process goes: a signal aimed at main from another ULT
-// is sent to the process (its handler runs on worker 0 unless main blocks it).
+// its handler runs on it. So for the main thread from another thread, with
+// its OS thread's mask (worker 0's) as what blocks it.
 int ito_pthread_kill(pthread_t thread, int sig) {
   if (!ito::posix::valid_signal(sig)) return EINVAL;
   target t;
   if (int e = resolve(thread, &t)) return e;
   if (t.os_self) return ::pthread_kill(::pthread_self(), sig);
   if (sig == 0) return 0;
-  if (t.ult == &ito::sched::current_worker()->rt->main_ult) {
-    if (ito::posix::is_calling_ult(t)) return ::pthread_kill(::pthread_self(), sig);
-    return ::kill(::getpid(), sig) == 0 ? 0 : errno;
-  }
+  // The main thread's own call is the real one (it owns its OS thread).
+  if (t.ult == &ito::sched::current_worker()->rt->main_ult && ito::posix::is_calling_ult(t))
+    return ::pthread_kill(::pthread_self(), sig);
   return ito::posix::send_to_ult(t.ult, static_cast<std::uint64_t>(thread), sig, SI_TKILL, {});
 }
 
@@ -190,10 +188,9 @@ int ito_pthread_sigqueue(pthread_t thread, int sig, const union sigval value) {
   if (int e = resolve(thread, &t)) return e;
   if (t.os_self) return ::pthread_sigqueue(::pthread_self(), sig, value);
   if (sig == 0) return 0;
-  if (t.ult == &ito::sched::current_worker()->rt->main_ult) {
-    if (ito::posix::is_calling_ult(t)) return ::pthread_sigqueue(::pthread_self(), sig, value);
-    return ::sigqueue(::getpid(), sig, value) == 0 ? 0 : errno;
-  }
+  // The main thread's own call is the real one (it owns its OS thread).
+  if (t.ult == &ito::sched::current_worker()->rt->main_ult && ito::posix::is_calling_ult(t))
+    return ::pthread_sigqueue(::pthread_self(), sig, value);
   return ito::posix::send_to_ult(t.ult, static_cast<std::uint64_t>(thread), sig, SI_QUEUE, value);
 }
 

@@ -70,6 +70,9 @@ struct thread_signals {
   pid_t wait_tid = 0;
   sigset_t wait_set;
   unsigned forwarded = 0;  // signals sent to wait_tid during this wait
+  // In sigsuspend: `mask` is the whole mask then, for the main thread too
+  // (whose OS thread's mask blocks signals otherwise: blocked_for).
+  bool suspended = false;
 };
 
 void reset(thread_signals* r, std::uint64_t h) noexcept {
@@ -78,6 +81,7 @@ void reset(thread_signals* r, std::uint64_t h) noexcept {
   sigemptyset(&r->pending);
   r->wait_tid = 0;
   r->forwarded = 0;
+  r->suspended = false;
 }
 
 // h's record, locked into `hold`; made if `make` (else null when it has
@@ -113,8 +117,8 @@ thread_signals* lock_state(std::uint64_t h, bool make, std::unique_lock<std::mut
 }
 
 sched::ult* main_ult() noexcept {
-  sched::worker* w = sched::current_worker();
-  return w ? &w->rt->main_ult : nullptr;
+  sched::runtime_state* rt = sched::g_runtime.load(std::memory_order_acquire);
+  return rt ? &rt->main_ult : nullptr;
 }
 
 // The caller's handle (given one if it has none), 0 when none can be had.
@@ -230,6 +234,20 @@ std::mutex g_main_mask_lock;
 sigset_t g_main_mask;  // guarded by g_main_mask_lock
 std::atomic<bool> g_main_blocks_any{false};
 
+// What blocks signals for the thread of record r (handle h): its mask, and
+// for the main thread, which owns its OS thread, that thread's real mask too
+// (the record's mask is then only what a running handler adds to it).
+sigset_t blocked_for(const thread_signals* r, std::uint64_t h) noexcept {
+  sigset_t out = r->mask;
+  if (r->suspended) return out;
+  sched::ult* m = main_ult();
+  if (m && m->handle && handles::of(m) == h) {
+    std::lock_guard hold(g_main_mask_lock);
+    sigorset(&out, &out, &g_main_mask);
+  }
+  return out;
+}
+
 // u has a signal it leaves unblocked: get it run.
 void wake_for_signal(sched::ult* u) {
   sched::set_resume_action(&deliver_pending_signals);
@@ -297,7 +315,12 @@ int pool_wait(std::uint64_t h, const sigset_t& set, siginfo_t* info, const times
   // One kept for the process (posix_process_signals.hpp) before this wait
   // was registered: the catcher keeps one only after looking for waiters.
   int got = take_process_pending(set, true, info);
-  if (!got) got = timeout ? ::sigtimedwait(&set, info, timeout) : ::sigwaitinfo(&set, info);
+  if (!got) {
+    // An untimed wait goes on when a signal outside the set interrupts it
+    // (the preemption signal, which a pool thread may take).
+    do got = timeout ? ::sigtimedwait(&set, info, timeout) : ::sigwaitinfo(&set, info);
+    while (got < 0 && errno_now() == EINTR && !timeout);
+  }
   const int e = errno_now();
   unsigned forwarded = 0;
   {
@@ -393,7 +416,8 @@ int ult_sigmask(int how, const sigset_t* set, sigset_t* old) {
 
 namespace {
 
-// Aims sig at u (handle h, not main) with `info`: send_to_ult's work. With
+// Aims sig at u (handle h; main too, from another thread) with `info`:
+// send_to_ult's work. With
 // only_if_open, a signal u blocks is left alone (*aimed false).
 int aim(sched::ult* u, std::uint64_t h, int sig, const small_info& info, bool only_if_open,
         bool* aimed) {
@@ -405,7 +429,8 @@ int aim(sched::ult* u, std::uint64_t h, int sig, const small_info& info, bool on
     std::unique_lock<std::mutex> hold;
     thread_signals* r = lock_state(h, true, hold);
     if (!r) return handles::signal_cell(h) ? EAGAIN : ESRCH;
-    open = sigismember(&r->mask, sig) != 1;
+    const sigset_t blocked = blocked_for(r, h);
+    open = sigismember(&blocked, sig) != 1;
     if (!open && only_if_open) return 0;
     *aimed = true;
     if (open && !(sa.sa_flags & SA_SIGINFO)) {
@@ -546,7 +571,7 @@ void deliver_pending_signals(sched::ult* self) {
       std::unique_lock<std::mutex> hold;
       thread_signals* r = lock_state(h, false, hold);
       if (!r) return;
-      sig = take_lowest(r, r->mask, false, &info);
+      sig = take_lowest(r, blocked_for(r, h), false, &info);
     }
     if (!sig) return;
     run_action(h, sig, to_siginfo(sig, info));
@@ -571,8 +596,9 @@ bool has_deliverable_signals(sched::ult* self) noexcept {
   std::unique_lock<std::mutex> hold;
   thread_signals* r = lock_state(handles::of(self), false, hold);
   if (!r) return false;
+  const sigset_t blocked = blocked_for(r, handles::of(self));
   for (int s = 1; s < NSIG; ++s)
-    if (sigismember(&r->pending, s) == 1 && sigismember(&r->mask, s) != 1) return true;
+    if (sigismember(&r->pending, s) == 1 && sigismember(&blocked, s) != 1) return true;
   return false;
 }
 
@@ -628,6 +654,7 @@ int ult_sigsuspend(const sigset_t* mask) {
     saved = r->mask;
     r->mask = *mask;
     drop_unblockable(&r->mask);
+    r->suspended = true;
   }
   take_open_process_signals(h);
   // A pending signal the wait's mask opens ends it at once; else wait, on a
@@ -658,7 +685,10 @@ int ult_sigsuspend(const sigset_t* mask) {
   }
   {
     std::unique_lock<std::mutex> hold;
-    if (thread_signals* r = lock_state(h, true, hold)) r->mask = saved;
+    if (thread_signals* r = lock_state(h, true, hold)) {
+      r->mask = saved;
+      r->suspended = false;
+    }
   }
   deliver_pending_signals(self);
   errno_now() = EINTR;
