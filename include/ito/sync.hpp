@@ -112,7 +112,7 @@ class mutex {
   void unlock_contended(std::uint32_t state) noexcept;
   // Parks until woken or handed the mutex: false; or until the deadline: true,
   // off the queue and no longer counted as a waiter.
-  bool sleep_in_queue(bool at_front, std::int64_t deadline_ns);
+  bool sleep_in_queue(bool at_front, std::int64_t deadline_ns, bool interruptible);
   void uncount_waiter() noexcept;
   std::uint32_t uncount_from_before_fork(std::uint32_t n) noexcept;
   void wake_first() noexcept;

@@ -27,6 +27,7 @@
 #include "sched/handles.hpp"
 #include "sched/interrupt.hpp"
 #include "sched/preempt.hpp"
+#include "sched/resume_action.hpp"
 
 namespace ito::posix {
 namespace {
@@ -107,24 +108,40 @@ void act_if_async(sched::ult* self) {
 bool begin_cancellable_wait(bool only_async) {
   sched::ult* self = sched::current_ult();
   if (!self || !self->handle) [[likely]] return false;
-  // A signal aimed at it while it ran (its interrupt note is about to be
-  // forgotten below): its handler runs before the thread parks, not at its
-  // next switch-in, which a wait nobody ends would never bring.
-  if (self->resume_action_pending.load(std::memory_order_relaxed)) [[unlikely]] {
-    if (self->resume_action_pending.exchange(false, std::memory_order_acq_rel))
-      deliver_pending_signals(self);
-  }
   std::atomic<std::uint32_t>* word = own_word(self, false);
-  if (!word) return false;
-  const std::uint32_t s = word->load(std::memory_order_relaxed);
-  if ((s & cancel_disabled) || (only_async && !(s & cancel_async))) return false;
-  // Forget an interrupt of an earlier wait, then look at the reason afresh:
-  // a cancellation asked from here on either is seen now or interrupts the
-  // wait (pthread_cancel sets the word before it interrupts).
-  sched::clear_interrupt(self);
-  if (must_act(word->load(std::memory_order_seq_cst))) act(word);
-  sched::arm_interruptible_wait(self);
-  return true;
+  const std::uint32_t s = word ? word->load(std::memory_order_relaxed) : cancel_disabled;
+  const bool cancellable = !(s & cancel_disabled) && (!only_async || (s & cancel_async));
+  // A wait is armed even where no cancellation may end it, so that a
+  // handler aimed at the waiter runs in the wait, as NPTL's does in its
+  // futex wait (Boehm GC stops a thread that waits with cancellation
+  // disabled), including a signal aimed at it after it began to wait.
+  for (;;) {
+    // A signal aimed at it while it ran (its interrupt note is about to be
+    // forgotten below): its handler runs before the thread parks, not at its
+    // next switch-in, which a wait nobody ends would never bring.
+    if (self->resume_action_pending.load(std::memory_order_relaxed)) [[unlikely]] {
+      if (self->resume_action_pending.exchange(false, std::memory_order_acq_rel))
+        deliver_pending_signals(self);
+    }
+    // Forget an interrupt of an earlier wait, then look at the reasons
+    // afresh: a cancellation or signal from here on either is seen now or
+    // interrupts the wait (pthread_cancel sets the word before it
+    // interrupts; an aimed signal asks its resume action before it does).
+    sched::clear_interrupt(self);
+    if (cancellable && must_act(word->load(std::memory_order_seq_cst))) act(word);
+    sched::arm_interruptible_wait(self);
+    if (!self->resume_action_pending.load(std::memory_order_seq_cst)) [[likely]] return true;
+    sched::disarm_interruptible_wait(self);
+  }
+}
+
+void after_signal_interrupted_wait() {
+  sched::ult* self = sched::current_ult();
+  exit_if_a_handler_asked(self);  // the handler's pthread_exit, which NPTL's would end the wait with
+  std::atomic<std::uint32_t>* word = own_word(self, false);
+  if (!word) return;
+  const std::uint32_t s = word->load(std::memory_order_acquire);
+  if ((s & cancel_async) && must_act(s)) act(word);
 }
 
 bool end_cancellable_wait(bool armed) noexcept {

@@ -117,9 +117,16 @@ void exit_if_a_handler_asked(sched::ult* self);
 // it waited for: a semaphore's permit is not lost), and otherwise treats the
 // interruption as a spurious wake-up.
 // only_async: a wait that is not a cancellation point (a mutex), which only
-// an asynchronous cancellation may end.
+// an asynchronous cancellation may end. Every wait of a thread with a
+// handle is armed (even with cancellation disabled), so that a handler
+// aimed at the waiter runs in it, as under NPTL; true then.
 bool begin_cancellable_wait(bool only_async = false);
 bool end_cancellable_wait(bool armed) noexcept;
+// After an interrupted wait begun with only_async (not a cancellation
+// point: a mutex's): acts on what may end the thread there (an asynchronous
+// cancellation, a handler's pthread_exit); else a handler ran (as the ULT
+// was switched in) or the interrupt was stale, and the caller waits again.
+void after_signal_interrupted_wait();
 // A ULT's sleep until deadline_ns (CLOCK_MONOTONIC), a cancellation point.
 // True when it ended early because a signal's handler ran on the ULT (the
 // caller's EINTR).

@@ -39,8 +39,8 @@ int lock(pthread_mutex_t* mutex, std::int64_t deadline) {
   errno_guard keep_errno;
   if (pshared::is_mutex(mutex)) return pshared::lock(mutex, deadline);
   for (;;) {
-    // Not a cancellation point, but an asynchronous cancellation ends the
-    // wait (NPTL's does too).
+    // Not a cancellation point, but an asynchronous cancellation or a
+    // signal's handler interrupts the wait (NPTL's futex wait too).
     const bool cancellable = begin_cancellable_wait(/*only_async=*/true);
     int e;
     try {
@@ -50,7 +50,7 @@ int lock(pthread_mutex_t* mutex, std::int64_t deadline) {
       return ENOMEM;
     }
     if (!end_cancellable_wait(cancellable) || e != ETIMEDOUT) return e;
-    cancellation_point();  // acts; else a stale interrupt: wait on until the deadline
+    after_signal_interrupted_wait();  // else a handler ran, or a stale interrupt: wait on
     if (deadline != access::never && sched::monotonic_ns() >= deadline) return e;
   }
 }

@@ -93,6 +93,8 @@ int glibc_wait(sem_t* sem, Wait&& wait) {
 // came first (it is kept, and the cancellation acts at the next point).
 int wait_slow(sem_t* sem, std::int64_t deadline) {
   errno_guard keep_errno;  // the wait may resume the caller on another worker
+  sched::ult* self = sched::current_ult();
+  const std::uint32_t handlers_before = self ? self->signal_handlers_run : 0;
   for (;;) {
     const bool cancellable = begin_cancellable_wait();
     bool got = false;
@@ -103,7 +105,11 @@ int wait_slow(sem_t* sem, std::int64_t deadline) {
       return ENOMEM;
     }
     if (!end_cancellable_wait(cancellable) || got) return got ? 0 : ETIMEDOUT;
-    cancellation_point();  // else a stale interrupt: wait on
+    cancellation_point();
+    // A handler that ran on the waiter (as it was switched in) ends the wait
+    // with EINTR, as NPTL's sem_wait, which is never restarted (signal(7)).
+    if (self && self->signal_handlers_run != handlers_before) return EINTR;
+    // Else a stale interrupt: wait on.
   }
 }
 
@@ -147,7 +153,7 @@ int ito_posix_sem_wait(sem_t* sem) {
   ito::posix::cancellation_point();  // "shall occur", so even when a unit is free (as glibc)
   if (core(sem).try_acquire()) [[likely]] return 0;
   if (int e = ito::posix::enter()) return fail(e);
-  ito::posix::wait_slow(sem, ito::posix::never);  // no deadline: always 0
+  if (int e = ito::posix::wait_slow(sem, ito::posix::never)) return fail(e);  // EINTR only
   return 0;
 }
 

@@ -28,6 +28,10 @@ bool disarm_interruptible_wait(ult* self) noexcept {
 }
 
 void clear_interrupt(ult* self) noexcept {
+  // Read first: the common case has no note, and a locked CAS costs every
+  // armed wait. A note that lands just after the read ends the next wait at
+  // once, a stale interrupt, which every interruptible caller tolerates.
+  if (self->interrupt_slot.load(std::memory_order_relaxed) != slot_asked) return;
   std::uintptr_t asked = slot_asked;
   self->interrupt_slot.compare_exchange_strong(asked, slot_idle, std::memory_order_seq_cst);
 }

@@ -118,6 +118,9 @@ void mutex::unlock() {
 [[gnu::noinline]] int mutex::lock_contended(const void* self, std::int64_t deadline_ns) {
   // Only the holder itself can have stored its own identity.
   if (held_by(self)) return EDEADLK;
+  // Armed by the POSIX layer (a signal's handler or an asynchronous
+  // cancellation may end the wait): taken once, for every sleep of this call.
+  const bool interruptible = sched::take_interruptible_arm(detail::calling_ult());
   std::int64_t wait_start = 0;
   bool is_starving = false;
   bool awoke = false;    // we own the `woken` flag: clear it when we next update state_
@@ -151,7 +154,7 @@ void mutex::unlock() {
 
     const bool waited_before = wait_start != 0;
     if (!waited_before) wait_start = sched::monotonic_ns();
-    if (sleep_in_queue(/*at_front=*/waited_before, deadline_ns)) return ETIMEDOUT;
+    if (sleep_in_queue(/*at_front=*/waited_before, deadline_ns, interruptible)) return ETIMEDOUT;
     is_starving = is_starving || sched::monotonic_ns() - wait_start > starvation_threshold_ns;
     old = state_.load(std::memory_order_relaxed);
     if (old & starving) {
@@ -195,10 +198,9 @@ void mutex::unlock() {
   }
 }
 
-bool mutex::sleep_in_queue(bool at_front, std::int64_t deadline_ns) {
+bool mutex::sleep_in_queue(bool at_front, std::int64_t deadline_ns, bool interruptible) {
   detail::waiter me(detail::calling_ult());
-  // Armed only by the POSIX layer for an asynchronous cancellation.
-  detail::timed_park wait(me, deadline_ns, sched::take_interruptible_arm(me.ult));
+  detail::timed_park wait(me, deadline_ns, interruptible);
   try {
     wait.arm();
   } catch (...) {
