@@ -28,6 +28,7 @@
 #include "ito/options.hpp"
 #include "ito/parallel.hpp"
 #include "sched/handles.hpp"
+#include "sched/interrupt.hpp"
 #include "sched/runtime_control.hpp"
 #include "sched/scheduler.hpp"
 
@@ -248,7 +249,9 @@ int ito_join(ito_ult_t handle, void** retval) {
     int e = 0;
     ult* u = handles::claim(handle, &e);
     if (!u) return e;
-    if ((e = not_claimable(u, self)) || (e = ito::sched::join_claim(u))) {
+    // Armed by pthread_join only (posix_cancel.cpp): EINTR then.
+    const bool interruptible = ito::sched::take_interruptible_arm(self);
+    if ((e = not_claimable(u, self)) || (e = ito::sched::join_claim(u, interruptible))) {
       handles::unclaim(handle);
       return e;
     }

@@ -81,12 +81,19 @@ int ito_pthread_create(pthread_t* thread, const pthread_attr_t* attr, void* (*st
 int ito_pthread_join(pthread_t thread, void** retval) {
   if (int e = ito::posix::ensure_runtime()) return e;
   ito::posix::errno_guard keep_errno;
-  // A cancellation point before it waits (a join in progress is not
-  // interrupted: docs/POSIX.md, "Cancellation").
-  ito::posix::cancellation_point();
+  // A cancellation point, before it waits and while it waits: a
+  // cancellation or a signal's handler interrupts the wait (ito_join gives
+  // EINTR then, without the claim); the handler ran as the joiner was
+  // switched in, and the join goes on.
   // ESRCH: joined already, or detached and ended; EINVAL: detached (POSIX's
   // "not joinable") or joined by another; EDEADLK: itself.
-  return ito_join(static_cast<ito_ult_t>(thread), retval);
+  for (;;) {
+    const bool armed = ito::posix::begin_cancellable_wait();
+    const int e = ito_join(static_cast<ito_ult_t>(thread), retval);
+    ito::posix::end_cancellable_wait(armed);
+    if (e != EINTR) return e;
+    ito::posix::cancellation_point();
+  }
 }
 
 int ito_pthread_detach(pthread_t thread) {

@@ -16,6 +16,8 @@
 //
 //            register_joiner            publish_end
 //   running ───────────────▶ J ────────────────────▶ J|ended ─▶ (J releases)
+//      ▲                     │   (or claim_joiner_for_end, just before)
+//      └──withdraw_joiner────┘
 //     │  │ publish_end                                 ▲
 //     │  └────────────▶ finished ──claim_finished──▶ released
 //     │ detach_running      │ detach_finished          ▲
@@ -29,7 +31,11 @@
 //          ──finished_elsewhere──▶ finished
 //
 // Every transition out of running or finished is a CAS, so of two racing
-// joiners or detachers exactly one wins. Transitions out of the other
+// joiners or detachers exactly one wins. A joiner's wait may also be
+// interrupted (a POSIX join: a signal's handler or a cancellation must run
+// in it): withdraw_joiner takes J back to running, racing the ULT's end, so
+// the transitions out of J are CASes too (claim_joiner_for_end: the end
+// takes the joiner it switches to directly). Transitions out of the other
 // states have one writer by construction (the ULT's end, its owner, or the
 // distributed mode's table lock), so they are plain stores.
 #pragma once
@@ -81,20 +87,39 @@ inline void end_unseen(ult* self) noexcept {
   self->join_state.store(join_finished, std::memory_order_release);
 }
 
-// Sets the ended bit; returns the state it found. A registered joiner or a
-// detach cannot change while the ULT runs (every other transition starts from
-// running or finished), so only `running` needs an atomic read-modify-write:
-// a plain store does the rest. (A fetch_or returning the old value compiles
-// to a load and a lock cmpxchg loop; this is one load and, at most, one CAS.)
+// The ULT, ending, switches straight to its joiner: J → J|ended, so that the
+// joiner can no longer withdraw (and be woken twice). False: it withdrew.
+inline bool claim_joiner_for_end(ult* self, std::uintptr_t joiner) noexcept {
+  return self->join_state.compare_exchange_strong(joiner, joiner | join_ended_bit,
+                                                  std::memory_order_acq_rel,
+                                                  std::memory_order_acquire);
+}
+
+// Sets the ended bit; returns the state it found (the joiner, when
+// claim_joiner_for_end took it already). A detach cannot change while the
+// ULT runs, so only `running` and a joiner, which may withdraw, need an
+// atomic read-modify-write: a plain store does the rest. (A fetch_or
+// returning the old value compiles to a load and a lock cmpxchg loop; this
+// is one load and, at most, one CAS but for a race with a withdrawal.)
 inline std::uintptr_t publish_end(ult* self) noexcept {
   std::uintptr_t s = read(self);
-  if (s == join_running &&
-      self->join_state.compare_exchange_strong(s, join_finished, std::memory_order_acq_rel,
-                                               std::memory_order_acquire))
-    return join_running;
-  // A joiner registered or a detacher came first: s is stable now.
-  self->join_state.store(s | join_ended_bit, std::memory_order_release);
-  return s;
+  for (;;) {
+    if (s == join_running) {
+      if (self->join_state.compare_exchange_weak(s, join_finished, std::memory_order_acq_rel,
+                                                 std::memory_order_acquire))
+        return join_running;
+    } else if (is_joiner(s)) {
+      if (self->join_state.compare_exchange_weak(s, s | join_ended_bit, std::memory_order_acq_rel,
+                                                 std::memory_order_acquire))
+        return s;
+    } else if (has_ended(s) && s > join_remote) {
+      return s & ~join_ended_bit;  // claim_joiner_for_end's
+    } else {
+      // A detacher came first, or the distributed mode has it: s is stable.
+      self->join_state.store(s | join_ended_bit, std::memory_order_release);
+      return s;
+    }
+  }
 }
 
 // A detached ULT that ended with its frame still to clean runs once more as
@@ -110,6 +135,15 @@ inline void rerun_detached(ult* self) noexcept {
 inline bool register_joiner(ult* child, ult* joiner) noexcept {
   std::uintptr_t expected = join_running;
   return child->join_state.compare_exchange_strong(expected, reinterpret_cast<std::uintptr_t>(joiner),
+                                                   std::memory_order_acq_rel,
+                                                   std::memory_order_acquire);
+}
+
+// joiner → running: a joiner whose wait was interrupted leaves. False: the
+// child ended first (its end owns the joiner's wake-up) or it withdrew already.
+inline bool withdraw_joiner(ult* child, const ult* joiner) noexcept {
+  auto expected = reinterpret_cast<std::uintptr_t>(joiner);
+  return child->join_state.compare_exchange_strong(expected, join_running,
                                                    std::memory_order_acq_rel,
                                                    std::memory_order_acquire);
 }

@@ -14,6 +14,7 @@
 #include "sched/fork_child.hpp"
 #include "sched/handles.hpp"
 #include "sched/idle.hpp"
+#include "sched/interrupt.hpp"
 #include "sched/join_word.hpp"
 #include "sched/overflow.hpp"
 #include "sched/registry.hpp"
@@ -234,7 +235,8 @@ ito_exit_switch finish(ult* self) noexcept {
   auto hook_arg = reinterpret_cast<std::uintptr_t>(self);
   std::uintptr_t s = join_word::read(self);
   auto* joiner = reinterpret_cast<ult*>(s);
-  if (is_joiner(s) && (!joiner->bound || joiner->bound == w)) {
+  if (is_joiner(s) && (!joiner->bound || joiner->bound == w) &&
+      join_word::claim_joiner_for_end(self, s)) {
     next = joiner;
     worker_stats::bump(w->stats.direct_join_wakeups);
   } else {
@@ -636,6 +638,54 @@ void run_or_wait_for(worker* w, ult* self, ult* child) {
   wait_as_joiner(w, self, child, tick);
 }
 
+// ---- A join that may be interrupted (the POSIX layer's) ---------------------
+//
+// pthread_join must run a signal's handler aimed at the joiner while it
+// waits, and act on a cancellation there: interrupt() (sched/interrupt.hpp)
+// withdraws the joiner (J → running) unless the child's end took it first.
+// The record says an interrupt came; the registration, made after the
+// joiner's context is saved, looks at it too, so that one that came before
+// the joiner was registered is not lost.
+
+struct join_interrupt_record : interruptible_wait {
+  ult* joiner = nullptr;
+  ult* child = nullptr;
+  std::atomic<bool> asked{false};
+};
+
+void end_join_wait(interruptible_wait* i) noexcept {
+  auto* r = static_cast<join_interrupt_record*>(i);
+  r->asked.store(true, std::memory_order_seq_cst);
+  if (join_word::withdraw_joiner(r->child, r->joiner)) make_ready(r->joiner);
+}
+
+void* hook_register_interruptible_joiner(void* p) noexcept {
+  auto* r = static_cast<join_interrupt_record*>(p);
+  ult* joiner = r->joiner;  // r dies once the joiner runs
+  if (!join_word::register_joiner(r->child, joiner) ||
+      (r->asked.load(std::memory_order_seq_cst) && join_word::withdraw_joiner(r->child, joiner)))
+    push_ready(current_worker(), joiner);
+  return nullptr;
+}
+
+// True when interrupted before the child ended. An unstarted child in the
+// joiner's own deque runs inline, as run_or_wait_for's: that is no wait.
+bool wait_as_interruptible_joiner(worker* w, ult* self, ult* child) {
+  const std::uint64_t tick = ++w->picks_since_poll;
+  if (child->unstarted.load(std::memory_order_relaxed) && (tick & (poll_interval - 1)) != 0 &&
+      join_inline(w, self, child))
+    return false;
+  join_interrupt_record r;
+  r.end = &end_join_wait;
+  r.joiner = self;
+  r.child = child;
+  if (!publish_interruptible(self, &r)) return true;  // an interrupt came already
+  self->join_target = child;
+  switch_to(w, self, next_local(w, tick), &hook_register_interruptible_joiner, &r);
+  unpublish_interruptible(self, &r);
+  return r.asked.load(std::memory_order_acquire) && join_word::read(child) != ended_for(self);
+}
+
 }  // namespace
 
 namespace {
@@ -680,7 +730,7 @@ void wait_finished(ult* child) {
   }
 }
 
-int join_claim(ult* child) {
+int join_claim(ult* child, bool interruptible) {
   ult* self = current_ult();
   if (child == self) return EDEADLK;
   const joining_here stay;
@@ -694,7 +744,12 @@ int join_claim(ult* child) {
     if (s == join_finished) {
       if (join_word::claim_finished(child, s)) return 0;
     } else if (s == join_running) {
-      run_or_wait_for(current_worker(), self, child);  // we may resume on another worker
+      if (!interruptible) [[likely]] {
+        run_or_wait_for(current_worker(), self, child);  // we may resume on another worker
+      } else if (wait_as_interruptible_joiner(current_worker(), self, child)) {
+        mark_interrupted(self);
+        return EINTR;
+      }
       s = join_word::read(child);
     } else if (s == join_remote) [[unlikely]] {
       if (int e = processes_extension()->wait(child)) return e;

@@ -100,7 +100,9 @@ void wait_finished(ult* child);
 // Claims `child` for joining and waits for its end. 0: the caller owns it
 // (read its results, then release it); EINVAL: detached or another joiner
 // has it; ESRCH: already joined or reaped; EDEADLK: the caller itself.
-int join_claim(ult* child);
+// interruptible: the caller armed the wait (sched/interrupt.hpp); EINTR:
+// interrupted before the child ended (the claim is given up).
+int join_claim(ult* child, bool interruptible = false);
 // Gives a finished ULT's stack back; the descriptor is dead afterwards.
 // `orphaned`: nobody joined it (a stored exception is reported).
 void release(ult* child, bool orphaned = false);

@@ -58,6 +58,21 @@ static void cancel_one(const char* name, void* (*body)(void*)) {
          trail);
 }
 
+/* As cancel_one, with the cancellation 20 ms after the thread says it is
+ * about to block: most often it is blocked by then. */
+static void cancel_one_later(const char* name, void* (*body)(void*)) {
+  pthread_t t;
+  trail[0] = '\0';
+  CHECK(pthread_create(&t, NULL, body, NULL) == 0);
+  CHECK(sem_wait(&ready) == 0);
+  usleep(20000);
+  CHECK(pthread_cancel(t) == 0);
+  void* result = NULL;
+  CHECK(pthread_join(t, &result) == 0);
+  printf("%-18s %s, handlers: %s\n", name, result == PTHREAD_CANCELED ? "cancelled" : "NOT cancelled",
+         trail);
+}
+
 /* Deferred: only pthread_testcancel stops a thread that computes. (It
  * yields too: from source, ULTs are not preempted, and the main thread
  * shares the first worker with it at ITO_WORKERS=1.) */
@@ -165,9 +180,8 @@ static void* forever(void* arg) {
 }
 /* Join is a cancellation point: a cancellation asked before it acts. */
 /* The cancellation is asked before the thread reaches the join (it waits,
- * with cancellation disabled, until the main thread says so): a thread
- * already blocked in a join is not interrupted yet (docs/POSIX.md), and a
- * loaded machine once let it get there first. */
+ * with cancellation disabled, until the main thread says so); in_join below
+ * is a thread already blocked in a join. */
 static void* at_join(void* arg) {
   (void)arg;
   pthread_t sleeper;
@@ -179,6 +193,20 @@ static void* at_join(void* arg) {
   while (sem_wait(&asked) != 0) {
   }
   pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, &old); /* deferred: acts at the next point */
+  pthread_join(sleeper, NULL);
+  pthread_cleanup_pop(0);
+  return NULL;
+}
+
+/* A thread already blocked in a join: the cancellation interrupts the join
+ * (the main thread gives it time to get there; if it is late, the join's
+ * start acts instead, with the same result). */
+static void* in_join(void* arg) {
+  (void)arg;
+  pthread_t sleeper;
+  pthread_create(&sleeper, NULL, forever, NULL);
+  pthread_cleanup_push(note_handler, (void*)"blocked join ");
+  sem_post(&ready);
   pthread_join(sleeper, NULL);
   pthread_cleanup_pop(0);
   return NULL;
@@ -291,6 +319,7 @@ int main(void) {
   cancel_one("clock_nanosleep", at_clock_nanosleep);
   cancel_one("usleep/poll", at_usleep_and_poll);
   cancel_one("join", at_join);
+  cancel_one_later("blocked join", in_join);
   cancel_one("handler points", handler_with_points);
 
   {
