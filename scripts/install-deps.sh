@@ -14,6 +14,7 @@ packages=(
   pigz pbzip2 lbzip2 zstd xz-utils p7zip-full sqlite3 python3 bash ripgrep  # real programs under the preload (tests/programs)
   libpython3.11-testsuite                   # CPython's own thread tests under the preload (tests/programs/cpython_threads.sh)
   rustc                                     # a Rust program's threads under the preload (tests/programs/rust_threads.rs)
+  libgc-dev                                 # Boehm GC's stop-the-world under the preload (tests/posix/progs/boehm_gc.c)
   mpich libmpich-dev                        # the distributed mode (ito::dist) and its tests
   iproute2                                  # ranks on two hosts made of namespaces (tests/distributed/netns_pair.sh)
 )
