@@ -8,7 +8,9 @@
 // Built with TLS_DLOPEN_AFTER, for the preload without ITO_ULT_TLS: the
 // counting threads are all created after the dlopen (those that exist then
 // keep their worker's TLS under the preload, docs/POSIX.md); `early`, which
-// adds 0 to its worker's copy, still runs across it.
+// adds 0 to its worker's copy, still runs across it. With DLOPEN_BY_NAME,
+// the module is opened by its file name, found through the program's
+// RUNPATH: the caller glibc sees must stay the program.
 #include <dlfcn.h>
 #include <pthread.h>
 #include <sched.h>
@@ -51,7 +53,11 @@ int main(void) {
   pthread_create(&t[0], NULL, counting, (void*)1);
 #endif
   usleep(10000);
+#ifdef DLOPEN_BY_NAME
+  void* h = dlopen(DLOPEN_BY_NAME, RTLD_NOW);
+#else
   void* h = dlopen(DLOPEN_LIB, RTLD_NOW);
+#endif
   if (!h) {
     printf("dlopen: %s\n", dlerror());
     return 1;
