@@ -161,7 +161,11 @@ inline void renew(worker* w, ult* u) noexcept {
 // goes in front of that context; the caller reads resumed->sp afterwards.
 // switch_extras and ult_tls are atomic for the few threads that turn them on
 // for good (resume_action.cpp, ult_tls::turn_on); a relaxed load is the
-// plain one.
+// plain one. ult_tls is read as a volatile byte instead: GCC kept the
+// atomic load's address in a register across calls, and run_ult's common
+// path saved one more register for it. A stale false only meets ULTs
+// without a block: one with a block reaches this worker after its creator
+// read runtime_state::tls_blocks (acquire), which turn_on stores last.
 inline bool switch_eh(worker* w, eh_state& out, const eh_state& in,
                       ult* resumed = nullptr) noexcept {
   out.own = *w->eh;
@@ -172,7 +176,7 @@ inline bool switch_eh(worker* w, eh_state& out, const eh_state& in,
       *program = in.program;
     }
     before_resuming(resumed);
-    return __atomic_load_n(&w->ult_tls, __ATOMIC_RELAXED);
+    return *static_cast<const volatile bool*>(&w->ult_tls);
   }
   return false;
 }
@@ -185,7 +189,7 @@ inline void install_eh(worker* w, const eh_state& in, const ult* next,
   if (__atomic_load_n(&w->switch_extras, __ATOMIC_RELAXED)) [[unlikely]] {
     if (eh_globals* program = w->program_eh) *program = in.program;
     before_resuming(resumed);
-    if (__atomic_load_n(&w->ult_tls, __ATOMIC_RELAXED)) ult_tls::arrive(w, next, left);
+    if (*static_cast<const volatile bool*>(&w->ult_tls)) ult_tls::arrive(w, next, left);
   }
 }
 // The stack u runs on: its own, or for a child joined inline its joiner's
