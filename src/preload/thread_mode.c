@@ -98,7 +98,7 @@ void ito_preload_check_loads(void) {
       return;
     }
   }
-  __atomic_store_n(&g_watching, 0, __ATOMIC_RELAXED);
+  if (!__atomic_exchange_n(&g_watching, 0, __ATOMIC_RELAXED)) return; /* another did */
   const char* refusal = ito_posix_ult_tls_turn_on();
   if (refusal)
     fprintf(stderr,
@@ -126,7 +126,7 @@ __attribute__((visibility("hidden"))) void* ito_preload_find_glibc_dl(int which)
 #else
 #define ITO_ENDBR ""
 #endif
-__asm__(".text\n"
+__asm__(".pushsection .text\n"
         ".globl dlopen\n"
         ".type dlopen, @function\n"
         "dlopen:\n" ITO_ENDBR
@@ -159,7 +159,8 @@ __asm__(".text\n"
         "  popq %rsi\n"
         "  popq %rdi\n"
         "  jmp *%rax\n"
-        ".size dlmopen, .-dlmopen\n");
+        ".size dlmopen, .-dlmopen\n"
+        ".popsection\n");
 #endif
 
 /* ITO_PRELOAD_THREADS, read by libito's parser (src/common/setting_values.hpp;
