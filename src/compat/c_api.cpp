@@ -164,7 +164,7 @@ int ito::compat::create_ult(ito_ult_t* out, void* (*fn)(void*), void* arg, bool 
   }
   ito::posix::inherit_signal_mask(handle);  // POSIX: its creator's mask
   ::new (frame_bytes) c_frame{fn, arg, nullptr};
-  const bool own_tls = opts.ult_tls.value_or(false);
+  const bool own_tls = rt->tls_blocks.load(std::memory_order_acquire);  // ult_tls::turn_on
   if (own_tls) {
     try {
       ito::sched::ult_tls::give(u, ito::posix::thread_id_of(handle));

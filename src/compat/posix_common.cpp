@@ -70,7 +70,9 @@ void register_exit_hooks() noexcept {
 
 // Under the preload, a program with thread-local variables of its own gets a
 // TLS block per thread unless ITO_ULT_TLS says otherwise (thread_mode.c
-// decides it at start, through ito_posix_ult_tls_refusal).
+// decides it at start, through ito_posix_ult_tls_refusal, or when a module
+// with TLS is loaded later: ito_posix_ult_tls_turn_on). Read when a runtime
+// starts (a forked child's too).
 std::atomic<bool> g_tls_blocks_by_default{false};
 
 // The POSIX layer's options: the environment's, and preemption on by default
@@ -247,6 +249,30 @@ extern "C" const char* ito_posix_ult_tls_refusal(void) {
   const char* why = ito::sched::ult_tls::unavailable_for(resolved);
   if (!why) ito::posix::g_tls_blocks_by_default.store(true, std::memory_order_relaxed);
   return why;
+}
+
+// For thread_mode.c, at start: whether blocks may be turned on later, when a
+// module with TLS is loaded (ITO_ULT_TLS unset: =1 gives them from the
+// start, =0 never).
+extern "C" int ito_posix_ult_tls_later(void) {
+  try {
+    return !ito::config::boolean_setting(ito::config::setting_id::ult_tls).has_value();
+  } catch (const ito::config_error&) {
+    return 0;  // reported by ito_posix_check_environment
+  }
+}
+
+// For thread_mode.c, when a module with TLS was loaded after start: blocks
+// for the threads created from now on (null), or why not. Before the
+// runtime starts, as ito_posix_ult_tls_refusal; in a running one, by its own
+// options, and the threads that exist keep their worker's TLS.
+extern "C" const char* ito_posix_ult_tls_turn_on(void) {
+  ito::sched::runtime_state* rt = ito::sched::g_runtime.load(std::memory_order_acquire);
+  if (!rt) return ito_posix_ult_tls_refusal();
+  if (const char* why = ito::sched::ult_tls::unavailable_for(rt->opts)) return why;
+  ito::posix::g_tls_blocks_by_default.store(true, std::memory_order_relaxed);
+  ito::sched::ult_tls::turn_on(rt);
+  return nullptr;
 }
 
 // libito-preload.so's constructor, when the program's threads are to be

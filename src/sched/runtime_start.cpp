@@ -76,11 +76,13 @@ void enter_worker_thread(worker* w) {
   w->tid.store(gettid(), std::memory_order_relaxed);
   w->eh = reinterpret_cast<eh_globals*>(abi::__cxa_get_globals());
   w->program_eh = program_eh_globals();
-  w->ult_tls = w->rt->opts.ult_tls.value_or(false);
-  w->switch_extras = w->program_eh || w->ult_tls;
+  // Only ever set, never cleared: ult_tls::turn_on may have set both already.
+  if (w->rt->opts.ult_tls.value_or(false)) __atomic_store_n(&w->ult_tls, true, __ATOMIC_RELAXED);
+  if (w->program_eh || __atomic_load_n(&w->ult_tls, __ATOMIC_RELAXED))
+    __atomic_store_n(&w->switch_extras, true, __ATOMIC_RELAXED);
   // A signal aimed at a ULT before this worker started (resume_action.hpp).
   if (resume_actions_asked()) __atomic_store_n(&w->switch_extras, true, __ATOMIC_SEQ_CST);
-  if (w->ult_tls) ult_tls::enter_worker(w);
+  ult_tls::enter_worker(w);  // always: blocks may be turned on later
   // glibc leaves the split-stack limit word of a reused thread block as it was:
   // start with none (split-stack code on the scheduler stack never grows).
   arch::set_split_limit(nullptr);
@@ -192,7 +194,7 @@ void start_other_workers_slow(runtime_state* rt) {
   rt->others.store(runtime_state::others_running, std::memory_order_release);
   start_preemption(rt);  // only now may a ULT wait for a worker another one holds
   // Started from a ULT's own block, glibc marked that block multi-threaded.
-  if (rt->opts.ult_tls.value_or(false)) ult_tls::others_started(rt->workers[0].get());
+  if (rt->tls_blocks.load(std::memory_order_acquire)) ult_tls::others_started(rt->workers[0].get());
 }
 
 // options::ult_tls (ITO_ULT_TLS): where the blocks cannot be made or
@@ -210,6 +212,7 @@ runtime_state* start_runtime(const options& resolved, bool defer_others) {
   find_loader_locks();  // must_not_block_worker and preemption's safe points ask
   runtime_state* expected = nullptr;
   auto* rt = new runtime_state(resolved);
+  rt->tls_blocks.store(resolved.ult_tls.value_or(false), std::memory_order_relaxed);
   rt->tasks = tasks_extension();
   rt->on_deadlock = deadlock_mode_from_environment();
   // Only where anyone steals: a lone worker pops with no fence anyway.

@@ -53,7 +53,8 @@ inline ult* current_ult() noexcept {
 // of its own, one that ULT owns (glibc records the TCB's thread id).
 inline bool inside_loader_lock(const worker* w) noexcept {
   if (loader_lock_held_by(w->tid.load(std::memory_order_relaxed))) return true;
-  return w->ult_tls && w->current && w->current->tls && loader_lock_held_by(ult_tls::tcb_tid_now());
+  return __atomic_load_n(&w->ult_tls, __ATOMIC_RELAXED) && w->current && w->current->tls &&
+         loader_lock_held_by(ult_tls::tcb_tid_now());
 }
 
 // Whether a blocking call by the caller must keep off its worker's OS thread
@@ -160,8 +161,13 @@ inline void renew(worker* w, ult* u) noexcept {
 // `resumed`: the ULT about to be resumed from its saved context (not one
 // started or run inline), whose pending resume action (resume_action.hpp)
 // goes in front of that context; the caller reads resumed->sp afterwards.
-// switch_extras is atomic for the few threads that turn it on for good
-// (resume_action.cpp); a relaxed load is the plain one.
+// switch_extras and ult_tls are atomic for the few threads that turn them on
+// for good (resume_action.cpp, ult_tls::turn_on); a relaxed load is the
+// plain one. ult_tls is read as a volatile byte instead: GCC kept the
+// atomic load's address in a register across calls, and run_ult's common
+// path saved one more register for it. A stale false only meets ULTs
+// without a block: one with a block reaches this worker after its creator
+// read runtime_state::tls_blocks (acquire), which turn_on stores last.
 inline bool switch_eh(worker* w, eh_state& out, const eh_state& in,
                       ult* resumed = nullptr) noexcept {
   out.own = *w->eh;
@@ -172,7 +178,7 @@ inline bool switch_eh(worker* w, eh_state& out, const eh_state& in,
       *program = in.program;
     }
     before_resuming(resumed);
-    return w->ult_tls;
+    return *static_cast<const volatile bool*>(&w->ult_tls);
   }
   return false;
 }
@@ -185,7 +191,7 @@ inline void install_eh(worker* w, const eh_state& in, const ult* next,
   if (__atomic_load_n(&w->switch_extras, __ATOMIC_RELAXED)) [[unlikely]] {
     if (eh_globals* program = w->program_eh) *program = in.program;
     before_resuming(resumed);
-    if (w->ult_tls) ult_tls::arrive(w, next, left);
+    if (*static_cast<const volatile bool*>(&w->ult_tls)) ult_tls::arrive(w, next, left);
   }
 }
 // The stack u runs on: its own, or for a child joined inline its joiner's

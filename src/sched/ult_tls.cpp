@@ -295,6 +295,17 @@ void enter_worker(worker* w) noexcept {
   w->own_tp = w->tp_now = __builtin_thread_pointer();
 }
 
+void turn_on(runtime_state* rt) noexcept {
+  // Before tls_blocks (release): a ULT with a block reaches a worker only
+  // through its creator, who read tls_blocks with acquire, so every worker
+  // that can switch to one loads its thread pointer.
+  for (auto& w : rt->workers) {
+    __atomic_store_n(&w->ult_tls, true, __ATOMIC_RELAXED);
+    __atomic_store_n(&w->switch_extras, true, __ATOMIC_RELAXED);
+  }
+  rt->tls_blocks.store(true, std::memory_order_release);
+}
+
 void arrive(worker* w, const ult* next, ult* left) noexcept {
   void* tp = next && next->tls ? next->tls : w->own_tp;
   if (tp != w->tp_now) {
@@ -316,7 +327,7 @@ void others_started(worker* w0) noexcept { put(w0->own_tp, tcb_multiple_threads,
 
 void forked_child(const worker* w) noexcept {
   char* tp = thread_pointer();
-  const bool from_block = w && w->ult_tls && tp != w->own_tp;
+  const bool from_block = w && __atomic_load_n(&w->ult_tls, __ATOMIC_RELAXED) && tp != w->own_tp;
   if (!from_block && tp != g_adopted_block) return;  // NPTL's own TCB: glibc's case
   // The block is now what the initial thread's TCB is to NPTL: that of a
   // thread whose stack glibc did not make. The child's fork code

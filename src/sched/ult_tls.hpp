@@ -30,6 +30,7 @@ namespace ito::sched {
 
 struct worker;
 struct ult;
+struct runtime_state;
 
 namespace ult_tls {
 
@@ -65,8 +66,15 @@ void thread_end() noexcept;
 // unavailable.
 pid_t tcb_tid_now() noexcept;
 
-// A worker's OS thread: records its own thread pointer.
+// A worker's OS thread: records its own thread pointer (always: cheap, and
+// turn_on needs it).
 void enter_worker(worker* w) noexcept;
+// Blocks for the ULTs rt spawns from now on, in a runtime started without
+// them (the preload, after a module with TLS was loaded: thread_mode.c). The
+// caller checked unavailable_for(rt->opts). Every worker's switch loads
+// thread pointers from here on (each recorded its own at start); ULTs that
+// exist keep their worker's. Idempotent.
+void turn_on(runtime_state* rt) noexcept;
 // The switch's part (scheduler.hpp): makes the thread pointer of `next`
 // (the worker's own for the scheduler, the main ULT and ULTs without a
 // block) the one in force on w. `left`, when not null, is a ULT that has

@@ -89,7 +89,9 @@ struct alignas(64) worker {
   eh_globals* program_eh = nullptr;
   // The switch's one test for what it rarely does (switch_eh, install_eh in
   // scheduler.hpp): a program_eh to carry, or ULTs with TLS blocks whose
-  // thread pointer it loads (ult_tls: options::ult_tls).
+  // thread pointer it loads (ult_tls: options::ult_tls). Both are written
+  // by other threads too (__atomic builtins), only ever from false to true
+  // (resume_action.cpp, ult_tls::turn_on).
   bool switch_extras = false;
   bool ult_tls = false;
   eh_state scheduler_eh;
@@ -151,9 +153,10 @@ struct alignas(64) worker {
   // the lines the switch path writes.
   std::atomic<bool> preempt_asked{false};
   void* task_state = nullptr;  // the tasks extension's own (flow), per worker
-  // With ult_tls: this OS thread's own thread pointer (its TCB: the
-  // scheduler's, the main ULT's and every ULT's without a block), and the
-  // one in force now (ult_tls.cpp, arrive).
+  // This OS thread's own thread pointer (its TCB: the scheduler's, the main
+  // ULT's and every ULT's without a block), recorded at start whether or not
+  // blocks are on (ult_tls::turn_on may turn them on later), and the one in
+  // force now (ult_tls.cpp, arrive).
   void* own_tp = nullptr;
   void* tp_now = nullptr;
 };
@@ -187,6 +190,9 @@ struct runtime_state {
   // that asks for them (start_other_workers), others_starting meanwhile.
   static constexpr int others_deferred = 0, others_starting = 1, others_running = 2;
   std::atomic<int> others{others_deferred};
+  // ULTs spawned from now on get TLS blocks (ult_tls.hpp): options::ult_tls
+  // at start, or ult_tls::turn_on later (release; read with acquire).
+  std::atomic<bool> tls_blocks{false};
   // Distributed mode: ULTs that migrated to other processes minus those that
   // arrived from them (each counts as finished where it left, spawned where
   // it arrived), so that quiescence still reads finished == spawned.

@@ -5,6 +5,12 @@
 // variable across yields, sleeps and migrations and must read back only its
 // own sum, and starts from the module's initial image. The thread that was
 // running before the module existed uses it too (its DTV grows then).
+// Built with TLS_DLOPEN_AFTER, for the preload without ITO_ULT_TLS: the
+// counting threads are all created after the dlopen (those that exist then
+// keep their worker's TLS under the preload, docs/POSIX.md); `early`, which
+// adds 0 to its worker's copy, still runs across it. With DLOPEN_BY_NAME,
+// the module is opened by its file name, found through the program's
+// RUNPATH: the caller glibc sees must stay the program.
 #include <dlfcn.h>
 #include <pthread.h>
 #include <sched.h>
@@ -42,10 +48,16 @@ int main(void) {
   // A thread that started and ended before the module existed.
   pthread_create(&early, NULL, counting, (void*)0);
   pthread_detach(early);
+#ifndef TLS_DLOPEN_AFTER
   // One that is running (waiting) when the module arrives.
   pthread_create(&t[0], NULL, counting, (void*)1);
+#endif
   usleep(10000);
+#ifdef DLOPEN_BY_NAME
+  void* h = dlopen(DLOPEN_BY_NAME, RTLD_NOW);
+#else
   void* h = dlopen(DLOPEN_LIB, RTLD_NOW);
+#endif
   if (!h) {
     printf("dlopen: %s\n", dlerror());
     return 1;
@@ -55,6 +67,9 @@ int main(void) {
   bump = (long (*)(long))dlsym(h, "tls_dlopen_bump");
   pthread_cond_broadcast(&loaded);
   pthread_mutex_unlock(&lock);
+#ifdef TLS_DLOPEN_AFTER
+  pthread_create(&t[0], NULL, counting, (void*)1);
+#endif
   for (long i = 1; i < 4; ++i) pthread_create(&t[i], NULL, counting, (void*)(i + 1));
   int good = 0;
   for (int i = 0; i < 4; ++i) {
