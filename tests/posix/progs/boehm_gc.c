@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // Boehm GC with threads (Debian's libgc): four threads build and drop
 // linked lists while collections stop the world (the collector sends each
 // registered thread a signal whose handler waits in sigsuspend), the main

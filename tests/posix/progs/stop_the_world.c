@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 // A garbage collector's stop-the-world, as Boehm GC does it: the collector
 // sends each thread a "suspend" signal whose handler acknowledges through a
 // semaphore and waits in sigsuspend for a "restart" signal. Every thread
