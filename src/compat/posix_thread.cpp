@@ -60,7 +60,7 @@ int ito_pthread_create(pthread_t* thread, const pthread_attr_t* attr, void* (*st
       if (a->stacksize == 0) return EINVAL;
       stack.caller_base = static_cast<char*>(a->stackaddr) - a->stacksize;
     }
-    // Above the pool's size, the ULT gets a stack mapped for it.
+    // A size set: the ULT gets a stack mapped for it (sched/custom_stack.hpp).
     stack.bytes = a->stacksize;
   }
   // Child first: the caller is suspended and may resume on another worker.
