@@ -17,6 +17,7 @@ struct mutex_access {
   // glibc's PTHREAD_MUTEX_KIND_MASK_NP: normal/default 0, recursive 1, errorcheck 2, adaptive 3.
   static constexpr int kind_mask = 3;
   static constexpr int recursive = 1;
+  static constexpr int errorcheck = 2;
   // mutex.cpp's `locked` bit of state_ (asserted there).
   static constexpr std::uint32_t locked_bit = 1;
 
@@ -25,7 +26,7 @@ struct mutex_access {
   static int kind(const mutex& m) noexcept {
     return static_cast<int>(m.aux_.load(std::memory_order_relaxed)) & kind_mask;
   }
-  // 0, EDEADLK (relocked by its holder, not recursive), EAGAIN (recursion
+  // 0, EDEADLK (relocked by its holder, errorcheck), EAGAIN (recursion
   // count full) or ETIMEDOUT (deadline: CLOCK_MONOTONIC ns, `never` for
   // none). A timed lock from a ULT may throw std::bad_alloc.
   static int lock(mutex& m, const void* self, std::int64_t deadline_ns);
