@@ -128,7 +128,7 @@ int ito::compat::find_ult(ito_ult_t handle, ult** out) noexcept {
 }
 
 int ito::compat::create_ult(ito_ult_t* out, void* (*fn)(void*), void* arg, bool detached,
-                            const stack_request& stack) {
+                            const stack_request& stack, ito::posix::sched_choice sched) {
   using ito::sched::stack_origin;
   if (!ito::sched::current_ult()) return EPERM;
   if (!fn) return EINVAL;
@@ -174,6 +174,7 @@ int ito::compat::create_ult(ito_ult_t* out, void* (*fn)(void*), void* arg, bool 
       throw;
     }
   }
+  if (sched.policy != SCHED_OTHER || sched.priority != 0) ito::posix::set_sched(u, sched);
   if (out) *out = handle;          // an identifier only, if detached
   if (detached) ito::sched::detach(u);  // not started yet: only marks it
   ito::sched::fork(u, own_tls ? &c_body_own_tls : &c_body);

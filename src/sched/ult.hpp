@@ -142,6 +142,12 @@ struct ult {
   // and the spawn path resets nothing.
   std::uint64_t exit_deferred_for = 0;
   void* exit_deferred_value = nullptr;
+  // The POSIX scheduling policy and priority a program gave it
+  // (compat/posix_sched.hpp), valid while sched_for is its id, as
+  // exit_deferred_for: the spawn path resets nothing. Else SCHED_OTHER at 0.
+  // Written by any thread (pthread_setschedparam of another): atomics.
+  std::atomic<std::uint64_t> sched_for{0};
+  std::atomic<std::uint32_t> sched_value{0};
 };
 
 // An OS thread's identity: its thread pointer (glibc's thread control

@@ -23,6 +23,16 @@ struct mutex_access {
 
   // A fresh unlocked mutex of that kind in m's storage.
   static void init(mutex& m, int kind) noexcept;
+  // glibc's PTHREAD_MUTEX_PRIO_PROTECT_NP bit of __kind, in the kind byte:
+  // a priority-protect mutex (its ceiling: compat/posix_prioceiling.cpp).
+  // The core ignores it, as kind() does.
+  static constexpr std::uint32_t protect_bit = 0x40;
+  static void mark_protect(mutex& m) noexcept {
+    m.aux_.fetch_or(protect_bit, std::memory_order_relaxed);
+  }
+  static bool is_protect(const mutex& m) noexcept {
+    return (m.aux_.load(std::memory_order_relaxed) & protect_bit) != 0;
+  }
   static int kind(const mutex& m) noexcept {
     return static_cast<int>(m.aux_.load(std::memory_order_relaxed)) & kind_mask;
   }
