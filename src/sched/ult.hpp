@@ -36,7 +36,7 @@ struct eh_state {
 // Where a ULT's stack came from, hence where it goes back at release.
 enum class stack_origin : unsigned char {
   pool,       // the runtime's stack pool (every ULT unless asked otherwise)
-  dedicated,  // mapped for one ULT that asked for more than the pool's size
+  dedicated,  // mapped for one ULT of the size it asked for (pthread_attr_setstacksize)
   caller,     // the caller's own memory (pthread_attr_setstack): left alone
   provided,   // the runtime's stack provider (lazy / fair_use: split-stack
               // segments); it owns the descriptor too
