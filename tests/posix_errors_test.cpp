@@ -107,7 +107,14 @@ TEST(PosixErrors, MutexCodes) {
   pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
   EXPECT_EQ(ito_pthread_mutex_unlock(&m), EPERM);
   ASSERT_EQ(ito_pthread_mutex_lock(&m), 0);
-  EXPECT_EQ(ito_pthread_mutex_lock(&m), EDEADLK);
+  // A default (normal) mutex's relock by its holder waits (POSIX: it
+  // deadlocks), here until the time-out; an errorcheck one refuses it.
+  timespec soon = in_ms(CLOCK_REALTIME, 10);
+  EXPECT_EQ(ito_pthread_mutex_timedlock(&m, &soon), ETIMEDOUT);
+  pthread_mutex_t checked = PTHREAD_ERRORCHECK_MUTEX_INITIALIZER_NP;
+  ASSERT_EQ(ito_pthread_mutex_lock(&checked), 0);
+  EXPECT_EQ(ito_pthread_mutex_lock(&checked), EDEADLK);
+  EXPECT_EQ(ito_pthread_mutex_unlock(&checked), 0);
   EXPECT_EQ(ito_pthread_mutex_trylock(&m), EBUSY);
   EXPECT_EQ(ito_pthread_mutex_destroy(&m), EBUSY);
   pthread_t t;

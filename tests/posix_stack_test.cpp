@@ -200,6 +200,55 @@ TEST(PosixStack, RequestedSizeIsAllUsable) {
   ito_pthread_attr_destroy(&a);
 }
 
+// A small request is honoured, not met with a larger pool stack: the thread
+// has the size asked for and under a page more (a fresh process, so no
+// larger cached stack stands in), and overflows it onto its guard page, as
+// under NPTL (LTP's pthread_create/1-5 and 3-2 expect that fault).
+TEST(PosixStack, SmallRequestIsHonoured) {
+  GTEST_FLAG_SET(death_test_style, ito::test::threadsafe_death_style);
+  const std::size_t min = PTHREAD_STACK_MIN;
+  for (std::size_t want : {min, min + 1, 2 * min + 100}) {
+    EXPECT_EXIT(
+        {
+          pthread_attr_t a;
+          ito_pthread_attr_init(&a);
+          ito_pthread_attr_setstacksize(&a, want);
+          bool fits = true;
+          for (int round = 0; round < 3; ++round) {  // a new mapping, then the cached one
+            room r;
+            pthread_t t;
+            if (ito_pthread_create(&t, &a, measure_room, &r) != 0) std::_Exit(2);
+            ito_pthread_join(t, nullptr);
+            fits = fits && r.usable >= want && r.usable < want + 4096 && r.attr_size < want + 4096;
+          }
+          std::_Exit(fits ? 0 : 1);
+        },
+        ::testing::ExitedWithCode(0), "")
+        << "asked for " << want;
+  }
+}
+
+TEST(PosixStack, OverflowOfASmallStackHitsItsGuardPage) {
+  GTEST_FLAG_SET(death_test_style, ito::test::threadsafe_death_style);
+  EXPECT_DEATH(
+      {
+        pthread_attr_t a;
+        ito_pthread_attr_init(&a);
+        ito_pthread_attr_setstacksize(&a, PTHREAD_STACK_MIN);
+        pthread_t t;
+        ito_pthread_create(
+            &t, &a,
+            [](void*) -> void* {
+              // 4 KiB frames past PTHREAD_STACK_MIN (a pool stack had room for them)
+              const int frames = static_cast<int>(PTHREAD_STACK_MIN / 4096) + 2;
+              return reinterpret_cast<void*>(deep(frames));
+            },
+            nullptr);
+        ito_pthread_join(t, nullptr);
+      },
+      "ito: stack overflow in ULT [0-9]+ \\(stack [0-9]+ bytes\\)");
+}
+
 TEST(PosixStack, ImpossibleStackSizeIsEagain) {
   pthread_attr_t a;
   ASSERT_EQ(ito_pthread_attr_init(&a), 0);

@@ -126,8 +126,10 @@ int ito_pthread_mutex_timedlock(pthread_mutex_t* mutex, const struct timespec* a
 int ito_pthread_mutex_unlock(pthread_mutex_t* mutex);
 int ito_pthread_mutex_clocklock(pthread_mutex_t* mutex, clockid_t clock,
                                 const struct timespec* abstime);
-/* EINVAL: ito's mutexes are never robust nor priority-protected. */
+/* EINVAL: ito's mutexes are never robust. */
 int ito_pthread_mutex_consistent(pthread_mutex_t* mutex);
+/* A PTHREAD_PRIO_PROTECT mutex's ceiling, kept and reported, not acted on
+ * (docs/POSIX.md, "Scheduling and priorities"); EINVAL for other mutexes. */
 int ito_pthread_mutex_getprioceiling(const pthread_mutex_t* mutex, int* ceiling);
 int ito_pthread_mutex_setprioceiling(pthread_mutex_t* mutex, int ceiling, int* old_ceiling);
 

@@ -108,7 +108,9 @@ class mutex {
 
   // 0, EDEADLK (the caller holds it) or ETIMEDOUT (deadline: CLOCK_MONOTONIC
   // ns; INT64_MAX: none). A timed lock from a ULT may throw std::bad_alloc.
-  int lock_contended(const void* self, std::int64_t deadline_ns);
+  // holder_waits: a holder's relock is not refused but waits like any other
+  // locker, for ever or until the deadline (POSIX's normal kind deadlocks).
+  int lock_contended(const void* self, std::int64_t deadline_ns, bool holder_waits = false);
   void unlock_contended(std::uint32_t state) noexcept;
   // Parks until woken or handed the mutex: false; or until the deadline: true,
   // off the queue and no longer counted as a waiter.

@@ -129,7 +129,7 @@ int ito::compat::find_ult(ito_ult_t handle, ult** out) noexcept {
 }
 
 int ito::compat::create_ult(ito_ult_t* out, void* (*fn)(void*), void* arg, bool detached,
-                            const stack_request& stack) {
+                            const stack_request& stack, ito::posix::sched_choice sched) {
   using ito::sched::stack_origin;
   if (!ito::sched::current_ult()) return EPERM;
   if (!fn) return EINVAL;
@@ -147,9 +147,11 @@ int ito::compat::create_ult(ito_ult_t* out, void* (*fn)(void*), void* arg, bool 
     ito::stack::stack_block s = ito::sched::caller_stack(stack.caller_base, stack.bytes);
     if (!s) return EINVAL;
     u = ito::sched::allocate_on(s, stack_origin::caller, sizeof(c_frame), &frame_bytes);
-  } else if (stack.bytes > ito::sched::pool_stack_room(opts.stack_size, sizeof(c_frame))) {
-    // The size asked for is a minimum (POSIX): all of it below what ito
-    // keeps at the top. A pool stack that cannot promise it is not used.
+  } else if (stack.bytes != 0) {
+    // The size asked for, all of it below what ito keeps at the top: POSIX
+    // makes it a minimum, and a program that asks for a small stack expects
+    // the guard page there (LTP's pthread_create/1-5), so no pool stack,
+    // larger or smaller, stands in for it.
     ito::stack::stack_block s =
         ito::sched::take_dedicated_stack(stack.bytes + ito::sched::stack_top_reserve(sizeof(c_frame)));
     if (!s) return EAGAIN;
@@ -173,6 +175,7 @@ int ito::compat::create_ult(ito_ult_t* out, void* (*fn)(void*), void* arg, bool 
       throw;
     }
   }
+  if (sched.policy != SCHED_OTHER || sched.priority != 0) ito::posix::set_sched(u, sched);
   if (out) *out = handle;          // an identifier only, if detached
   if (detached) ito::sched::detach(u);  // not started yet: only marks it
   ito::sched::fork(u, own_tls ? &c_body_own_tls : &c_body);

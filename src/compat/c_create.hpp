@@ -4,6 +4,7 @@
 
 #include <cstddef>
 
+#include "compat/posix_sched.hpp"
 #include "ito/ito.h"
 
 namespace ito::sched {
@@ -19,9 +20,10 @@ struct stack_request {
 };
 
 // ito_create's work: 0, or EPERM outside a ULT, EINVAL (no function, caller
-// memory too small), EAGAIN (no memory for a dedicated stack).
+// memory too small), EAGAIN (no memory for a dedicated stack). A policy
+// other than SCHED_OTHER at 0 is stored on the child before it can run.
 int create_ult(ito_ult_t* out, void* (*fn)(void*), void* arg, bool detached,
-               const stack_request& stack);
+               const stack_request& stack, posix::sched_choice sched = {});
 
 // The live ULT a handle names: 0, or ESRCH when there is none (null, joined,
 // reaped, or its stack reused since). Never dereferences freed memory.

@@ -100,13 +100,16 @@ int ito_pthread_mutex_init(pthread_mutex_t* mutex, const pthread_mutexattr_t* at
   }
   std::memset(static_cast<void*>(mutex), 0, sizeof *mutex);
   ito::detail::mutex_access::init(as_mutex(mutex), kind);
+  if (attr) ito::posix::note_protect(mutex, attr);  // PTHREAD_PRIO_PROTECT: its ceiling
   return 0;
 }
 
 int ito_pthread_mutex_destroy(pthread_mutex_t* mutex) {
   if (!mutex) return EINVAL;
   if (ito::posix::pshared::is_mutex(mutex)) return ito::posix::pshared::mutex_busy(mutex) ? EBUSY : 0;
-  return ito::detail::mutex_access::busy(as_mutex(mutex)) ? EBUSY : 0;
+  if (ito::detail::mutex_access::busy(as_mutex(mutex))) return EBUSY;
+  ito::posix::forget_protect(mutex);
+  return 0;
 }
 
 int ito_pthread_mutex_lock(pthread_mutex_t* mutex) {
@@ -137,23 +140,10 @@ int ito_pthread_mutex_clocklock(pthread_mutex_t* mutex, clockid_t clock,
   return ito::posix::lock(mutex, deadline);
 }
 
-// ito's mutexes are never robust nor priority-protected (their attributes
-// are ignored): the calls for those kinds say so rather than reach glibc.
+// ito's mutexes are never robust (their attribute is ignored): the call for
+// that kind says so rather than reach glibc.
 int ito_pthread_mutex_consistent(pthread_mutex_t* mutex) {
   (void)mutex;
-  return EINVAL;
-}
-
-int ito_pthread_mutex_getprioceiling(const pthread_mutex_t* mutex, int* ceiling) {
-  (void)mutex;
-  (void)ceiling;
-  return EINVAL;
-}
-
-int ito_pthread_mutex_setprioceiling(pthread_mutex_t* mutex, int ceiling, int* old_ceiling) {
-  (void)mutex;
-  (void)ceiling;
-  (void)old_ceiling;
   return EINVAL;
 }
 

@@ -18,4 +18,9 @@ inline mutex& as_mutex(pthread_mutex_t* m) noexcept {
   return *std::launder(reinterpret_cast<mutex*>(m));
 }
 
+// Priority-protect mutexes (posix_prioceiling.cpp): init marks one and keeps
+// its ceiling from the attribute; destroy forgets it.
+void note_protect(pthread_mutex_t* m, const pthread_mutexattr_t* attr);
+void forget_protect(pthread_mutex_t* m) noexcept;
+
 }  // namespace ito::posix

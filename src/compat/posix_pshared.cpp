@@ -95,10 +95,14 @@ int lock(pthread_mutex_t* m, std::int64_t deadline_ns) noexcept {
   mutex_words* w = words(m);
   const std::uint64_t me = owner_key();
   if (w->owner.load(std::memory_order_relaxed) == me) {
-    if (kind_of(w) != detail::mutex_access::recursive) return EDEADLK;  // as the private kinds
-    if (w->depth == std::numeric_limits<std::uint32_t>::max()) return EAGAIN;
-    ++w->depth;
-    return 0;
+    // As the private kinds: errorcheck refuses, a normal one waits below for
+    // ever (or until the deadline), as NPTL's deadlocks.
+    if (kind_of(w) == detail::mutex_access::errorcheck) return EDEADLK;
+    if (kind_of(w) == detail::mutex_access::recursive) {
+      if (w->depth == std::numeric_limits<std::uint32_t>::max()) return EAGAIN;
+      ++w->depth;
+      return 0;
+    }
   }
   std::uint32_t c = 0;
   if (!w->word.compare_exchange_strong(c, 1, std::memory_order_acquire,

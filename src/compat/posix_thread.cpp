@@ -60,14 +60,17 @@ int ito_pthread_create(pthread_t* thread, const pthread_attr_t* attr, void* (*st
       if (a->stacksize == 0) return EINVAL;
       stack.caller_base = static_cast<char*>(a->stackaddr) - a->stacksize;
     }
-    // Above the pool's size, the ULT gets a stack mapped for it.
+    // A size set: the ULT gets a stack mapped for it (sched/custom_stack.hpp).
     stack.bytes = a->stacksize;
   }
+  // Inherited from the caller, or the attribute's (EINVAL, EPERM as NPTL).
+  ito::posix::sched_choice sched;
+  if (int e = ito::posix::sched_for_child(attr, &sched)) return e;
   // Child first: the caller is suspended and may resume on another worker.
   ito::posix::errno_guard keep_errno;
   ito_ult_t handle = ITO_ULT_NULL;
   try {
-    if (int e = ito::compat::create_ult(&handle, start, arg, detached, stack))
+    if (int e = ito::compat::create_ult(&handle, start, arg, detached, stack, sched))
       return e == ENOMEM ? EAGAIN : e;
   } catch (const std::bad_alloc&) {
     return EAGAIN;  // no memory for a stack or a descriptor: POSIX's "lacked the resources"

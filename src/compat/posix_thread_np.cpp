@@ -22,6 +22,7 @@
 #include "compat/posix_thread_signals.hpp"
 #include "compat/posix_attr.hpp"
 #include "compat/posix_internal.hpp"
+#include "compat/posix_sched.hpp"
 #include "ito/pthread.h"
 #include "sched/join_word.hpp"
 #include "sched/ult.hpp"
@@ -69,7 +70,9 @@ int ult_attr(const sched::ult* u, pthread_attr_t* attr) {
   a->flags = attr_flag_stackaddr;
   if (sched::join_word::read(u) == sched::join_detached)
     a->flags |= attr_flag_detached;
-  a->schedpolicy = SCHED_OTHER;
+  const sched_choice c = sched_of(u);
+  a->schedpolicy = c.policy;
+  a->schedparam.sched_priority = c.priority;
   return 0;
 }
 
@@ -194,15 +197,17 @@ int ito_pthread_sigqueue(pthread_t thread, int sig, const union sigval value) {
   return ito::posix::send_to_ult(t.ult, static_cast<std::uint64_t>(thread), sig, SI_QUEUE, value);
 }
 
-// Scheduling: ULTs share their workers under the runtime's own scheduler, so
-// every ULT is SCHED_OTHER at priority 0, and that is all it can be set to.
+// Scheduling: a ULT keeps the policy and priority it is given and reports
+// them; its workers do not order it by them (posix_sched.hpp).
 int ito_pthread_getschedparam(pthread_t thread, int* policy, struct sched_param* param) {
   if (!policy || !param) return EINVAL;
   target t;
   if (int e = resolve(thread, &t)) return e;
   if (t.os_self) return ::pthread_getschedparam(::pthread_self(), policy, param);
-  *policy = SCHED_OTHER;
+  const ito::posix::sched_choice c = ito::posix::sched_of(t.ult);
+  *policy = c.policy;
   std::memset(param, 0, sizeof *param);
+  param->sched_priority = c.priority;
   return 0;
 }
 
@@ -211,21 +216,21 @@ int ito_pthread_setschedparam(pthread_t thread, int policy, const struct sched_p
   target t;
   if (int e = resolve(thread, &t)) return e;
   if (t.os_self) return ::pthread_setschedparam(::pthread_self(), policy, param);
-  switch (policy) {
-    case SCHED_OTHER: return param->sched_priority == 0 ? 0 : EINVAL;
-    case SCHED_FIFO:
-    case SCHED_RR:
-    case SCHED_BATCH:
-    case SCHED_IDLE: return ENOTSUP;  // a real policy, but not one a ULT can have
-    default: return EINVAL;
-  }
+  const ito::posix::sched_choice c{policy, param->sched_priority};
+  if (int e = ito::posix::check_sched(c)) return e;
+  ito::posix::set_sched(t.ult, c);
+  return 0;
 }
 
 int ito_pthread_setschedprio(pthread_t thread, int priority) {
   target t;
   if (int e = resolve(thread, &t)) return e;
   if (t.os_self) return ::pthread_setschedprio(::pthread_self(), priority);
-  return priority == 0 ? 0 : EINVAL;  // SCHED_OTHER has only priority 0
+  ito::posix::sched_choice c = ito::posix::sched_of(t.ult);
+  c.priority = priority;  // within the policy it has
+  if (int e = ito::posix::check_sched(c)) return e;
+  ito::posix::set_sched(t.ult, c);
+  return 0;
 }
 
 // Names live per ULT in ito (at most 15 bytes, as Linux's); the OS threads'

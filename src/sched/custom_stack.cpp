@@ -47,19 +47,25 @@ stack::stack_block map_dedicated(std::size_t bytes) {
   return s;
 }
 
+// A block within a page of the size asked for ends at that size: the ULT's
+// descriptor goes there, so the guard page lies exactly `wanted` bytes below
+// it (a thread that asked for 16 KiB overflows at 16 KiB, as under NPTL). The
+// mapping's end is that end rounded up to a page (release_custom_stack).
+stack::stack_block fitted(stack::stack_block s, std::size_t wanted) {
+  const auto page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+  if (s && s.size() - wanted < page) s.hi = s.lo + wanted;
+  return s;
+}
+
 }  // namespace
 
 std::size_t stack_top_reserve(std::size_t frame_bytes) noexcept {
   return sizeof(std::uint64_t) + sizeof(ult) + 63 + frame_bytes + 15;
 }
 
-std::size_t pool_stack_room(std::size_t stack_size, std::size_t frame_bytes) noexcept {
-  const std::size_t top = stack::stack_pool::max_colour + stack_top_reserve(frame_bytes);
-  return stack_size > top ? stack_size - top : 0;
-}
-
 stack::stack_block take_dedicated_stack(std::size_t bytes) {
-  bytes = round_to_pages(bytes);
+  const std::size_t wanted = (bytes + 63) & ~std::size_t{63};  // the descriptor's alignment
+  bytes = round_to_pages(wanted);
   {
     dedicated_cache& c = cache();
     std::lock_guard lock(c.mutex);
@@ -73,10 +79,10 @@ stack::stack_block take_dedicated_stack(std::size_t bytes) {
     if (best != c.free.end()) {
       stack::stack_block s = *best;
       c.free.erase(best);
-      return s;
+      return fitted(s, wanted);
     }
   }
-  return map_dedicated(bytes);
+  return fitted(map_dedicated(bytes), wanted);
 }
 
 stack::stack_block caller_stack(void* base, std::size_t bytes) {
@@ -93,6 +99,7 @@ void release_custom_stack(stack::stack_block s, stack_origin origin) {
     stack::withdraw_stack(s);
     return;
   }
+  s.hi = s.lo + round_to_pages(s.size());  // the whole mapping again (fitted)
   dedicated_cache& c = cache();
   {
     std::lock_guard lock(c.mutex);

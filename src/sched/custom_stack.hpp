@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// Stacks that do not come from the runtime's pool of equal stacks: a larger
-// one mapped for a single ULT (pthread_attr_setstacksize above ITO_STACK_SIZE)
+// Stacks that do not come from the runtime's pool of equal stacks: one of
+// the size asked for, mapped for a single ULT (pthread_attr_setstacksize)
 // and a caller's own memory (pthread_attr_setstack). Both are slow paths.
 #pragma once
 
@@ -18,15 +18,13 @@ inline constexpr std::size_t min_custom_stack = 16 * 1024;
 
 // What ito keeps at the top of every ULT stack it places a descriptor on:
 // the top word, the descriptor (64-aligned) and the start frame of
-// `frame_bytes` (16-aligned) below it. A pool stack also loses its colour
-// offset (stack_pool::max_colour at most).
+// `frame_bytes` (16-aligned) below it.
 std::size_t stack_top_reserve(std::size_t frame_bytes) noexcept;
-// The bytes a ULT with a start frame of `frame_bytes` surely has for its own
-// frames on a pool stack of `stack_size` bytes, whatever its colour.
-std::size_t pool_stack_room(std::size_t stack_size, std::size_t frame_bytes) noexcept;
 
 // A stack of at least `bytes` above a guard page, from a small process-wide
 // cache of such stacks or a new mapping; an empty block when out of memory.
+// A new mapping (or a cached one within a page of it) ends `bytes` (rounded
+// up to 64) above its guard page.
 stack::stack_block take_dedicated_stack(std::size_t bytes);
 // The usable part of caller memory [base, base + bytes): 64-byte aligned ends.
 stack::stack_block caller_stack(void* base, std::size_t bytes);

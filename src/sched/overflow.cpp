@@ -72,6 +72,9 @@ void on_segv(int sig, siginfo_t* info, void* context) {
       l.text(", which joined it before it started and ran it inline\n");
     } else if (!u->stack) {
       l.text(" bytes: the OS thread's); raise `ulimit -s`\n");
+    } else if (u->stack_from == stack_origin::dedicated) {
+      // Its creator chose the size: ITO_STACK_SIZE would change nothing.
+      l.text(" bytes); raise the stack size its thread was created with\n");
     } else {
       l.text(" bytes); raise ITO_STACK_SIZE or options.stack_size\n");
     }

@@ -36,7 +36,7 @@ struct eh_state {
 // Where a ULT's stack came from, hence where it goes back at release.
 enum class stack_origin : unsigned char {
   pool,       // the runtime's stack pool (every ULT unless asked otherwise)
-  dedicated,  // mapped for one ULT that asked for more than the pool's size
+  dedicated,  // mapped for one ULT of the size it asked for (pthread_attr_setstacksize)
   caller,     // the caller's own memory (pthread_attr_setstack): left alone
   provided,   // the runtime's stack provider (lazy / fair_use: split-stack
               // segments); it owns the descriptor too
@@ -142,6 +142,12 @@ struct ult {
   // and the spawn path resets nothing.
   std::uint64_t exit_deferred_for = 0;
   void* exit_deferred_value = nullptr;
+  // The POSIX scheduling policy and priority a program gave it
+  // (compat/posix_sched.hpp), valid while sched_for is its id, as
+  // exit_deferred_for: the spawn path resets nothing. Else SCHED_OTHER at 0.
+  // Written by any thread (pthread_setschedparam of another): atomics.
+  std::atomic<std::uint64_t> sched_for{0};
+  std::atomic<std::uint32_t> sched_value{0};
 };
 
 // An OS thread's identity: its thread pointer (glibc's thread control

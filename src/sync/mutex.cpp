@@ -115,9 +115,10 @@ void mutex::unlock() {
   unlock_contended(expected);
 }
 
-[[gnu::noinline]] int mutex::lock_contended(const void* self, std::int64_t deadline_ns) {
+[[gnu::noinline]] int mutex::lock_contended(const void* self, std::int64_t deadline_ns,
+                                            bool holder_waits) {
   // Only the holder itself can have stored its own identity.
-  if (held_by(self)) return EDEADLK;
+  if (!holder_waits && held_by(self)) return EDEADLK;
   // Armed by the POSIX layer (a signal's handler or an asynchronous
   // cancellation may end the wait): taken once, for every sleep of this call.
   const bool interruptible = sched::take_interruptible_arm(detail::calling_ult());
@@ -291,7 +292,11 @@ int mutex_access::lock(mutex& m, const void* self, std::int64_t deadline_ns) {
     ++m.depth_;
     return 0;
   }
-  return m.lock_contended(self, deadline_ns);  // EDEADLK for the other kinds
+  // POSIX: an errorcheck mutex refuses its holder's relock; a normal (and
+  // default, and adaptive) one deadlocks, as NPTL's: the holder queues
+  // behind itself, a mutex wait like any other (signal handlers run, a time-out
+  // ends it, ITO_DEADLOCK sees it), until the program ends.
+  return m.lock_contended(self, deadline_ns, /*holder_waits=*/kind(m) != errorcheck);
 }
 
 int mutex_access::try_lock(mutex& m, const void* self) noexcept {

@@ -17,15 +17,26 @@ struct mutex_access {
   // glibc's PTHREAD_MUTEX_KIND_MASK_NP: normal/default 0, recursive 1, errorcheck 2, adaptive 3.
   static constexpr int kind_mask = 3;
   static constexpr int recursive = 1;
+  static constexpr int errorcheck = 2;
   // mutex.cpp's `locked` bit of state_ (asserted there).
   static constexpr std::uint32_t locked_bit = 1;
 
   // A fresh unlocked mutex of that kind in m's storage.
   static void init(mutex& m, int kind) noexcept;
+  // glibc's PTHREAD_MUTEX_PRIO_PROTECT_NP bit of __kind, in the kind byte:
+  // a priority-protect mutex (its ceiling: compat/posix_prioceiling.cpp).
+  // The core ignores it, as kind() does.
+  static constexpr std::uint32_t protect_bit = 0x40;
+  static void mark_protect(mutex& m) noexcept {
+    m.aux_.fetch_or(protect_bit, std::memory_order_relaxed);
+  }
+  static bool is_protect(const mutex& m) noexcept {
+    return (m.aux_.load(std::memory_order_relaxed) & protect_bit) != 0;
+  }
   static int kind(const mutex& m) noexcept {
     return static_cast<int>(m.aux_.load(std::memory_order_relaxed)) & kind_mask;
   }
-  // 0, EDEADLK (relocked by its holder, not recursive), EAGAIN (recursion
+  // 0, EDEADLK (relocked by its holder, errorcheck), EAGAIN (recursion
   // count full) or ETIMEDOUT (deadline: CLOCK_MONOTONIC ns, `never` for
   // none). A timed lock from a ULT may throw std::bad_alloc.
   static int lock(mutex& m, const void* self, std::int64_t deadline_ns);
