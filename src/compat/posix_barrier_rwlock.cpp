@@ -46,10 +46,23 @@ int rw_lock(pthread_rwlock_t* rwlock, bool write, std::int64_t deadline) {
     if (int e = enter()) return e;
   }
   errno_guard keep_errno;
-  try {
-    return rw::lock(l, write, deadline);
-  } catch (const std::bad_alloc&) {  // arming the time-out's timer
-    return ENOMEM;
+  for (;;) {
+    // Not a cancellation point, but an asynchronous cancellation or a
+    // signal's handler interrupts the wait, as a mutex's.
+    const bool cancellable = begin_cancellable_wait(/*only_async=*/true);
+    int e;
+    try {
+      e = rw::lock(l, write, deadline);
+    } catch (const std::bad_alloc&) {  // arming the time-out's timer
+      end_cancellable_wait(cancellable);
+      return ENOMEM;
+    }
+    if (!end_cancellable_wait(cancellable) || e != ETIMEDOUT) return e;
+    // Else a handler ran, or a stale interrupt: wait on. Past the deadline
+    // too, the next call tries the lock once before it times out, as NPTL
+    // retries the lock when a handler returns (LTP
+    // pthread_rwlock_timedwrlock/6-2: the lock came free while the handler ran).
+    after_signal_interrupted_wait();
   }
 }
 

@@ -50,8 +50,11 @@ int lock(pthread_mutex_t* mutex, std::int64_t deadline) {
       return ENOMEM;
     }
     if (!end_cancellable_wait(cancellable) || e != ETIMEDOUT) return e;
-    after_signal_interrupted_wait();  // else a handler ran, or a stale interrupt: wait on
-    if (deadline != access::never && sched::monotonic_ns() >= deadline) return e;
+    // Else a handler ran, or a stale interrupt: wait on. Past the deadline
+    // too, the next call tries the lock once before it times out, as NPTL
+    // retries the lock when a handler returns (LTP
+    // pthread_rwlock_timedwrlock/6-2: the lock came free while the handler ran).
+    after_signal_interrupted_wait();
   }
 }
 

@@ -243,6 +243,11 @@ struct futex_interrupt : sched::interruptible_wait {
   static void broadcast(sched::interruptible_wait* i) noexcept {
     auto* self = static_cast<futex_interrupt*>(i);
     self->done.store(true, std::memory_order_relaxed);
+    // Every waiter leaves as from a broadcast, and counts as released as by
+    // one: a woken waiter that sees the sequence changed leaves its release
+    // to the signaller (a cancelled waiter's was never given back, and the
+    // destroy after it said EBUSY: LTP pthread_cond_wait/2-3).
+    self->words->unreleased.store(0, std::memory_order_relaxed);
     self->words->seq.fetch_add(1, std::memory_order_seq_cst);
     os::futex_wake_shared(&self->words->seq, INT_MAX);
   }

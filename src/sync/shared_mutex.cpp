@@ -138,7 +138,9 @@ int shared_mutex::lock_slow(bool write, std::int64_t deadline_ns) {
   if (written_by(self)) return EDEADLK;  // only the writer itself can have stored it
 
   rw_waiter me(detail::calling_ult(), write);
-  detail::timed_park wait(me, deadline_ns);
+  // Armed by the POSIX layer: a signal's handler or an asynchronous
+  // cancellation ends the wait as a time-out would.
+  detail::timed_park wait(me, deadline_ns, sched::take_interruptible_arm(me.ult));
   wait.arm();  // before queueing (may throw)
 
   queue_lock_.lock();

@@ -4,7 +4,8 @@
 // semaphore and waits in sigsuspend for a "restart" signal. Every thread
 // must take the handler wherever it waits: the main thread in sem_wait with
 // cancellation disabled (GC_pthread_create waits so for its child), the main
-// thread in a mutex wait, a thread in a condition wait, a thread in pause.
+// thread in a mutex wait, a thread in a condition wait, a thread in pause,
+// a thread waiting to write-lock a reader-writer lock.
 // A handler that interrupts sem_wait makes it fail with EINTR (NPTL's never
 // restarts it), and nothing else may.
 #include <errno.h>
@@ -23,6 +24,8 @@ static pthread_t main_thread, pauser, cond_waiter;
 static pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t cm = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
+static pthread_rwlock_t rw = PTHREAD_RWLOCK_INITIALIZER;
+static sem_t writer_ready;
 static int cond_done;
 static volatile sig_atomic_t restarted;
 static volatile sig_atomic_t suspends;
@@ -83,6 +86,14 @@ static void* wait_on_cond(void* arg) {
   return NULL;
 }
 
+static void* write_lock(void* arg) {
+  (void)arg;
+  sem_post(&writer_ready);
+  pthread_rwlock_wrlock(&rw);
+  pthread_rwlock_unlock(&rw);
+  return NULL;
+}
+
 static void* collector(void* arg) {
   (void)arg;
   usleep(20000);
@@ -94,6 +105,15 @@ static void* collector(void* arg) {
   pthread_mutex_unlock(&m);
   stop_and_start(pauser, "a thread in pause");
   stop_and_start(cond_waiter, "a thread in pthread_cond_wait, cancellation disabled");
+  pthread_t writer;
+  pthread_rwlock_rdlock(&rw);
+  pthread_create(&writer, NULL, write_lock, NULL);
+  while (sem_wait(&writer_ready) != 0) {
+  }
+  usleep(20000);
+  stop_and_start(writer, "a thread in pthread_rwlock_wrlock");
+  pthread_rwlock_unlock(&rw);
+  pthread_join(writer, NULL);
   pthread_mutex_lock(&cm);
   cond_done = 1;
   pthread_cond_signal(&cv);
@@ -112,6 +132,7 @@ int main(void) {
   sigaction(SIGXCPU, &sa, NULL);
   sem_init(&never, 0, 0);
   sem_init(&ack, 0, 0);
+  sem_init(&writer_ready, 0, 0);
   main_thread = pthread_self();
   pthread_create(&pauser, NULL, pause_forever, NULL);
   pthread_create(&cond_waiter, NULL, wait_on_cond, NULL);
