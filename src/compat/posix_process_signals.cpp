@@ -167,6 +167,8 @@ void take_in_flight_process_signals(sched::ult* self, std::uint64_t h, const sig
     sched::yield(false);
 }
 
+bool process_signals_watched() noexcept { return g_started.load(std::memory_order_acquire); }
+
 void add_process_pending(sigset_t* out) noexcept {
   if (!g_started.load(std::memory_order_acquire)) [[likely]] return;
   std::lock_guard hold(g_lock);

@@ -27,6 +27,9 @@ void watch_process_signals() noexcept;
 // information.
 int take_process_pending(const sigset_t& set, bool in_set, siginfo_t* info) noexcept;
 
+// Whether the catcher was started (watch_process_signals): one load.
+bool process_signals_watched() noexcept;
+
 // A thread (self, handle h) about to end, leaving the signals `open`
 // unblocked: process signals on their way to a thread (pending in the
 // kernel, or taken by the catcher and not handed on yet) that it could take

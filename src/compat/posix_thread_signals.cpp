@@ -581,13 +581,18 @@ void deliver_pending_signals(sched::ult* self) {
 void thread_ends(sched::ult* self) {
   if (!self || !self->handle) [[likely]] return;
   const std::uint64_t h = handles::of(self);
-  sigset_t mask;
-  sigemptyset(&mask);
-  {
-    std::unique_lock<std::mutex> hold;
-    if (thread_signals* r = lock_state(h, false, hold)) mask = r->mask;
+  // Only once the catcher runs can a process signal be on its way here; the
+  // mask's complement costs a loop over every signal (ito_create+ito_join
+  // went from 41 to 138 ns when every ending thread paid it).
+  if (process_signals_watched()) [[unlikely]] {
+    sigset_t mask;
+    sigemptyset(&mask);
+    {
+      std::unique_lock<std::mutex> hold;
+      if (thread_signals* r = lock_state(h, false, hold)) mask = r->mask;
+    }
+    take_in_flight_process_signals(self, h, opened_by(mask));
   }
-  take_in_flight_process_signals(self, h, opened_by(mask));
   deliver_pending_signals(self);
 }
 
