@@ -236,7 +236,7 @@ ito_exit_switch finish(ult* self) noexcept {
   std::uintptr_t s = join_word::read(self);
   auto* joiner = reinterpret_cast<ult*>(s);
   if (is_joiner(s) && (!joiner->bound || joiner->bound == w) &&
-      join_word::claim_joiner_for_end(self, s)) {
+      (!joiner->may_withdraw_joins || join_word::claim_joiner_for_end(self, s))) {
     next = joiner;
     worker_stats::bump(w->stats.direct_join_wakeups);
   } else {
@@ -675,6 +675,7 @@ bool wait_as_interruptible_joiner(worker* w, ult* self, ult* child) {
   if (child->unstarted.load(std::memory_order_relaxed) && (tick & (poll_interval - 1)) != 0 &&
       join_inline(w, self, child))
     return false;
+  self->may_withdraw_joins = true;  // before it registers: its child's end reads it
   join_interrupt_record r;
   r.end = &end_join_wait;
   r.joiner = self;

@@ -122,6 +122,10 @@ struct ult {
   std::atomic<std::uintptr_t> interrupt_slot{0};
   bool wait_interruptible = false;  // armed: the next supporting wait may be interrupted
   bool wait_interrupted = false;    // the armed wait was
+  // Set (for good) by its first interruptible join: its registrations as a
+  // joiner may be withdrawn, so its children's ends take it by CAS
+  // (join_word.hpp); other joiners' by a plain store, as before.
+  bool may_withdraw_joins = false;
   // Set by another thread: the preemption handler runs the POSIX layer's
   // asynchronous action (cancellation) the next time it interrupts this ULT
   // at a safe point (sched/preempt.hpp, ask_async_action).
