@@ -221,10 +221,16 @@ class barrier {
 
  private:
   friend struct detail::sync_access;
+  enum class wait_end { released, serial, interrupted };
+  // Arrives (arriving) or, after an interrupted wait, waits on in `phase`,
+  // still counted. An interruptible arm the caller took (pthread_barrier_wait)
+  // can end the wait early: `interrupted`, with `phase` the one it is counted in.
+  wait_end arrive_or_wait_on(bool arriving, std::uint32_t& phase);
 
   detail::spinlock lock_;
   std::uint32_t count_;
   std::uint32_t arrived_ = 0;  // in the current phase; guarded by lock_
+  std::uint32_t phase_ = 0;    // phases completed (wraps); guarded by lock_
   detail::wait_queue waiters_;
 };
 

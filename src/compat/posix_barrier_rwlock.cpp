@@ -118,7 +118,18 @@ int ito_pthread_barrier_wait(pthread_barrier_t* barrier) {
   ito::barrier& b = as_barrier(barrier);
   if (ito::detail::sync_access::count(b) == 0) return EINVAL;  // never initialised
   errno_guard keep_errno;
-  return b.arrive_and_wait() ? PTHREAD_BARRIER_SERIAL_THREAD : 0;
+  using end = ito::detail::sync_access::barrier_wait_end;
+  std::uint32_t phase = 0;
+  for (bool arriving = true;; arriving = false) {
+    // Not a cancellation point, but a handler aimed at the waiter (or an
+    // asynchronous cancellation) runs in the wait, as in NPTL's futex wait;
+    // the thread, still counted, then waits on (LTP pthread_barrier_wait/3-2).
+    const bool armed = begin_cancellable_wait(/*only_async=*/true);
+    const end e = ito::detail::sync_access::arrive_or_wait_on(b, arriving, phase);
+    end_cancellable_wait(armed);
+    if (e != end::interrupted) return e == end::serial ? PTHREAD_BARRIER_SERIAL_THREAD : 0;
+    after_signal_interrupted_wait();
+  }
 }
 
 int ito_pthread_rwlock_init(pthread_rwlock_t* rwlock, const pthread_rwlockattr_t* attr) {

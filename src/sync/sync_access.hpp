@@ -22,6 +22,11 @@ struct sync_access {
   static bool busy(barrier& b) noexcept { return has_waiters(b.lock_, b.waiters_); }
   // 0 for storage no init call has made a barrier of (pthread_barrier_wait: EINVAL).
   static std::uint32_t count(const barrier& b) noexcept { return b.count_; }
+  // pthread_barrier_wait: arrive, or wait on in `phase` after a handler ran.
+  using barrier_wait_end = barrier::wait_end;
+  static barrier_wait_end arrive_or_wait_on(barrier& b, bool arriving, std::uint32_t& phase) {
+    return b.arrive_or_wait_on(arriving, phase);
+  }
   // Negative: callers wait, or are about to.
   static bool busy(counting_semaphore& s) noexcept {
     return s.count_.load(std::memory_order_acquire) < 0;

@@ -5,7 +5,9 @@
 // must take the handler wherever it waits: the main thread in sem_wait with
 // cancellation disabled (GC_pthread_create waits so for its child), the main
 // thread in a mutex wait, a thread in a condition wait, a thread in pause,
-// a thread waiting to write-lock a reader-writer lock.
+// a thread waiting to write-lock a reader-writer lock, a thread waiting at a
+// barrier (which, its handler done, waits on still counted: the collector's
+// arrival must release it, and exactly one of the two is the serial thread).
 // A handler that interrupts sem_wait makes it fail with EINTR (NPTL's never
 // restarts it), and nothing else may.
 #include <errno.h>
@@ -26,6 +28,9 @@ static pthread_mutex_t cm = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
 static pthread_rwlock_t rw = PTHREAD_RWLOCK_INITIALIZER;
 static sem_t writer_ready;
+static pthread_barrier_t bar;
+static pthread_t bar_waiter;
+static int waiter_serial;
 static int cond_done;
 static volatile sig_atomic_t restarted;
 static volatile sig_atomic_t suspends;
@@ -94,6 +99,14 @@ static void* write_lock(void* arg) {
   return NULL;
 }
 
+static void* wait_at_barrier(void* arg) {
+  (void)arg;
+  const int r = pthread_barrier_wait(&bar);
+  if (r != 0 && r != PTHREAD_BARRIER_SERIAL_THREAD) abort();
+  waiter_serial = r == PTHREAD_BARRIER_SERIAL_THREAD;
+  return NULL;
+}
+
 static void* collector(void* arg) {
   (void)arg;
   usleep(20000);
@@ -114,6 +127,12 @@ static void* collector(void* arg) {
   stop_and_start(writer, "a thread in pthread_rwlock_wrlock");
   pthread_rwlock_unlock(&rw);
   pthread_join(writer, NULL);
+  usleep(20000);
+  stop_and_start(bar_waiter, "a thread in pthread_barrier_wait");
+  const int r = pthread_barrier_wait(&bar);
+  if (r != 0 && r != PTHREAD_BARRIER_SERIAL_THREAD) abort();
+  pthread_join(bar_waiter, NULL);
+  printf("barrier: %d serial thread\n", (r == PTHREAD_BARRIER_SERIAL_THREAD) + waiter_serial);
   pthread_mutex_lock(&cm);
   cond_done = 1;
   pthread_cond_signal(&cv);
@@ -133,9 +152,11 @@ int main(void) {
   sem_init(&never, 0, 0);
   sem_init(&ack, 0, 0);
   sem_init(&writer_ready, 0, 0);
+  pthread_barrier_init(&bar, NULL, 2);
   main_thread = pthread_self();
   pthread_create(&pauser, NULL, pause_forever, NULL);
   pthread_create(&cond_waiter, NULL, wait_on_cond, NULL);
+  pthread_create(&bar_waiter, NULL, wait_at_barrier, NULL);
   pthread_t c;
   pthread_create(&c, NULL, collector, NULL);
 
