@@ -185,7 +185,7 @@ TEST(PosixErrors, OtherObjects) {
   ASSERT_EQ(ito_pthread_rwlock_wrlock(&rw), 0);
   EXPECT_EQ(ito_pthread_rwlock_wrlock(&rw), EDEADLK);
   EXPECT_EQ(ito_pthread_rwlock_tryrdlock(&rw), EDEADLK);
-  EXPECT_EQ(ito_pthread_rwlock_destroy(&rw), EBUSY);
+  EXPECT_EQ(ito_pthread_rwlock_destroy(&rw), 0);  // held, nobody waits: as NPTL
   ASSERT_EQ(ito_pthread_rwlock_unlock(&rw), 0);
   ASSERT_EQ(ito_pthread_rwlock_rdlock(&rw), 0);
   EXPECT_EQ(ito_pthread_rwlock_trywrlock(&rw), EBUSY);
@@ -202,6 +202,37 @@ TEST(PosixErrors, OtherObjects) {
   EXPECT_EQ(ito_pthread_key_delete(k), 0);
   EXPECT_EQ(ito_pthread_key_delete(k), EINVAL);
   EXPECT_EQ(ito_pthread_setspecific(k, nullptr), EINVAL);
+}
+
+// Destroying a held rwlock is NPTL's no-op (its holder may have exited); one
+// a thread is parked on is refused, since the waiter would be stranded.
+TEST(PosixErrors, RwlockDestroyRefusesOnlyWhileSomeoneWaits) {
+  static pthread_rwlock_t rw = PTHREAD_RWLOCK_INITIALIZER;
+  ASSERT_EQ(ito_pthread_rwlock_rdlock(&rw), 0);
+  static std::atomic<bool> writer_started{false};
+  pthread_t t;
+  ASSERT_EQ(ito_pthread_create(&t, nullptr,
+                               [](void*) -> void* {
+                                 writer_started = true;
+                                 ito_pthread_rwlock_wrlock(&rw);  // parks behind the reader
+                                 ito_pthread_rwlock_unlock(&rw);
+                                 return nullptr;
+                               },
+                               nullptr),
+            0);
+  while (!writer_started) ito_sched_yield();
+  int busy = 0;
+  const timespec give_up = in_ms(CLOCK_MONOTONIC, 10'000);
+  for (timespec now{}; busy != EBUSY; ito_sched_yield()) {  // until the writer has parked
+    busy = ito_pthread_rwlock_destroy(&rw);
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    if (now.tv_sec > give_up.tv_sec) break;
+  }
+  EXPECT_EQ(busy, EBUSY);
+  ASSERT_EQ(ito_pthread_rwlock_unlock(&rw), 0);
+  ASSERT_EQ(ito_pthread_join(t, nullptr), 0);
+  ASSERT_EQ(ito_pthread_rwlock_rdlock(&rw), 0);
+  EXPECT_EQ(ito_pthread_rwlock_destroy(&rw), 0);
 }
 
 // A process-shared barrier or rwlock would be a private one whose waiter

@@ -35,6 +35,13 @@ struct shared_mutex_access {
   static bool busy(shared_mutex& m) noexcept {
     return m.state_.load(std::memory_order_acquire) != 0;
   }
+  // Callers parked in its queue (a hold alone is not counted).
+  static bool waited_for(shared_mutex& m) noexcept {
+    m.queue_lock_.lock();
+    const bool waiting = m.waiters_.head != nullptr;
+    m.queue_lock_.unlock();
+    return waiting;
+  }
 };
 
 }  // namespace ito::detail
