@@ -89,7 +89,7 @@ inline constexpr setting settings[] = {
      .doc = "OS threads an `ito::os_pool` keeps ([IO.md](IO.md))"},
     {.id = setting_id::pool_max, .name = "ITO_POOL_MAX", .kind = setting_kind::integer,
      .min = 1, .max = os_pool_options::limit_max, .fallback = os_pool_options::default_max,
-     .doc = "most OS threads of an `ito::os_pool` at once"},
+     .doc = "most OS threads of an `ito::os_pool` at once (the delegation pool's default: 10000)"},
     {.id = setting_id::pool_bias, .name = "ITO_POOL_BIAS", .kind = setting_kind::integer,
      .min = 1, .max = os_pool_options::limit_bias, .fallback = os_pool_options::default_bias,
      .doc = "idle pool threads tolerated beyond total/8 before retiring"},

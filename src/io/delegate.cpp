@@ -22,6 +22,22 @@ std::mutex g_pool_mutex;
 std::atomic<os_pool*> g_pool{nullptr};
 std::optional<os_pool_options> g_pool_options;  // guarded by g_pool_mutex
 
+// The pool stands in for threads blocked in the kernel, and under NPTL every
+// thread blocks on its own: a cap below what a program blocks at once can
+// deadlock it where NPTL does not (LTP pthread_cond_broadcast/1-2: 1000
+// threads in a process-shared condition wait, a 1001st waiting for its
+// mutex, with 256 pool threads all taken). Its default maximum is therefore
+// Go's thread limit, not an os_pool's 256; ITO_POOL_MAX or
+// configure_delegation_pool still set it. Threads start only as calls block
+// at once, and idle ones retire.
+constexpr unsigned delegation_default_max = 10'000;
+
+os_pool_options with_delegation_default(os_pool_options o) {
+  if (!o.max_threads && !config::number_setting(config::setting_id::pool_max))
+    o.max_threads = delegation_default_max;
+  return o;
+}
+
 // 0: not decided yet; else a delegate_mode value.
 std::atomic<int> g_mode{0};
 
@@ -65,7 +81,7 @@ os_pool& delegation_pool() {
   if (os_pool* p = g_pool.load(std::memory_order_relaxed)) return *p;
   os_pool* p = nullptr;
   try {
-    p = new os_pool(g_pool_options.value_or(os_pool_options{}));
+    p = new os_pool(with_delegation_default(g_pool_options.value_or(os_pool_options{})));
   } catch (const config_error& e) {
     if (e.from_environment()) environment_error(e);
     throw;
