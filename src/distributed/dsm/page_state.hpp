@@ -27,29 +27,21 @@
 //
 //   A page homed on another node (a copy in this rank's own memory):
 //
-//              fetched             copy_written
-//   invalid ───────────▶ shared ───────────────▶ modified ◀──────────┐
-//    │  ▲ ◀───dropped────┘  ▲ │                   │ │ │               │
-//    │  │                   │ └─pinned_copy─┐     │ │ └─pinned_copy─┐ │ unpinned
-//    │  │                   │               ▼     │ │               ▼ │
-//    │  │                   │            pinned ◀─┼─┼───────────────┘ │
-//    │  │                   │              └──────┼─┼─────────────────┘
-//    │  │                   └─released_modified───┘ │
-//    │  └──────released_modified (noticed)──────────┘
-//    └──copy_written (a write fault), overwritten_whole (marked)──▶ modified
-//   (released_pinned: a pinned page stays pinned, its overwrite mark cleared)
+//   invalid ──fetched──▶ shared ──copy_written──▶ modified ──released_modified──▶ shared
+//      ▲                  │      (a write fault)     │
+//      └─────dropped──────┘ (a notice)               └─released_modified (noticed)─▶ invalid
+//   invalid ──copy_written──▶ modified     invalid ──overwritten_whole──▶ modified, overwritten
+//   shared, modified ──pinned_copy──▶ pinned ──unpinned──▶ modified
+//   pinned ──released_pinned──▶ pinned, no longer overwritten
 //
 //   A page homed on this node (this rank's, or with node homes a node
 //   mate's, mapped from the node's memory):
 //
-//              touched_home                 watched
-//   invalid ────────────────▶ home ─────────────────────▶ home_watched
-//     │                        ▲  │                         │     ▲
-//     │ touched_read           │  └───────heated──────┐     │heated│ cooled
-//     ▼                        │ read_written         ▼     ▼     │
-//   home_read ─────────────────┘               home_hot ──────────┘
-//     ├──watched──▶ home_watched                  ▲
-//     └──heated (a pin or write checkout)─────────┘
+//   invalid ──touched_home──▶ home ──watched──▶ home_watched ──heated──▶ home_hot
+//     │                        ▲                  ▲                         │
+//     │                        └──read_written──┐ └─────cooled──────────────┘
+//     └──touched_read──▶ home_read ─────────────┘
+//   home_read ──watched──▶ home_watched;  home, home_read ──heated (a pin)──▶ home_hot
 //
 //   transition          from                            to
 //   fetched             invalid                         shared
