@@ -6,8 +6,11 @@
 #   - the file map names a file that does not exist;
 #   - anything but src/sched/join_word.hpp touches ult::join_state (the join
 #     word has one owner; the gdb table's offsetof is the one exception);
-#   - a file of the distributed scheduler (src/distributed/scheduler/) is over 350
-#     lines;
+#   - anything but src/distributed/dsm/page_state.hpp writes a DSM page's
+#     state (the state array and the overwrite marks have one owner: its
+#     named transitions);
+#   - a file of the distributed scheduler (src/distributed/scheduler/) or of
+#     the DSM (src/distributed/dsm/) is over 350 lines;
 #   - the headers under src/ include each other in a circle.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -63,14 +66,25 @@ if hits=$(grep -rnE 'join_state' src --include='*.cpp' --include='*.hpp' \
   echo "$hits" >&2
 fi
 
-# 4. The distributed scheduler stays in small files.
-for f in src/distributed/scheduler/*; do
+# 4. A DSM page's state has one owner. Its arrays are page_states' private
+# state_ and overwrite_; no other file names them, nor stores into a
+# state[...] or overwrite[...] element (as dsm.cpp did before issue 45).
+if hits=$(grep -rnE '\b(state|overwrite)_\b|\b(state|overwrite)\[.*\][[:space:]]*([-+*/%|&^]?=[^=]|\+\+|--)' \
+            src/distributed --include='*.cpp' --include='*.hpp' \
+            | grep -vE '^src/distributed/dsm/page_state\.hpp:' \
+            | grep -vE '^[^:]+:[0-9]+:[[:space:]]*//'); then
+  fail "a DSM page's state written outside src/distributed/dsm/page_state.hpp (use its transitions):"
+  echo "$hits" >&2
+fi
+
+# 5. The distributed scheduler and the DSM stay in small files.
+for f in src/distributed/scheduler/* src/distributed/dsm/*; do
   [ -f "$f" ] || continue
   n=$(wc -l < "$f")
   [ "$n" -le 350 ] || fail "$f has $n lines (at most 350: cut it by concern)"
 done
 
-# 5. No circle of includes among src/'s headers.
+# 6. No circle of includes among src/'s headers.
 edges=$(sources | grep -E '\.(hpp|h)$' | while IFS= read -r h; do
   grep -oE '^#include "[^"]+"' "$h" | sed -E 's/^#include "//; s/"$//' | while IFS= read -r inc; do
     [ -f "src/$inc" ] && echo "src/$inc ${h}"
