@@ -162,7 +162,7 @@ TEST(sync_c_api, cond_timedwait_with_a_far_deadline_waits_for_the_signal) {
       rc = r;
       ito_mutex_unlock(&m);
     });
-    ito::sleep_for_ns(50'000'000);
+    ito::sleep_for(std::chrono::nanoseconds(50'000'000));
     EXPECT_EQ(rc.load(), -1) << "the far deadline was taken as one already past";
     ito_mutex_lock(&m);
     go = true;
