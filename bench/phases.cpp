@@ -135,7 +135,7 @@ void phases_command(args& a, const common_flags& c, reporter& out) {
       ito::start_main_thread_with_worker_size(w, [&] {
         measure(r, p.runs, [&] {
           return run_phases(
-              p, [](long long ms) { ito::sleep_for_ns(ms * 1'000'000); },
+              p, [](long long ms) { ito::sleep_for(std::chrono::nanoseconds(ms * 1'000'000)); },
               [&] {
                 std::vector<ito::future<void>> children;
                 for (unsigned i = 0; i < w; ++i)

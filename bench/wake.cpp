@@ -70,7 +70,7 @@ sample ito_flow_once(unsigned n, bool ult_waiters) {
   // (b'): each woken ULT reports to `all_woken`, which the timing ULT waits
   // for (joining them in order would time the joins, not the wake-ups).
   auto& all_woken = g.add([] {}, {.counter = static_cast<int>(n)});
-  flow::future all_woken_done = all_woken.completion();
+  flow::completion all_woken_done = all_woken.completion();
   g.seal();
   flow::continue_to(irq, 0, 1);  // the first completion needs no acknowledgement
   g.wait();
@@ -78,7 +78,7 @@ sample ito_flow_once(unsigned n, bool ult_waiters) {
   std::atomic<unsigned> arrived{0};
   if (ult_waiters) {
     for (unsigned k = 0; k < n; ++k) {
-      flow::future f = receive[k]->completion();
+      flow::completion f = receive[k]->completion();
       waiters.push_back(ito::create_thread([f, &ult_wakeups, &all_woken, &arrived] {
         arrived.fetch_add(1, std::memory_order_relaxed);
         f.wait();

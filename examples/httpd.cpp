@@ -48,7 +48,7 @@ void connection(int fd) {
     if (fd < 0) {
       // Out of descriptors, or an aborted connection: report, wait, go on.
       std::perror("httpd: accept");
-      ito::io::sleep_for_ns(10'000'000);
+      ito::sleep_for(std::chrono::milliseconds(10));
       continue;
     }
     http::set_nodelay(fd);

@@ -84,7 +84,7 @@ TEST(backtrace, after_a_switch_the_walk_still_ends_at_the_entry) {
     auto outer = ito::create_thread([] {
       auto inner = ito::create_thread([] {
         ito::yield();
-        ito::sleep_for_ns(1000);
+        ito::sleep_for(std::chrono::nanoseconds(1000));
         return backtrace_here();
       });
       return ito::join(inner);

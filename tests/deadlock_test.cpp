@@ -267,7 +267,7 @@ TEST(NoDeadlock, LongSleeper) {
           static ito::condition_variable cv;
           static bool done = false;
           auto sleeper = ito::create_thread([] {
-            ito::sleep_for_ns(2'500'000'000);
+            ito::sleep_for(std::chrono::nanoseconds(2'500'000'000));
             std::lock_guard lock(m);
             done = true;
             cv.notify_all();

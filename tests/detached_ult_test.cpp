@@ -41,13 +41,13 @@ TEST_P(detached_results, destructor_of_a_dropped_future_s_result_may_lock_an_ito
     auto holder = ito::create_thread([&] {
       std::lock_guard<ito::mutex> hold(m);
       held = true;
-      ito::sleep_for_ns(3'000'000);
+      ito::sleep_for(std::chrono::nanoseconds(3'000'000));
     });
     while (!held) ito::yield();
     for (int i = 0; i < n; ++i) {
       // Dropped at once: detached while it runs (it sleeps first), or after.
       (void)ito::create_thread([&m, i] {
-        if (i % 2) ito::sleep_for_ns(10'000);
+        if (i % 2) ito::sleep_for(std::chrono::nanoseconds(10'000));
         return locks_when_destroyed{&m};
       });
     }
@@ -63,7 +63,7 @@ TEST(detached_exceptions, an_exception_escaping_a_detached_ult_is_reported_with_
       {
         ito::start_main_thread_with_worker_size(2, [] {
           (void)ito::create_thread([] {
-            ito::sleep_for_ns(100'000);
+            ito::sleep_for(std::chrono::nanoseconds(100'000));
             throw std::runtime_error("lost-in-the-dark");
           });
         });

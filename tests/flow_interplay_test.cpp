@@ -23,7 +23,7 @@ TEST(flow_interplay, a_ult_waits_on_a_node_future_by_suspending) {
     flow::graph g;
     std::atomic<int> ran{0};
     auto& n = g.add("n", [&] { ++ran; }, {.counter = 1});
-    flow::future f = n.completion();
+    flow::completion f = n.completion();
     EXPECT_FALSE(f.ready());
     auto waiter = ito::create_thread([&] {
       f.wait();  // suspends: the main ULT runs next and continues the node
@@ -36,7 +36,7 @@ TEST(flow_interplay, a_ult_waits_on_a_node_future_by_suspending) {
     // Already complete: no wait at all.
     f.wait();
     // A second future waits for the next activation.
-    flow::future f2 = n.completion();
+    flow::completion f2 = n.completion();
     EXPECT_FALSE(f2.ready());
     flow::continue_to(n);
     f2.wait();
@@ -49,7 +49,7 @@ TEST(flow_interplay, many_ults_wait_on_their_own_nodes) {
   ito::start_main_thread_with_worker_size(4, [n] {
     flow::graph g;
     std::vector<flow::node*> nodes;
-    std::vector<flow::future> futures;
+    std::vector<flow::completion> futures;
     std::atomic<int> woken{0};
     for (int i = 0; i < n; ++i) {
       nodes.push_back(&g.add([] {}, {.counter = 1}));
@@ -77,7 +77,7 @@ TEST(flow_interplay, a_node_spawns_ults_that_continue_the_graph) {
       flow::graph g;
       std::atomic<int> ult_runs{0}, in_ult_seen{0}, body_in_ult{-1};
       auto& join = g.add("join", [] {}, {.counter = spawned});
-      flow::future all = join.completion();
+      flow::completion all = join.completion();
       g.add("spawner", [&] {
         body_in_ult = ito::in_ult() ? 1 : 0;
         for (int i = 0; i < spawned; ++i) {
@@ -127,7 +127,7 @@ TEST(flow_interplay, a_node_body_cannot_wait) {
   ito::start_main_thread_with_worker_size(1, [] {
     flow::graph g;
     auto& other = g.add("other", [] {}, {.counter = 1});
-    flow::future f = other.completion();
+    flow::completion f = other.completion();
     std::atomic<int> code{0};
     g.add("impatient", [&] {
       try {
@@ -156,7 +156,7 @@ TEST(flow_interplay, an_os_thread_continues_and_waits) {
       flow::continue_to(n);
       g.wait();
       EXPECT_EQ(ran.load(), 1);
-      flow::future f = n.completion();
+      flow::completion f = n.completion();
       flow::continue_to(n);
       f.wait();
     });

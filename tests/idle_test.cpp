@@ -33,9 +33,9 @@ TEST(idle, parked_workers_use_almost_no_cpu) {
   if (ito::test::tsan || ito::test::asan)
     GTEST_SKIP() << "sanitizer runtimes run background threads of their own";
   ito::start_main_thread_with_worker_size(4, [] {
-    ito::sleep_for_ns(50'000'000);  // let the workers finish spinning and park
+    ito::sleep_for(std::chrono::nanoseconds(50'000'000));  // let the workers finish spinning and park
     const double cpu0 = cpu_seconds(), wall0 = wall_seconds();
-    ito::sleep_for_ns(500'000'000);
+    ito::sleep_for(std::chrono::nanoseconds(500'000'000));
     const double cpu = cpu_seconds() - cpu0, wall = wall_seconds() - wall0;
     EXPECT_GE(wall, 0.5);
     // Four workers spinning would burn ~2 s of CPU here (two cores).
@@ -47,7 +47,7 @@ TEST(idle, sleeping_ult_wakes_on_time_and_others_run_meanwhile) {
   ito::start_main_thread_with_worker_size(2, [] {
     std::atomic<long> work{0};
     const double t0 = wall_seconds();
-    auto sleeper = ito::create_thread([] { ito::sleep_for_ns(100'000'000); return wall_seconds(); });
+    auto sleeper = ito::create_thread([] { ito::sleep_for(std::chrono::nanoseconds(100'000'000)); return wall_seconds(); });
     auto busy = ito::create_thread([&] {
       for (int i = 0; i < 1000; ++i) {
         work.fetch_add(1);
@@ -67,7 +67,7 @@ TEST(idle, work_pushed_while_all_workers_park_is_picked_up) {
   // a lost wake-up would leave the child waiting for the park timeout.
   ito::start_main_thread_with_worker_size(2, [] {
     for (int round = 0; round < 20; ++round) {
-      ito::sleep_for_ns(2'000'000);
+      ito::sleep_for(std::chrono::nanoseconds(2'000'000));
       std::atomic<bool> done{false};
       auto child = ito::create_thread([&] { done = true; });
       ito::join(std::move(child));
@@ -94,7 +94,7 @@ TEST(worker_names, workers_are_named_ito_worker_n) {
     for (int i = 0; i < 6; ++i)
       sleepers.push_back(ito::create_thread([&] {
         while (!both_seen.load() && std::chrono::steady_clock::now() < deadline) {
-          ito::sleep_for_ns(10'000);  // resumes on whichever worker takes it
+          ito::sleep_for(std::chrono::nanoseconds(10'000));  // resumes on whichever worker takes it
           char name[16] = {};
           pthread_getname_np(pthread_self(), name, sizeof name);
           std::lock_guard<std::mutex> guard(lock);

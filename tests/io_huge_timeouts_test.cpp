@@ -37,6 +37,10 @@ class huge_timeouts : public ::testing::Test {
   void SetUp() override { GTEST_FLAG_SET(death_test_style, ito::test::threadsafe_death_style); }
 };
 
+// The deprecated sleeps (ito::sleep_for_ns, ito::io::sleep_*) are tested
+// here beside ito::sleep_for / sleep_until, which replace them.
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+
 // In a child: runs wait() in a ULT, and exits 0 if it is still waiting 50 ms
 // later, 1 (with a message) if it returned.
 template <class Wait>
@@ -49,7 +53,7 @@ void expect_still_waiting(const char* what, Wait wait) {
             wait();
             returned = true;
           });
-          ito::sleep_for_ns(50'000'000);
+          ito::sleep_for(std::chrono::milliseconds(50));
           if (returned.load()) {
             std::fprintf(stderr, "returned at once\n");
             std::_Exit(1);
@@ -62,6 +66,12 @@ void expect_still_waiting(const char* what, Wait wait) {
 }
 
 TEST_F(huge_timeouts, ult_sleeps_of_the_largest_durations_keep_sleeping) {
+  expect_still_waiting("ito::sleep_for(hours::max())",
+                       [] { ito::sleep_for(std::chrono::hours::max()); });
+  expect_still_waiting("ito::sleep_for(nanoseconds::max())",
+                       [] { ito::sleep_for(std::chrono::nanoseconds::max()); });
+  expect_still_waiting("ito::sleep_for(1e300 s as double)",
+                       [] { ito::sleep_for(std::chrono::duration<double>(1e300)); });
   expect_still_waiting("ito::sleep_for_ns(LLONG_MAX)", [] { ito::sleep_for_ns(LLONG_MAX); });
   expect_still_waiting("ito_sleep_ns(LLONG_MAX)", [] { (void)ito_sleep_ns(LLONG_MAX); });
   expect_still_waiting("io::sleep_for_ns(LLONG_MAX)", [] { ito::io::sleep_for_ns(LLONG_MAX); });
@@ -78,6 +88,11 @@ TEST_F(huge_timeouts, ult_sleeps_of_the_largest_durations_keep_sleeping) {
 }
 
 TEST_F(huge_timeouts, ult_sleeps_until_the_farthest_deadlines_keep_sleeping) {
+  expect_still_waiting("ito::sleep_until(steady time_point::max())",
+                       [] { ito::sleep_until(steady::time_point::max()); });
+  expect_still_waiting("ito::sleep_until(steady hours::max())", [] {
+    ito::sleep_until(std::chrono::time_point<steady, std::chrono::hours>::max());
+  });
   expect_still_waiting("io::sleep_until(steady time_point::max())",
                        [] { ito::io::sleep_until(steady::time_point::max()); });
   expect_still_waiting("io::sleep_until(steady hours::max())", [] {
@@ -133,6 +148,10 @@ TEST(huge_timeouts_past, the_most_negative_waits_return_at_once) {
   ito::start_main_thread_with_worker_size(1, [] {
     const auto t0 = steady::now();
     ito::sleep_for_ns(LLONG_MIN);
+    ito::sleep_for(std::chrono::hours::min());
+    ito::sleep_for(std::chrono::duration<double>(-1e300));
+    ito::sleep_until(steady::time_point::min());
+    ito::sleep_until(std::chrono::time_point<steady, std::chrono::hours>::min());
     EXPECT_EQ(ito::io::sleep_for_ns(LLONG_MIN), 0);
     EXPECT_EQ(ito::io::sleep_for(std::chrono::hours::min()), 0);
     EXPECT_EQ(ito::io::sleep_for(std::chrono::duration<double>(-1e300)), 0);

@@ -219,7 +219,7 @@ TEST(io_socket, poll_times_out_without_stalling_the_worker_and_sees_data) {
     EXPECT_GT(t.ticks.load(), 0) << "poll blocked the only worker";
     // Data written by another ULT while we wait wakes us.
     auto writer = ito::create_thread([&] {
-      ito::io::sleep_for(20ms);
+      ito::sleep_for(20ms);
       EXPECT_EQ(ito::io::write(sv[0], "x", 1), 1);
     });
     p.revents = 0;
@@ -264,7 +264,7 @@ TEST(io_socket, socket_timeouts_end_a_parked_call_with_eagain) {
     EXPECT_GT(t.ticks.load(), 0) << "the time-out blocked the only worker";
     // Data that comes before the time-out is read.
     auto writer = ito::create_thread([&] {
-      ito::io::sleep_for(10ms);
+      ito::sleep_for(10ms);
       EXPECT_EQ(ito::io::write(sv[0], "x", 1), 1);
     });
     EXPECT_EQ(ito::io::read(sv[1], buf, sizeof buf), 1);
@@ -304,7 +304,7 @@ TEST(io_socket, close_wakes_a_parked_reader_with_ebadf) {
       const bool parked = st.waiters != nullptr;
       st.lock.unlock();
       if (parked) break;
-      ito::io::sleep_for(1ms);
+      ito::sleep_for(1ms);
     }
     EXPECT_EQ(ito::io::close(sv[1]), 0);
     ito::join(std::move(reader));
@@ -329,7 +329,7 @@ void wait_until_parked(int fd) {
     const bool parked = st.waiters != nullptr;
     st.lock.unlock();
     if (parked) return;
-    ito::io::sleep_for(1ms);
+    ito::sleep_for(1ms);
   }
 }
 

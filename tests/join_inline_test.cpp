@@ -209,7 +209,7 @@ TEST(join_inline, a_long_run_of_inline_joins_lets_a_sleeper_wake) {
   ito::start_main_thread_with_worker_size(1, [] {
     std::atomic<bool> woke{false};
     auto sleeper = ito::create_thread([&woke] {
-      ito::sleep_for_ns(1'000'000);
+      ito::sleep_for(std::chrono::nanoseconds(1'000'000));
       woke.store(true);
     });
     ito::yield();  // let it start and sleep

@@ -153,14 +153,14 @@ TEST(lowlevel_join_race, two_joins_of_one_id_one_wins_the_other_throws) {
     for (int r = 0; r < rounds; ++r) {
       static std::atomic<bool> ended;
       ended = false;
-      ito::allocated_ult th = ito::allocate(16);
-      ito::fork(th, [](void*) {
-        ito::sleep_for_ns(200'000);
+      ito::lowlevel::allocated_ult th = ito::lowlevel::allocate(16);
+      ito::lowlevel::fork(th, [](void*) {
+        ito::sleep_for(std::chrono::nanoseconds(200'000));
         ended = true;
       });
       auto join_it = [id = th.id] {
         try {
-          ito::join(id);
+          ito::lowlevel::join(id);
           return ended.load() ? 0 : -2;
         } catch (const ito::usage_error& e) {
           return e.code();

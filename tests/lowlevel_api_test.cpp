@@ -36,9 +36,9 @@ void run_callable(void* p) {
 template <class F>
 ito::ult_id spawn(F&& fn) {
   using callable = std::decay_t<F>;
-  ito::allocated_ult th = ito::allocate(sizeof(callable));
+  ito::lowlevel::allocated_ult th = ito::lowlevel::allocate(sizeof(callable));
   ::new (th.ptr) callable(std::forward<F>(fn));
-  ito::fork(th, &run_callable<callable>);
+  ito::lowlevel::fork(th, &run_callable<callable>);
   return th.id;
 }
 
@@ -49,7 +49,7 @@ std::size_t stacks_mapped() {
 TEST(lowlevel, allocate_gives_aligned_writable_bytes_at_the_stack_top) {
   ito::start_main_thread_with_worker_size(1, [] {
     for (std::size_t size : {std::size_t{1}, std::size_t{16}, std::size_t{100}, std::size_t{4000}}) {
-      ito::allocated_ult th = ito::allocate(size);
+      ito::lowlevel::allocated_ult th = ito::lowlevel::allocate(size);
       ASSERT_NE(th.ptr, nullptr);
       EXPECT_EQ(reinterpret_cast<std::uintptr_t>(th.ptr) % 16, 0u) << size;
       std::memset(th.ptr, 0xAB, size);  // all of it is ours
@@ -57,8 +57,8 @@ TEST(lowlevel, allocate_gives_aligned_writable_bytes_at_the_stack_top) {
       bool ok = true;
       for (std::size_t i = 0; i < size; ++i) ok = ok && bytes[i] == 0xAB;
       EXPECT_TRUE(ok);
-      ito::fork(th, [](void* p) { static_cast<unsigned char*>(p)[0] = 0x11; });
-      ito::join(th.id);
+      ito::lowlevel::fork(th, [](void* p) { static_cast<unsigned char*>(p)[0] = 0x11; });
+      ito::lowlevel::join(th.id);
     }
   });
 }
@@ -72,7 +72,7 @@ TEST(lowlevel, fork_runs_the_callable_and_join_waits_for_it) {
       for (int v : big) s += v;
       result = s;
     });
-    ito::join(id);
+    ito::lowlevel::join(id);
     EXPECT_EQ(result, 1000);
 
     // A frame holding a non-trivial object: its destructor runs in the ULT.
@@ -81,7 +81,7 @@ TEST(lowlevel, fork_runs_the_callable_and_join_waits_for_it) {
       std::atomic<int>* d;
       ~tracked() { d->fetch_add(1); }
     };
-    ito::join(spawn([t = std::shared_ptr<tracked>(new tracked{&destroyed})] { (void)t; }));
+    ito::lowlevel::join(spawn([t = std::shared_ptr<tracked>(new tracked{&destroyed})] { (void)t; }));
     EXPECT_EQ(destroyed.load(), 1);
   });
 }
@@ -99,12 +99,12 @@ void fib_body(void* p) {
     return;
   }
   long a = 0, b = 0;
-  ito::allocated_ult th = ito::allocate(sizeof(fib_frame));
+  ito::lowlevel::allocated_ult th = ito::lowlevel::allocate(sizeof(fib_frame));
   ::new (th.ptr) fib_frame{f->n - 1, &a};
-  ito::fork(th, fib_body);
+  ito::lowlevel::fork(th, fib_body);
   fib_frame mine{f->n - 2, &b};
   fib_body(&mine);
-  ito::join(th.id);
+  ito::lowlevel::join(th.id);
   *f->out = a + b;
 }
 
@@ -114,10 +114,10 @@ TEST(lowlevel, fib_through_frames_at_several_worker_counts) {
   for (unsigned workers : {1u, 2u, 4u}) {
     long r = ito::start_main_thread_with_worker_size(workers, [n] {
       long out = -1;
-      ito::allocated_ult th = ito::allocate(sizeof(fib_frame));
+      ito::lowlevel::allocated_ult th = ito::lowlevel::allocate(sizeof(fib_frame));
       ::new (th.ptr) fib_frame{n, &out};
-      ito::fork(th, fib_body);
-      ito::join(th.id);
+      ito::lowlevel::fork(th, fib_body);
+      ito::lowlevel::join(th.id);
       return out;
     });
     EXPECT_EQ(r, expect) << workers;
@@ -135,7 +135,7 @@ TEST(lowlevel, detached_ults_free_themselves) {
     for (int started = 0; started < n; started += per_wave) {
       std::atomic<int> done{0};
       for (int i = 0; i < per_wave; ++i) {
-        ito::detach(spawn([&] {
+        ito::lowlevel::detach(spawn([&] {
           if (ran.fetch_add(1) % 2) ito::yield();
           done.fetch_add(1);
         }));
@@ -155,13 +155,13 @@ TEST(lowlevel, detach_after_the_ult_finished_frees_it_at_once) {
     bool ran = false;
     // From a non-main ULT the child runs first (child-first), so it is done
     // before detach is called.
-    ito::join(spawn([&] {
+    ito::lowlevel::join(spawn([&] {
       ito::ult_id id = spawn([&] { ran = true; });
       EXPECT_TRUE(ran);
-      ito::detach(id);
+      ito::lowlevel::detach(id);
       // Its handle is dead now: joining is an error, not a hang.
       try {
-        ito::join(id);
+        ito::lowlevel::join(id);
         ADD_FAILURE() << "joined a detached, finished ULT";
       } catch (const ito::usage_error& e) {
         EXPECT_EQ(e.code(), ESRCH);
@@ -185,8 +185,8 @@ TEST(lowlevel, yield_interleaves_ults) {
         ito::yield();
       }
     });
-    ito::join(a);
-    ito::join(b);
+    ito::lowlevel::join(a);
+    ito::lowlevel::join(b);
     ASSERT_EQ(order.size(), 6u);
     for (std::size_t i = 1; i < order.size(); ++i) EXPECT_NE(order[i], order[i - 1]);
   });
@@ -201,7 +201,7 @@ TEST(lowlevel, exit_unwinds_to_the_entry_and_join_returns) {
   };
   ito::start_main_thread_with_worker_size(2, [&] {
     // The callable at ptr is destroyed by run_callable's guard during the unwind.
-    ito::join(spawn([&, c = std::shared_ptr<counter>(new counter{&destroyed})] {
+    ito::lowlevel::join(spawn([&, c = std::shared_ptr<counter>(new counter{&destroyed})] {
       counter local{&destroyed};
       struct deep {
         static void go(int n, std::atomic<int>* d) {
@@ -216,7 +216,7 @@ TEST(lowlevel, exit_unwinds_to_the_entry_and_join_returns) {
     }));
     // exit() in a detached ULT: it is still freed.
     std::atomic<bool> done{false};
-    ito::detach(spawn([&] {
+    ito::lowlevel::detach(spawn([&] {
       struct flag {
         std::atomic<bool>* f;
         ~flag() { f->store(true); }
@@ -237,7 +237,7 @@ TEST(lowlevel, ids_are_distinct_and_outside_a_ult_is_all_ones) {
     std::vector<ito::ult_id> hs;
     for (std::size_t i = 0; i < ids.size(); ++i)
       hs.push_back(spawn([&ids, i] { ids[i] = ito::this_ult_id(); }));
-    for (auto h : hs) ito::join(h);
+    for (auto h : hs) ito::lowlevel::join(h);
     std::sort(ids.begin(), ids.end());
     EXPECT_EQ(std::adjacent_find(ids.begin(), ids.end()), ids.end());
     EXPECT_NE(ids.front(), 0u);
@@ -247,7 +247,7 @@ TEST(lowlevel, ids_are_distinct_and_outside_a_ult_is_all_ones) {
 TEST(lowlevel, sleep_for_ns_waits_at_least_that_long) {
   ito::start_main_thread_with_worker_size(2, [] {
     auto t0 = std::chrono::steady_clock::now();
-    ito::join(spawn([] { ito::sleep_for_ns(3'000'000); }));
+    ito::lowlevel::join(spawn([] { ito::sleep_for(std::chrono::nanoseconds(3'000'000)); }));
     EXPECT_GE(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(3));
   });
 }

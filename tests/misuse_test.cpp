@@ -158,10 +158,14 @@ TEST_F(misuse, ult_only_calls_outside_a_ult_throw_eperm) {
   // No runtime at all.
   expect_usage_error([] { (void)ito::create_thread([] {}); }, EPERM, "create_thread");
   expect_usage_error([] { ito::yield(); }, EPERM, "yield");
-  expect_usage_error([] { ito::join(ito::ult_id{}); }, EPERM, "low-level join");
-  expect_usage_error([] { (void)ito::allocate(64); }, EPERM, "allocate");
+  expect_usage_error([] { ito::lowlevel::join(ito::ult_id{}); }, EPERM, "low-level join");
+  expect_usage_error([] { (void)ito::lowlevel::allocate(64); }, EPERM, "allocate");
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+  // The deprecated ULT-only sleep (ito::sleep_for sleeps any thread).
   expect_usage_error([] { ito::sleep_for_ns(1); }, EPERM, "sleep_for_ns");
-  expect_usage_error([] { ito::detach(ito::ult_id{}); }, EPERM, "detach");
+#pragma GCC diagnostic pop
+  expect_usage_error([] { ito::lowlevel::detach(ito::ult_id{}); }, EPERM, "detach");
   EXPECT_FALSE(ito::in_ult());
   EXPECT_EQ(ito::current_worker_index(), -1);
   EXPECT_EQ(ito::this_ult_id(), ~0ull);
@@ -210,14 +214,14 @@ TEST_F(misuse, joining_a_detached_ult) {
   ito::start_main_thread_with_worker_size(2, [] {
     // C++ (low-level API): usage_error(EINVAL). The ULT waits for `release`,
     // so it is still running (and its handle alive) while we misuse it.
-    auto th = ito::allocate(1);
-    ito::fork(th, [](void*) {
+    auto th = ito::lowlevel::allocate(1);
+    ito::lowlevel::fork(th, [](void*) {
       while (!release.load()) ito::yield();
       finished.fetch_add(1);
     });
-    ito::detach(th.id);
-    expect_usage_error([&] { ito::join(th.id); }, EINVAL, "join after detach");
-    expect_usage_error([&] { ito::detach(th.id); }, EINVAL, "detach twice");
+    ito::lowlevel::detach(th.id);
+    expect_usage_error([&] { ito::lowlevel::join(th.id); }, EINVAL, "join after detach");
+    expect_usage_error([&] { ito::lowlevel::detach(th.id); }, EINVAL, "detach twice");
 
     // C: EINVAL.
     ito_ult_t t{};
@@ -242,10 +246,10 @@ TEST_F(misuse, joining_twice) {
     expect_usage_error([&] { (void)f.get(); }, EINVAL, "second get");
     expect_usage_error([&] { (void)ito::join(f); }, EINVAL, "join after get");
     // The low-level API: the ULT is gone: usage_error(ESRCH).
-    auto th = ito::allocate(8);
-    ito::fork(th, [](void*) {});
-    ito::join(th.id);
-    expect_usage_error([&] { ito::join(th.id); }, ESRCH, "low-level join twice");
+    auto th = ito::lowlevel::allocate(8);
+    ito::lowlevel::fork(th, [](void*) {});
+    ito::lowlevel::join(th.id);
+    expect_usage_error([&] { ito::lowlevel::join(th.id); }, ESRCH, "low-level join twice");
     // C: ESRCH.
     ito_ult_t t{};
     ASSERT_EQ(ito_create(&t, [](void*) -> void* { return nullptr; }, nullptr), 0);
@@ -300,7 +304,7 @@ TEST(hang_report, the_end_of_a_runtime_names_the_ults_it_still_waits_for) {
         ito::start_main_thread_with_worker_size(2, [] {
           m.lock();  // never unlocked: the ULT below waits for it forever
           (void)ito::create_thread([] { std::lock_guard<ito::mutex> g(m); });
-          (void)ito::create_thread([] { ito::sleep_for_ns(1'000'000'000'000'000LL); });
+          (void)ito::create_thread([] { ito::sleep_for(std::chrono::nanoseconds(1'000'000'000'000'000LL)); });
         });
       },
       ::testing::KilledBySignal(SIGALRM),
@@ -319,9 +323,9 @@ TEST(dump_ults, lists_live_ults_and_what_they_wait_on) {
     ito::mutex m;
     std::unique_lock<ito::mutex> hold(m);
     auto waiter = ito::create_thread([&] { std::lock_guard<ito::mutex> g(m); });
-    auto sleeper = ito::create_thread([] { ito::sleep_for_ns(200'000'000); });
+    auto sleeper = ito::create_thread([] { ito::sleep_for(std::chrono::nanoseconds(200'000'000)); });
     auto joiner = ito::create_thread([&] { ito::join(sleeper); });
-    ito::sleep_for_ns(20'000'000);
+    ito::sleep_for(std::chrono::nanoseconds(20'000'000));
     char* text = nullptr;
     std::size_t size = 0;
     FILE* out = open_memstream(&text, &size);
@@ -345,10 +349,10 @@ TEST(dump_ults, the_dump_signal_lists_them_on_stderr) {
       {
         setenv("ITO_DUMP_SIGNAL", "SIGUSR2", 1);
         ito::start_main_thread_with_worker_size(2, [] {
-          auto sleeper = ito::create_thread([] { ito::sleep_for_ns(300'000'000); });
-          ito::sleep_for_ns(20'000'000);
+          auto sleeper = ito::create_thread([] { ito::sleep_for(std::chrono::nanoseconds(300'000'000)); });
+          ito::sleep_for(std::chrono::nanoseconds(20'000'000));
           raise(SIGUSR2);
-          ito::sleep_for_ns(100'000'000);  // the dump thread writes meanwhile
+          ito::sleep_for(std::chrono::nanoseconds(100'000'000));  // the dump thread writes meanwhile
           ito::join(sleeper);
         });
         std::exit(0);

@@ -35,7 +35,7 @@ TEST(outside_work, a_sleeper_wakes_while_another_ult_keeps_spawning) {
       std::atomic<bool> asleep{false}, woke{false};
       auto sleeper = ito::create_thread([&] {
         asleep.store(true, std::memory_order_release);
-        ito::sleep_for_ns(2'000'000);
+        ito::sleep_for(std::chrono::nanoseconds(2'000'000));
         woke.store(true, std::memory_order_release);
       });
       // The main ULT forks help-first: let the sleeper start (and sleep) first.

@@ -81,12 +81,12 @@ TEST(posix_mutex_core, a_waiter_gets_in_while_a_ult_relocks_in_a_loop) {
       // A thief may take the hog and then lose its CPU for longer than the
       // victim's whole loop (seen under emulation on a loaded machine): wait
       // until the hog runs, so that the two really compete.
-      while (!hog_started) ito::sleep_for_ns(100'000);
+      while (!hog_started) ito::sleep_for(std::chrono::nanoseconds(100'000));
       int got = 0;
       for (int i = 0; i < 20; ++i) {
         if (ito_pthread_mutex_lock(&m) == 0) ++got;
         ito_pthread_mutex_unlock(&m);
-        ito::sleep_for_ns(100'000);
+        ito::sleep_for(std::chrono::nanoseconds(100'000));
       }
       return got;
     });

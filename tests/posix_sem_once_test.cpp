@@ -106,7 +106,7 @@ int g_once_value = 0;  // plain: pthread_once's return must publish it
 
 void slow_init() {
   g_once_runs.fetch_add(1);
-  for (int k = 0; k < 10; ++k) ito::sleep_for_ns(100'000);  // the others arrive and park
+  for (int k = 0; k < 10; ++k) ito::sleep_for(std::chrono::nanoseconds(100'000));  // the others arrive and park
   g_once_value = 42;
 }
 
@@ -136,7 +136,7 @@ pthread_once_t g_exit_once = PTHREAD_ONCE_INIT;
 std::atomic<int> g_exit_runs{0};
 void init_that_exits_the_first_time() {
   if (g_exit_runs.fetch_add(1) == 0) {
-    ito::sleep_for_ns(2'000'000);  // the second caller arrives and parks
+    ito::sleep_for(std::chrono::nanoseconds(2'000'000));  // the second caller arrives and parks
     ito_pthread_exit(reinterpret_cast<void*>(7));
   }
 }

@@ -69,10 +69,10 @@ TEST(stack_frame_size, a_callable_larger_than_the_stack_is_refused) {
 
 TEST(stack_frame_size, allocate_refuses_a_frame_larger_than_the_stack) {
   ito::runtime rt(one_worker(64 * kib));
-  std::string what = expect_e2big([] { ito::allocate(200 * kib); });
+  std::string what = expect_e2big([] { ito::lowlevel::allocate(200 * kib); });
   EXPECT_NE(what.find(" 204800 bytes"), std::string::npos) << what;
-  expect_e2big([] { ito::allocate(SIZE_MAX); });
-  expect_e2big([] { ito::allocate(SIZE_MAX - 15); });
+  expect_e2big([] { ito::lowlevel::allocate(SIZE_MAX); });
+  expect_e2big([] { ito::lowlevel::allocate(SIZE_MAX - 15); });
 }
 
 TEST(stack_frame_size, the_largest_frame_allowed_leaves_room_to_run) {
@@ -81,18 +81,18 @@ TEST(stack_frame_size, the_largest_frame_allowed_leaves_room_to_run) {
     const std::size_t limit = ito::sched::max_frame_bytes(stack);
     ASSERT_GT(limit, 0u);
     ASSERT_LT(limit, stack);
-    expect_e2big([&] { ito::allocate(limit + 1); });
+    expect_e2big([&] { ito::lowlevel::allocate(limit + 1); });
     // At the limit it runs, and the room below its frame is at least the
     // promised minimum.
-    ito::allocated_ult th = ito::allocate(limit);
+    ito::lowlevel::allocated_ult th = ito::lowlevel::allocate(limit);
     auto* u = static_cast<ito::sched::ult*>(th.id.p);
     EXPECT_GE(static_cast<char*>(th.ptr) - u->stack.lo,
               static_cast<std::ptrdiff_t>(ito::sched::min_run_room));
     struct ran {
       static void body(void* p) { *static_cast<volatile char*>(p) = 1; }
     };
-    ito::fork(th, &ran::body);
-    ito::join(th.id);
+    ito::lowlevel::fork(th, &ran::body);
+    ito::lowlevel::join(th.id);
   }
 }
 

@@ -162,7 +162,7 @@ TEST(sync_c_api, cond_timedwait_with_a_far_deadline_waits_for_the_signal) {
       rc = r;
       ito_mutex_unlock(&m);
     });
-    ito::sleep_for_ns(50'000'000);
+    ito::sleep_for(std::chrono::nanoseconds(50'000'000));
     EXPECT_EQ(rc.load(), -1) << "the far deadline was taken as one already past";
     ito_mutex_lock(&m);
     go = true;
@@ -290,21 +290,39 @@ TEST(sync_c_api, keys_codes_and_destructors) {
     std::vector<ito::future<void>> done;
     for (int i = 0; i < 10; ++i) {
       done.push_back(ito::create_thread([&] {
-        EXPECT_EQ(ito_getspecific(key), nullptr);
-        EXPECT_EQ(ito_setspecific(key, &value), 0);
+        EXPECT_EQ(ito_key_getspecific(key), nullptr);
+        EXPECT_EQ(ito_key_setspecific(key, &value), 0);
         ito::yield();
-        EXPECT_EQ(ito_getspecific(key), &value);
+        EXPECT_EQ(ito_key_getspecific(key), &value);
       }));
     }
     for (auto& f : done) f.get();
     EXPECT_EQ(g_destroyed.load(), 10);
     EXPECT_EQ(ito_key_delete(key), 0);
     EXPECT_EQ(ito_key_delete(key), EINVAL);
-    EXPECT_EQ(ito_setspecific(key, &value), EINVAL);
-    EXPECT_EQ(ito_getspecific(key), nullptr);
+    EXPECT_EQ(ito_key_setspecific(key, &value), EINVAL);
+    EXPECT_EQ(ito_key_getspecific(key), nullptr);
     EXPECT_EQ(ito_key_delete(ITO_KEYS_MAX), EINVAL);
   });
 }
+
+// The former names stay, deprecated, for one release: the same calls.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+TEST(sync_c_api, deprecated_specific_names_still_work) {
+  ito::start_main_thread_with_worker_size(1, [] {
+    ito_key_t key;
+    ASSERT_EQ(ito_key_create(&key, nullptr), 0);
+    int value = 0;
+    EXPECT_EQ(ito_getspecific(key), nullptr);
+    EXPECT_EQ(ito_setspecific(key, &value), 0);
+    EXPECT_EQ(ito_key_getspecific(key), &value);
+    EXPECT_EQ(ito_getspecific(key), &value);
+    EXPECT_EQ(ito_key_delete(key), 0);
+    EXPECT_EQ(ito_setspecific(key, &value), EINVAL);
+  });
+}
+#pragma GCC diagnostic pop
 
 TEST(sync_c_api, constant_initialised_cpp_objects_work) {
   ito::start_main_thread_with_worker_size(2, [] {

@@ -164,7 +164,7 @@ void race_notify_against_timeouts(int rounds, bool early_on_os_thread) {
     std::unique_lock lock(m);
     state_changed.wait(lock, [&] { return waiting == 2; });
     lock.unlock();
-    ito::sleep_for_ns(std::chrono::nanoseconds(delay).count() - 20'000 + (round % 5) * 10'000);
+    ito::sleep_for(std::chrono::nanoseconds(std::chrono::nanoseconds(delay).count() - 20'000 + (round % 5) * 10'000));
     cv.notify_one();
     lock.lock();
     state_changed.wait(lock, [&] { return early_done; });
@@ -293,7 +293,7 @@ TEST(condition_variable, a_plain_threads_expired_waits_let_a_ult_producer_in) {
         timed_out = timed_out && cv.wait_for(lock, 0ms) == std::cv_status::timeout;
       consumer_saw_ready = ready;
     });
-    while (!holding.load()) ito::sleep_for_ns(100'000);
+    while (!holding.load()) ito::sleep_for(std::chrono::nanoseconds(100'000));
     ito::create_thread([&] {
       std::lock_guard guard(m);
       ready = true;
@@ -324,7 +324,7 @@ TEST(condition_variable, plain_threads_wait_for_ults_and_time_out) {
     // Wait until the thread has timed out once and is waiting again, then
     // notify it from a ULT.
     for (;;) {
-      ito::sleep_for_ns(20'000'000);
+      ito::sleep_for(std::chrono::nanoseconds(20'000'000));
       std::lock_guard lock(m);
       if (first == std::cv_status::timeout) break;
     }

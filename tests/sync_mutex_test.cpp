@@ -137,7 +137,7 @@ TEST(mutex, a_waiter_is_not_starved_by_a_ult_relocking_in_a_loop) {
         auto waited = std::chrono::steady_clock::now() - start;
         m.unlock();
         worst_ns = std::max<std::int64_t>(worst_ns, std::chrono::nanoseconds(waited).count());
-        ito::sleep_for_ns(100'000);
+        ito::sleep_for(std::chrono::nanoseconds(100'000));
       }
       return worst_ns;
     });

@@ -32,7 +32,7 @@ TEST_P(once_at_workers, runs_exactly_once_and_everyone_sees_its_effect) {
       done.push_back(ito::create_thread([&] {
         ito::call_once(flag, [&](int v) {
           calls.fetch_add(1);
-          for (int k = 0; k < 10; ++k) ito::sleep_for_ns(100'000);  // others arrive and park
+          for (int k = 0; k < 10; ++k) ito::sleep_for(std::chrono::nanoseconds(100'000));  // others arrive and park
           value = v;
         }, 42);
         if (value != 42) wrong.fetch_add(1);
@@ -54,7 +54,7 @@ TEST_P(once_at_workers, an_exception_lets_the_next_caller_run_it_again) {
       done.push_back(ito::create_thread([&] {
         try {
           ito::call_once(flag, [&] {
-            ito::sleep_for_ns(200'000);
+            ito::sleep_for(std::chrono::nanoseconds(200'000));
             // The first two attempts fail; parked callers must retry.
             if (attempts.fetch_add(1) < 2) throw std::runtime_error("not yet");
           });
@@ -87,7 +87,7 @@ TEST_P(once_at_workers, neighbouring_flags_under_contention_wake_only_their_call
           ito::call_once(flag[f], [&] {
             const int run = runs[f].fetch_add(1);
             // Callers of every flag arrive and park meanwhile.
-            if (ito::in_ult()) ito::sleep_for_ns(200'000);
+            if (ito::in_ult()) ito::sleep_for(std::chrono::nanoseconds(200'000));
             else std::this_thread::sleep_for(std::chrono::microseconds(200));
             if (run == 0) throw std::runtime_error("first run fails");
             finished[f].store(1);

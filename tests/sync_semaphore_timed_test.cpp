@@ -80,7 +80,7 @@ TEST_P(timed_semaphore_at_workers, a_release_wakes_a_timed_waiter_before_its_dea
     });
     arrived.acquire();
     arrived.acquire();
-    ito::sleep_for_ns(2'000'000);  // let both park (not required: a permit waits for them)
+    ito::sleep_for(std::chrono::nanoseconds(2'000'000));  // let both park (not required: a permit waits for them)
     sem.release(2);
     EXPECT_TRUE(near.get());
     EXPECT_TRUE(forever.get());
@@ -123,7 +123,7 @@ void race_releases_with_time_outs(unsigned workers, int takers) {
         for (long i = 0; i < posts_each; ++i) {
           sem.release();
           const std::uint64_t r = rng.next();
-          if (r % 2 == 0) ito::sleep_for_ns(static_cast<long long>(r % 50'000));
+          if (r % 2 == 0) ito::sleep_for(std::chrono::nanoseconds(static_cast<long long>(r % 50'000)));
           else if (r % 3 == 0) ito::yield();
         }
       }));
@@ -179,7 +179,7 @@ TEST(counting_semaphore, plain_os_threads_wait_with_deadlines) {
   ito::start_main_thread_with_worker_size(2, [] {
     ito::counting_semaphore sem(0);
     std::thread waiter([&] { EXPECT_TRUE(sem.try_acquire_for(1h)); });
-    ito::sleep_for_ns(2'000'000);
+    ito::sleep_for(std::chrono::nanoseconds(2'000'000));
     sem.release();
     waiter.join();
     EXPECT_FALSE(sem.try_acquire());

@@ -62,7 +62,7 @@ std::string run_traced_program() {
     g.run_and_wait();
     EXPECT_EQ(ran.load(), 16);
     for (int i = 0; i < 3; ++i) EXPECT_EQ(ito::delegate([] { return usleep(1000); }), 0);
-    ito::sleep_for_ns(30'000'000);  // worker 1 finds nothing and parks
+    ito::sleep_for(std::chrono::nanoseconds(30'000'000));  // worker 1 finds nothing and parks
   });
   unsetenv("ITO_TRACE");
   std::string text = read_file(path);

@@ -72,7 +72,7 @@ TEST(ult_exception_state, rethrow_after_sleeping_inside_a_handler_on_many_worker
           try {
             throw std::runtime_error(std::to_string(i));
           } catch (...) {
-            for (int k = 0; k < 3; ++k) ito::sleep_for_ns(20'000);
+            for (int k = 0; k < 3; ++k) ito::sleep_for(std::chrono::nanoseconds(20'000));
             throw;  // "terminate called without an active exception" if the state is lost
           }
         } catch (const std::runtime_error& e) {

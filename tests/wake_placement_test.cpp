@@ -48,7 +48,7 @@ std::uint64_t wakes_kept_off() {
 void phases_after_idle(unsigned n, int phases, std::vector<std::vector<int>>* seen) {
   std::mutex m;
   for (int phase = 0; phase < phases; ++phase) {
-    ito::sleep_for_ns(30'000'000);
+    ito::sleep_for(std::chrono::nanoseconds(30'000'000));
     std::atomic<unsigned> started{0};
     std::vector<ito::future<void>> children;
     for (unsigned i = 0; i < n; ++i) {

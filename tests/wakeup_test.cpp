@@ -27,7 +27,7 @@ TEST(wakeups, children_pushed_in_a_row_by_the_main_ult_wake_every_parked_worker)
   ito::start_main_thread_with_worker_size(workers, [&] {
     std::uint64_t before = late_wakeups();
     for (int phase = 0; phase < phases; ++phase) {
-      ito::sleep_for_ns(30'000'000);  // every other worker stops spinning and parks
+      ito::sleep_for(std::chrono::nanoseconds(30'000'000));  // every other worker stops spinning and parks
       std::atomic<unsigned> started{0};
       std::vector<ito::future<bool>> children;
       for (unsigned i = 0; i < workers; ++i) {

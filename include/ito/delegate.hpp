@@ -40,47 +40,11 @@ os_pool& delegation_pool();
 // usage_error(EBUSY)). Bad options throw config_error.
 void configure_delegation_pool(const os_pool_options& options);
 
-namespace detail {
-// True when the caller is a ULT (delegation pays off only there).
-bool delegation_applies() noexcept;
-// Posts the job to the delegation pool and waits for `done` as the mode says.
-void delegate_and_wait(pool_job* job, completion& done, delegate_mode mode);
+}  // namespace ito
 
-// The job lives on the suspended ULT's stack: delegation allocates nothing.
-template <class F, class R>
-struct delegated_call : pool_job {
-  F* fn;
-  result_box<R> result;
-  std::exception_ptr error;
-  completion done;
+#include "ito/detail/delegated_call.hpp"
 
-  explicit delegated_call(F& f) : fn(&f) {
-    run = &delegated_call::run_job;
-    finish = &delegated_call::finish_job;
-  }
-  delegated_call(const delegated_call&) = delete;
-  delegated_call& operator=(const delegated_call&) = delete;
-  ~delegated_call() { result.reset(); }
-
-  static void run_job(pool_job* p) noexcept {
-    auto* c = static_cast<delegated_call*>(p);
-    try {
-      if constexpr (std::is_void_v<R>) {
-        std::invoke(*c->fn);
-        c->result.has = true;
-      } else {
-        c->result.emplace(std::invoke(*c->fn));
-      }
-    } catch (...) {
-      c->error = std::current_exception();
-    }
-  }
-  static void finish_job(pool_job* p) noexcept {
-    // Wakes the caller: its frame, this job included, may be gone after this.
-    static_cast<delegated_call*>(p)->done.signal();
-  }
-};
-}  // namespace detail
+namespace ito {
 
 // Runs fn() on a pool thread and returns its value (or rethrows its
 // exception). fn is called by reference; it runs on another OS thread, so its

@@ -48,10 +48,21 @@ int ito_dist_alloc_distributed(size_t bytes, int distribution, size_t block_byte
 enum { ITO_DIST_READ = 0, ITO_DIST_WRITE = 1, ITO_DIST_READ_WRITE = 2 };
 int ito_dist_checkout(void* p, size_t bytes, int access);
 int ito_dist_checkin(void* p, size_t bytes);
+/* The DSM's fences (ito::dist::release and acquire), and the same without
+ * waiting. The sd_fence/si_fence spellings are the paper's names for the same
+ * calls (self-downgrade: release; self-invalidate: acquire), not deprecated. */
 int ito_dist_sd_fence(void);
 int ito_dist_si_fence(void);
 int ito_dist_sd_fence_async(void (*done)(void* arg), void* arg);
 int ito_dist_si_fence_async(void (*done)(void* arg), void* arg);
+static inline int ito_dist_release(void) { return ito_dist_sd_fence(); }
+static inline int ito_dist_acquire(void) { return ito_dist_si_fence(); }
+static inline int ito_dist_release_async(void (*done)(void* arg), void* arg) {
+  return ito_dist_sd_fence_async(done, arg);
+}
+static inline int ito_dist_acquire_async(void (*done)(void* arg), void* arg) {
+  return ito_dist_si_fence_async(done, arg);
+}
 int ito_dist_pin(void* p, size_t bytes);
 int ito_dist_unpin(void* p, size_t bytes);
 

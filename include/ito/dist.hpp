@@ -61,7 +61,7 @@ int size();
 int node();
 int nodes();
 // Waits until every rank has called it, with a release fence before and an
-// acquire fence after (sd_fence, si_fence): what any rank wrote before the
+// acquire fence after (release, acquire): what any rank wrote before the
 // barrier is seen by every rank after it.
 void barrier();
 
@@ -94,7 +94,7 @@ struct scheduler_stats {
   std::uint64_t remote_joins = 0;    // joins of a ULT whose end another process knew
   std::uint64_t remote_ends = 0;     // ULTs that ended here, away from their home
   std::uint64_t stack_bytes_moved = 0;  // stack bytes this rank sent in steals
-  std::uint64_t releases = 0;  // sd_fence before a ULT, its end or a result left
+  std::uint64_t releases = 0;  // release (sd_fence) before a ULT, its end or a result left
   std::uint64_t acquires = 0;  // release-and-invalidate before a migrated ULT or a joiner ran
 };
 scheduler_stats last_scheduler_stats() noexcept;
@@ -119,7 +119,7 @@ void run_main_thread(void (*body)(void*), void* arg, void* result, std::size_t r
 // The distributed scheduler (docs/DISTRIBUTED.md). Called by every rank: rank 0 runs
 // fn(args...) as its main ULT; every rank's ITO_WORKERS workers run ULTs and
 // steal them from the other ranks, so the ULTs fn creates (ito::create_thread,
-// ito::fork, ...) migrate between processes. Returns fn's result on rank 0,
+// ito::lowlevel::fork, ...) migrate between processes. Returns fn's result on rank 0,
 // and on every rank when the result is trivially copyable (other ranks get a
 // default-constructed one otherwise). An exception from fn is rethrown on
 // rank 0. Creates the distributed runtime if the program has none (do that
@@ -164,8 +164,8 @@ auto start_main_thread(F&& fn, A&&... args) {
 
 // --- The distributed shared memory (docs/DISTRIBUTED.md) -------------------
 // Memory in the region is shared by all ranks, page by page, for programs
-// free of data races: what a rank wrote is sent at its next sd_fence
-// (release), and another rank sees it after its own si_fence (acquire) that
+// free of data races: what a rank wrote is sent at its next release()
+// (sd_fence), and another rank sees it after its own acquire() (si_fence) that
 // follows in time (a barrier, or a message, orders the two).
 
 // From this rank's heap in the region: no communication. Any rank may free a
@@ -214,18 +214,29 @@ void* alloc_collective(std::size_t bytes, distribution where = distribution::blo
 #define ITO_DSM_GLOBAL __attribute__((section("ito_dsm"), used))
 #endif
 
-// Release: this rank's writes since its last sd_fence reach their pages' homes.
-void sd_fence();
-// Acquire: this rank's copies of pages others may have written are dropped.
-void si_fence();
+// The DSM's fences. release(): this rank's writes since its last release
+// reach their pages' homes. acquire(): this rank's copies of pages others may
+// have written are dropped, so that later reads see what they released.
+inline void release();
+inline void acquire();
 // The same fences without waiting: the fence runs on a thread of ito's
 // OS-thread pool and `done` runs there once it is complete (an exception
 // from `done` is reported on stderr, not propagated). Until then its effect
 // is not guaranteed; stores the caller makes meanwhile may go with this
 // release or the next. The runtime's destructor waits for every one.
 // usage_error(EPERM) outside a distributed runtime.
+inline void release_async(std::function<void()> done);
+inline void acquire_async(std::function<void()> done);
+// The paper's names for the same fences (Itoyori's sd_fence: self-downgrade,
+// the release; si_fence: self-invalidate, the acquire). Not deprecated.
+void sd_fence();
+void si_fence();
 void sd_fence_async(std::function<void()> done);
 void si_fence_async(std::function<void()> done);
+inline void release() { sd_fence(); }
+inline void acquire() { si_fence(); }
+inline void release_async(std::function<void()> done) { sd_fence_async(std::move(done)); }
+inline void acquire_async(std::function<void()> done) { si_fence_async(std::move(done)); }
 // Keeps the pages holding [p, p+bytes) accessible, never faulting, across
 // fences until unpin: for memory MPI or a signal handler touches. This rank's
 // writes go out at every release; what other ranks released to those pages is

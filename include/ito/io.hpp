@@ -9,7 +9,8 @@
 //    the socket ready and makes exactly that ULT runnable again;
 //  - files, pipes, terminals and everything else are delegated to the
 //    delegation pool (ito/delegate.hpp), in the default delegation mode;
-//  - sleeps suspend the ULT on the runtime's timers.
+//  - nanosleep suspends the ULT on the runtime's timers (ito::sleep_for,
+//    in ito/ult.hpp, is ito's sleep).
 // Outside a ULT, each function is the plain system call on the calling thread.
 //
 // A blocking socket keeps its blocking semantics (the ULT waits; send and
@@ -20,6 +21,7 @@
 #pragma once
 
 #include "ito/cxx20.hpp"
+#include "ito/ult.hpp"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -31,21 +33,6 @@
 #include <chrono>
 #include <cstddef>
 #include <limits>
-
-namespace ito::detail {
-// d in nanoseconds, rounded up (a sleep is never shorter than asked) and
-// saturated to the range of long long: hours::max() is "forever", not a
-// product that wraps into the past.
-template <class Rep, class Period>
-long long saturated_ns(std::chrono::duration<Rep, Period> d) {
-  constexpr double limit = 0x1p63;
-  const double ns = std::chrono::duration<double, std::nano>(d).count();
-  if (ns >= limit) return std::numeric_limits<long long>::max();
-  if (ns <= -limit) return std::numeric_limits<long long>::min();
-  if (ns != ns) return 0;  // NaN
-  return std::chrono::ceil<std::chrono::nanoseconds>(d).count();
-}
-}  // namespace ito::detail
 
 namespace ito::io {
 
@@ -86,19 +73,23 @@ int poll(pollfd& p, int timeout_ms);
 // nanosleep(2): EINVAL for a bad request; a ULT is never interrupted, so rem
 // (if given) is set to zero.
 int nanosleep(const timespec* request, timespec* remaining);
-// Sleeps of any length: a duration or deadline too large for the clock
-// (LLONG_MAX, hours::max()) sleeps forever; a negative one returns at once.
+// The sleeps that were io's own: use ito::sleep_for / ito::sleep_until
+// (ito/ult.hpp), which do the same from a ULT or any other thread.
+[[deprecated("use ito::sleep_for(std::chrono::nanoseconds(n))")]]
 int sleep_for_ns(long long nanoseconds);
-// Until CLOCK_MONOTONIC reaches the deadline (std::chrono::steady_clock's clock).
+[[deprecated("use ito::sleep_until")]]
 int sleep_until_ns(long long monotonic_deadline_ns);
 
 template <class Rep, class Period>
-int sleep_for(std::chrono::duration<Rep, Period> d) {
-  return sleep_for_ns(ito::detail::saturated_ns(d));
+[[deprecated("use ito::sleep_for")]] int sleep_for(std::chrono::duration<Rep, Period> d) {
+  ito::sleep_for(d);
+  return 0;
 }
 template <class Duration>
-int sleep_until(std::chrono::time_point<std::chrono::steady_clock, Duration> t) {
-  return sleep_until_ns(ito::detail::saturated_ns(t.time_since_epoch()));
+[[deprecated("use ito::sleep_until")]] int sleep_until(
+    std::chrono::time_point<std::chrono::steady_clock, Duration> t) {
+  ito::sleep_until(t);
+  return 0;
 }
 
 // Drops what ito remembers about fd (its kind, its epoll registration, its

@@ -15,63 +15,9 @@
 #include <type_traits>
 #include <utility>
 
+#include "ito/detail/parallel_branch.hpp"
+
 namespace ito {
-
-namespace detail {
-
-// One queued branch. `state` and `queued_on` belong to the library.
-struct branch {
-  void (*run)(branch*) noexcept = nullptr;  // a thief's ULT runs the branch through it
-  std::atomic<std::uintptr_t> state{0};     // 0: not finished; 1: finished; else its waiter
-  void* queued_on = nullptr;                // the worker whose deque holds it
-  void* error = nullptr;                    // what the branch threw (keep_current_exception)
-};
-
-// Queues b on the calling worker (usage_error(EPERM) outside a ULT). Never
-// allocates in steady state.
-void push_branch(branch* b);
-// True: b was taken back unstarted, so the caller runs it now; false: b has
-// run elsewhere (this call waited for it, suspending the caller).
-bool take_back_or_wait(branch* b) noexcept;
-// Inside a handler: keeps the exception being handled in *error (boxed).
-// Out of line, as is everything here that reaches libstdc++: in split-stack
-// programs (the lazy and fair_use policies) a function that calls libstdc++
-// pays ~8 ns on every call, whichever path it takes (docs/SPLIT_STACKS.md).
-void keep_current_exception(void** error) noexcept;
-// Rethrows the first of errors[0..n) that is set, after freeing the others.
-[[noreturn]] void rethrow_first(void** errors, std::size_t n);
-
-template <class F>
-void run_branch(F& fn, void** error) noexcept {
-  try {
-    fn();
-  } catch (...) {
-    keep_current_exception(error);
-  }
-}
-
-template <class F>
-struct branch_of : branch {
-  explicit branch_of(F& f) noexcept : fn(&f) { run = &run_stolen; }
-  branch_of(const branch_of&) = delete;
-  static void run_stolen(branch* b) noexcept {
-    auto* self = static_cast<branch_of*>(b);
-    run_branch(*self->fn, &self->error);
-  }
-  F* fn;
-};
-
-template <class Tuple, std::size_t... I>
-void join_branches(Tuple& queued, std::index_sequence<I...>) noexcept {
-  constexpr std::size_t n = sizeof...(I);
-  // Newest first: the deque gives them back in that order.
-  ((take_back_or_wait(&std::get<n - 1 - I>(queued))
-        ? run_branch(*std::get<n - 1 - I>(queued).fn, &std::get<n - 1 - I>(queued).error)
-        : void()),
-   ...);
-}
-
-}  // namespace detail
 
 // Runs every callable (each called with no arguments, by reference: nothing
 // is copied), possibly in parallel, and returns when all have returned. Must

@@ -134,9 +134,14 @@ int ito_key_create(ito_key_t* key, void (*destructor)(void*));
 /* EINVAL for a key that does not exist. Values still set are not destroyed. */
 int ito_key_delete(ito_key_t key);
 /* The caller's value, or NULL. */
-void* ito_getspecific(ito_key_t key);
+void* ito_key_getspecific(ito_key_t key);
 /* EINVAL for a key that does not exist; ENOMEM. */
-int ito_setspecific(ito_key_t key, const void* value);
+int ito_key_setspecific(ito_key_t key, const void* value);
+
+/* The former names of the two above, kept for one release. */
+__attribute__((deprecated("use ito_key_getspecific"))) void* ito_getspecific(ito_key_t key);
+__attribute__((deprecated("use ito_key_setspecific"))) int ito_setspecific(ito_key_t key,
+                                                                           const void* value);
 
 #ifdef __cplusplus
 }

@@ -241,6 +241,13 @@ int ito_key_delete(ito_key_t key) {
   return status_of([&] { ito::key_delete(key); });
 }
 
+void* ito_key_getspecific(ito_key_t key) { return ito::get_specific(key); }
+
+int ito_key_setspecific(ito_key_t key, const void* value) {
+  return status_of([&] { ito::set_specific(key, value); });
+}
+
+// The deprecated names: the same calls, still exported.
 void* ito_getspecific(ito_key_t key) { return ito::get_specific(key); }
 
 int ito_setspecific(ito_key_t key, const void* value) {

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// node, future and context members, and dynamic node creation.
+// node, completion and context members, and dynamic node creation.
 #include <cerrno>
 
 #include "flow/hot_path.hpp"
@@ -34,7 +34,7 @@ void node::set_priority(priority p) noexcept {
 
 graph& node::owner() const noexcept { return *core_.owner->self; }
 
-future node::completion() {
+completion node::completion() {
   if (detail::is_dynamic(core_))
     throw flow_error(EINVAL, "ito::flow: node::completion: a dynamic node is recycled after its "
                              "activation; wait on a static node it continues instead");
@@ -44,16 +44,16 @@ future node::completion() {
     if (core_.extra.compare_exchange_strong(x, fresh, std::memory_order_acq_rel)) x = fresh;
     else delete fresh;
   }
-  return future(x, x->done.observe());
+  return flow::completion(x, x->done.observe());
 }
 
-bool future::ready() const {
-  if (!state_) throw flow_error(EINVAL, "ito::flow::future::ready: an empty future");
+bool completion::ready() const {
+  if (!state_) throw flow_error(EINVAL, "ito::flow::completion::ready: an empty completion");
   return state_->done.reached(target_);
 }
 
-void future::wait() const {
-  if (!state_) throw flow_error(EINVAL, "ito::flow::future::wait: an empty future");
+void completion::wait() const {
+  if (!state_) throw flow_error(EINVAL, "ito::flow::completion::wait: an empty completion");
   state_->done.wait(target_);
 }
 

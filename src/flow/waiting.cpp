@@ -61,7 +61,7 @@ void block(bool (*enlist)(flow_waiter*, void*), void* arg, std::uint64_t target)
   if (w) {
     record.ult = w->current;
     enlisting e{enlist, arg, &record};
-    sched::suspend(&enlist_after_suspend, &e, "flow::future::wait");
+    sched::suspend(&enlist_after_suspend, &e, "flow::completion::wait");
     return;
   }
   if (!enlist(&record, arg)) return;

@@ -67,9 +67,10 @@ int poll(pollfd& p, int timeout_ms) {
     // poll ignores a negative descriptor and just waits out the timeout.
     p.revents = 0;
     if (timeout_ms < 0) {
-      for (;;) sleep_for_ns(3600 * ns_per_s);
+      for (;;) sched::sleep_until_ns(deadline_after(3600 * ns_per_s));
     }
-    return sleep_for_ns(timeout_ms * ns_per_ms);
+    sched::sleep_until_ns(deadline_after(timeout_ms * ns_per_ms));  // the caller is a ULT
+    return 0;
   }
   if (!st || kind_of(p.fd, *st) != fd_kind::socket) {
     if (timeout_ms == 0) return ::poll(&p, 1, 0);
@@ -87,6 +88,33 @@ int poll(pollfd& p, int timeout_ms) {
     if (woke == 0) return ::poll(&p, 1, 0);  // timed out: one last look
   }
 }
+
+namespace {
+
+// ito::sleep_for / sleep_until: as the two below, but an OS thread sleeps its
+// whole time (a signal does not cut it short) and errno is left alone.
+void sleep_whole_until(long long deadline_ns) {
+  if (caller_is_ult()) {
+    sched::sleep_until_ns(deadline_ns);
+    return;
+  }
+  if (deadline_ns < 0) return;
+  const timespec ts{static_cast<time_t>(deadline_ns / ns_per_s),
+                    static_cast<long>(deadline_ns % ns_per_s)};
+  while (::clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr) == EINTR) {
+  }
+}
+
+void sleep_whole_ns(long long nanoseconds) {
+  if (nanoseconds < 0) nanoseconds = 0;
+  if (caller_is_ult()) {
+    sched::sleep_until_ns(deadline_after(nanoseconds));
+    return;
+  }
+  sleep_whole_until(deadline_after(nanoseconds));
+}
+
+}  // namespace
 
 int sleep_until_ns(long long deadline_ns) {
   if (caller_is_ult()) {
@@ -134,3 +162,10 @@ int nanosleep(const timespec* request, timespec* remaining) {
 }
 
 }  // namespace ito::io
+
+namespace ito::detail {
+
+void sleep_ns(long long nanoseconds) { io::sleep_whole_ns(nanoseconds); }
+void sleep_until_monotonic_ns(long long deadline_ns) { io::sleep_whole_until(deadline_ns); }
+
+}  // namespace ito::detail

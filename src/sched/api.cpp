@@ -193,15 +193,17 @@ void report_orphaned_exception(result_box<std::exception_ptr>* error,
 
 }  // namespace detail
 
+namespace lowlevel {
+
 allocated_ult allocate(std::size_t size) {
-  require_ult("ito::allocate");
+  require_ult("ito::lowlevel::allocate");
   void* frame = nullptr;
   sched::ult* u = sched::allocate(size, &frame);
   return {ult_id{u}, frame};
 }
 
 void fork(allocated_ult th, void (*func)(void*)) {
-  require_ult("ito::fork");
+  require_ult("ito::lowlevel::fork");
   // The caller had the id before the fork and may have shared it already.
   sched::fork(as_ult(th.id), func, /*id_was_public=*/true);
 }
@@ -219,6 +221,8 @@ void detach(ult_id id) {
   require_no_future(id, "ito::detach");
   if (int e = sched::detach(as_ult(id))) throw_join_error(e, "ito::detach");
 }
+
+}  // namespace lowlevel
 
 void yield(bool push_to_head) {
   require_ult("ito::yield");

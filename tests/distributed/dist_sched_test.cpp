@@ -302,12 +302,12 @@ void sum_body(void* p) {
     return;
   }
   const int mid = (f.lo + f.hi) / 2;
-  ito::allocated_ult th = ito::allocate(sizeof(sum_frame));
+  ito::lowlevel::allocated_ult th = ito::lowlevel::allocate(sizeof(sum_frame));
   ::new (th.ptr) sum_frame{f.lo, mid, f.partial};
-  ito::fork(th, &sum_body);
+  ito::lowlevel::fork(th, &sum_body);
   sum_frame right{mid, f.hi, f.partial};
   sum_body(&right);
-  ito::join(th.id);
+  ito::lowlevel::join(th.id);
 }
 
 TEST(DistScheduler, LowLevelForkJoinAcrossProcesses) {

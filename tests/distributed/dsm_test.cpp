@@ -190,6 +190,13 @@ TEST(dsm, a_write_before_sd_is_seen_after_si_on_another_rank) {
   ito::dist::si_fence();
   EXPECT_EQ(box[1], 0xC0FFEEu);
   MPI_Barrier(MPI_COMM_WORLD);
+  // release() and acquire(): the same fences under their API names.
+  if (me() == writer) box[2] = 0xBEEF;
+  ito::dist::release();
+  MPI_Barrier(MPI_COMM_WORLD);
+  ito::dist::acquire();
+  EXPECT_EQ(box[2], 0xBEEFu);
+  MPI_Barrier(MPI_COMM_WORLD);
 }
 
 // Ranks 0 and 1 (one node under ITO_DIST_NODE=pair) write alternate bytes of
@@ -946,6 +953,11 @@ TEST(dsm, the_c_api_allocates_fences_and_pins) {
   MPI_Barrier(MPI_COMM_WORLD);
   EXPECT_EQ(ito_dist_si_fence(), 0);
   EXPECT_EQ(static_cast<int*>(shared)[7], 77);
+  if (me() == ranks() - 1) static_cast<int*>(shared)[8] = 88;
+  EXPECT_EQ(ito_dist_release(), 0);
+  MPI_Barrier(MPI_COMM_WORLD);
+  EXPECT_EQ(ito_dist_acquire(), 0);
+  EXPECT_EQ(static_cast<int*>(shared)[8], 88);
   static std::atomic<int> called{0};
   EXPECT_EQ(ito_dist_sd_fence_async([](void* arg) { static_cast<std::atomic<int>*>(arg)->fetch_add(1); }, &called), 0);
   wait_for(called);

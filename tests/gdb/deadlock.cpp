@@ -16,19 +16,19 @@ int main() {
   ito::start_main_thread_with_worker_size(2, [] {
     auto a = ito::create_thread([] {
       std::lock_guard<ito::mutex> one(first);
-      ito::sleep_for_ns(20'000'000);
+      ito::sleep_for(std::chrono::nanoseconds(20'000'000));
       std::lock_guard<ito::mutex> two(second);
     });
     auto b = ito::create_thread([] {
       std::lock_guard<ito::mutex> one(second);
-      ito::sleep_for_ns(20'000'000);
+      ito::sleep_for(std::chrono::nanoseconds(20'000'000));
       std::lock_guard<ito::mutex> two(first);
     });
     auto c = ito::create_thread([] {
       std::unique_lock<ito::mutex> l(lonely);
       never_signalled.wait(l);
     });
-    ito::sleep_for_ns(200'000'000);
+    ito::sleep_for(std::chrono::nanoseconds(200'000'000));
     std::printf("deadlock: mutexes %p %p, condition variable %p\n", static_cast<void*>(&first),
                 static_cast<void*>(&second), static_cast<void*>(&never_signalled));
     std::fflush(stdout);

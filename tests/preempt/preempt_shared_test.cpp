@@ -30,7 +30,7 @@ TEST(preempt_shared, a_ult_spinning_on_a_flag_its_parent_sets_finishes) {
   });
   // The child spins on the only worker while the main ULT sleeps: the main
   // ULT wakes only when the child is preempted.
-  ito::sleep_for_ns(20'000'000);
+  ito::sleep_for(std::chrono::nanoseconds(20'000'000));
   go.store(true, std::memory_order_relaxed);
   EXPECT_EQ(ito::join(std::move(child)), 1);
 }

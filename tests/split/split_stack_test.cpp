@@ -295,7 +295,7 @@ TEST(split_pool, worker_parts_of_the_pool_go_to_the_shared_pool_when_workers_par
     // Idle now: every worker parks within a park's spin, and gives its part
     // away; worker 0 too, once this (main) ULT sleeps through ito.
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-    while (parts() != 0 && std::chrono::steady_clock::now() < deadline) ito::sleep_for_ns(1'000'000);
+    while (parts() != 0 && std::chrono::steady_clock::now() < deadline) ito::sleep_for(std::chrono::nanoseconds(1'000'000));
     EXPECT_EQ(parts(), 0u);
     EXPECT_EQ(split_test::pooled_regions(), split_test::segments().pooled_regions());
     // What the shared pool holds is used again, by whichever worker runs next.

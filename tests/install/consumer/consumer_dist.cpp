@@ -13,6 +13,8 @@ int main(int argc, char** argv) {
   ito::dist::runtime dist(&argc, &argv, {.region_bytes = std::size_t{1} << 30});
   const auto r = ito::dist::region();
   ++g_shared_counter;
+  ito::dist::release();  // the paper's sd_fence
+  ito::dist::acquire();  // si_fence
   ito::dist::barrier();
   const bool ok = r.base && ito::dist::size() == 1 && g_shared_counter == 42;
   std::printf("consumer: %s (rank %d of %d, region %zu bytes, global %d)\n", ok ? "ok" : "wrong",
