@@ -304,7 +304,10 @@ void* renew(void* tcb) noexcept {
   dtv_entry* dtv = nullptr;
   std::memcpy(&dtv, t + 8, sizeof dtv);
   const std::size_t slots = dtv[-1].counter;
-  for (std::size_t i = 1; i <= slots; ++i) std::free(dtv[i].pointer.to_free);
+  for (std::size_t i = 1; i <= slots; ++i) {
+    // Most slots are static TLS or unused (null): no call for those.
+    if (void* p = dtv[i].pointer.to_free) std::free(p);
+  }
   std::memset(static_cast<void*>(dtv), 0, (slots + 1) * sizeof *dtv);
   std::memset(t, 0, 8);
   std::memset(t + 16, 0, g.pthread_size - 16);
