@@ -44,7 +44,9 @@
 #include "sched/extension.hpp"
 
 #include <dlfcn.h>
+#if defined(__GLIBC__)
 #include <gnu/libc-version.h>
+#endif
 #include <sys/auxv.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -191,9 +193,12 @@ glibc_entry_points look_up() noexcept {
   // _dl_allocate_tls_init, sizeof (struct pthread), and the DTV layout of
   // glibc 2.26 and later. Elsewhere each block is made and freed by ld.so.
   const auto* pthread_size = symbol<const std::uint32_t*>("_thread_db_sizeof_pthread");
+  bool recent = false;
+#if defined(__GLIBC__)
   unsigned major = 0, minor = 0;
-  const bool recent = std::sscanf(gnu_get_libc_version(), "%u.%u", &major, &minor) == 2 &&
-                      (major > 2 || (major == 2 && minor >= 26));
+  recent = std::sscanf(gnu_get_libc_version(), "%u.%u", &major, &minor) == 2 &&
+           (major > 2 || (major == 2 && minor >= 26));
+#endif
   if (g.allocate_tls_init && pthread_size && *pthread_size > tcb_feature_1 + 4 && recent) {
     g.pthread_size = *pthread_size;
     g.reuse_blocks = true;
