@@ -214,7 +214,7 @@ void run_create_join(const create_join_params& p, reporter& out) {
       out.add(std::move(c));
       result ct = row(group, "ito_create+ito_join, own TLS block (ITO_ULT_TLS)", w, p.ito_iters);
       try {
-        ct.note = "each child's TLS block made and freed, %fs loaded twice";
+        ct.note = "a cached TLS block renewed for each child, %fs loaded twice";
         measure(ct, p.runs, [&] { return c_api_loop(w, p.ito_iters, true); });
         out.add(std::move(ct));
       } catch (const ito::config_error& e) {

@@ -316,6 +316,7 @@ void stop_runtime(runtime_state* rt) {
   for (auto& w : rt->workers) {
     for (ult* u = w->free_ults; u; u = u->next) arch::sanitizer_destroy_fiber(u->fiber);
     w->stacks.drain(rt->stacks);  // the chunks are unmapped with the pool
+    ult_tls::drain(w.get());
     if (rt->stack_provider) rt->stack_provider->drain(w.get());
   }
   rt->stack_provider.reset();  // after every worker's share went back to it

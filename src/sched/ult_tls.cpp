@@ -44,6 +44,9 @@
 #include "sched/extension.hpp"
 
 #include <dlfcn.h>
+#if defined(__GLIBC__)
+#include <gnu/libc-version.h>
+#endif
 #include <sys/auxv.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -51,6 +54,8 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <new>
 
@@ -70,8 +75,25 @@ struct list_node {
   list_node* prev;
 };
 
+// glibc's dtv_t (include/link.h, 2.26 and later): the thread's DTV is an
+// array of these; the TCB's dtv points at its element 1, whose [-1].counter
+// is the number of module slots and [0].counter the generation it reflects.
+union dtv_entry {
+  std::size_t counter;
+  struct {
+    void* val;      // the module's TLS in this thread, or TLS_DTV_UNALLOCATED
+    void* to_free;  // what __tls_get_addr malloc'ed for a dynamic module; null for static TLS
+  } pointer;
+};
+
 struct glibc_entry_points {
   void* (*allocate_tls)(void* mem) = nullptr;           // ld.so, GLIBC_PRIVATE
+  // ld.so, GLIBC_PRIVATE: one argument up to 2.34, (void*, bool main_thread)
+  // from 2.35 (true skips audit modules' images, for rtld's own start);
+  // called with false, which the older one ignores.
+  void* (*allocate_tls_init)(void* tcb, bool main_thread) = nullptr;
+  std::size_t pthread_size = 0;       // sizeof (struct pthread): the TCB ld.so zeroes
+  bool reuse_blocks = false;          // the DTV is laid out as dtv_entry says (2.26+)
   void (*deallocate_tls)(void* tcb, bool dealloc_tcb) = nullptr;
   void (*ctype_init)() = nullptr;                       // libc, GLIBC_PRIVATE
   void (*call_tls_dtors)() = nullptr;                   // libc, GLIBC_PRIVATE
@@ -125,6 +147,7 @@ glibc_entry_points look_up() noexcept {
 #else
   g.allocate_tls = symbol<void* (*)(void*)>("_dl_allocate_tls");
   g.deallocate_tls = symbol<void (*)(void*, bool)>("_dl_deallocate_tls");
+  g.allocate_tls_init = symbol<void* (*)(void*, bool)>("_dl_allocate_tls_init");
   g.ctype_init = symbol<void (*)()>("__ctype_init");
   g.call_tls_dtors = symbol<void (*)()>("__call_tls_dtors");
   const auto* tid_desc = symbol<const std::uint32_t*>("_thread_db_pthread_tid");
@@ -165,6 +188,21 @@ glibc_entry_points look_up() noexcept {
     }
   }
   g.worker_offset = reinterpret_cast<char*>(&tls_worker) - tp;
+  // Blocks of ended ULTs are reused (worker::tls_cache) where the block can
+  // be made new again as NPTL's cached stacks are (get_cached_stack):
+  // _dl_allocate_tls_init, sizeof (struct pthread), and the DTV layout of
+  // glibc 2.26 and later. Elsewhere each block is made and freed by ld.so.
+  const auto* pthread_size = symbol<const std::uint32_t*>("_thread_db_sizeof_pthread");
+  bool recent = false;
+#if defined(__GLIBC__)
+  unsigned major = 0, minor = 0;
+  recent = std::sscanf(gnu_get_libc_version(), "%u.%u", &major, &minor) == 2 &&
+           (major > 2 || (major == 2 && minor >= 26));
+#endif
+  if (g.allocate_tls_init && pthread_size && *pthread_size > tcb_feature_1 + 4 && recent) {
+    g.pthread_size = *pthread_size;
+    g.reuse_blocks = true;
+  }
   constexpr unsigned long hwcap2_fsgsbase = 1ul << 1;
   g.wrfsbase = (getauxval(AT_HWCAP2) & hwcap2_fsgsbase) != 0;
   return g;
@@ -253,9 +291,48 @@ const char* unavailable_for(const options& resolved) noexcept {
   return nullptr;
 }
 
+namespace {
+
+// Makes the block of an ended thread what _dl_allocate_tls(nullptr) returns,
+// as NPTL readies a cached stack's TLS for a new thread (get_cached_stack):
+// the dynamic TLS that __tls_get_addr gave the last thread freed and its DTV
+// cleared; the TCB (struct pthread) zeroed but for the DTV pointer; then
+// _dl_allocate_tls_init, under ld.so's TLS lock, grows the DTV if modules
+// were loaded since (their generation), marks dynamic modules' slots
+// unallocated and copies every static module's initial image (.tdata, the
+// .tbss zeroed), modules dlopen'ed into static TLS included. errno, the
+// resolver and locale pointers, the thread_local destructor list and every
+// __thread variable of the last thread are thereby gone.
+void* renew(void* tcb) noexcept {
+  const glibc_entry_points& g = glibc();
+  char* t = static_cast<char*>(tcb);
+  dtv_entry* dtv = nullptr;
+  std::memcpy(&dtv, t + 8, sizeof dtv);
+  const std::size_t slots = dtv[-1].counter;
+  for (std::size_t i = 1; i <= slots; ++i) {
+    // Most slots are static TLS or unused (null): no call for those.
+    if (void* p = dtv[i].pointer.to_free) std::free(p);
+  }
+  std::memset(static_cast<void*>(dtv), 0, (slots + 1) * sizeof *dtv);
+  std::memset(t, 0, 8);
+  std::memset(t + 16, 0, g.pthread_size - 16);
+  return g.allocate_tls_init(tcb, false);
+}
+
+// A block from the creating worker's cache, made new; null if none.
+void* reuse_cached() noexcept {
+  worker* w = current_worker();
+  if (!w || w->tls_cache_count == 0) return nullptr;
+  return renew(w->tls_cache[--w->tls_cache_count]);
+}
+
+}  // namespace
+
 void give(ult* u, pid_t tid) {
   const glibc_entry_points& g = glibc();
-  void* tcb = g.allocate_tls(nullptr);  // static TLS images, a DTV, a zeroed TCB
+  void* tcb = reuse_cached();
+  // static TLS images, a DTV, a zeroed TCB
+  if (!tcb) tcb = g.allocate_tls(nullptr);
   if (!tcb) throw std::bad_alloc();
   char* creator = thread_pointer();
   put(tcb, 0, tcb);
@@ -317,10 +394,19 @@ void arrive(worker* w, const ult* next, ult* left) noexcept {
   }
   if (left && left->tls) [[unlikely]] {
     // Off it now (the thread pointer is next's): nothing reads it any more.
+    // Its thread_local and key destructors have run (thread_end, the key
+    // destructors after it); give() renews it for the next ULT made here.
     void* tcb = left->tls;
     left->tls = nullptr;
-    glibc().deallocate_tls(tcb, true);
+    if (w->tls_cache_count < worker::tls_cache_capacity && glibc().reuse_blocks) [[likely]]
+      w->tls_cache[w->tls_cache_count++] = tcb;
+    else
+      glibc().deallocate_tls(tcb, true);
   }
+}
+
+void drain(worker* w) noexcept {
+  while (w->tls_cache_count != 0) glibc().deallocate_tls(w->tls_cache[--w->tls_cache_count], true);
 }
 
 void others_started(worker* w0) noexcept { put(w0->own_tp, tcb_multiple_threads, 1); }

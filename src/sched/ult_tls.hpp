@@ -48,7 +48,9 @@ bool uses_wrfsbase() noexcept;
 // Gives u a fresh TLS block (every module's initial image, a TCB whose
 // fields are set as NPTL sets a new thread's); `tid` is what the TCB says
 // the thread's id is (glibc's internal recursive locks record it as their
-// owner). Throws std::bad_alloc.
+// owner). The block of a ULT that ended on the calling worker, renewed, if
+// one is cached there (worker::tls_cache), else a new one from ld.so.
+// Throws std::bad_alloc.
 void give(ult* u, pid_t tid);
 
 // Run by the ULT itself, in its block, when it starts: what NPTL's
@@ -78,8 +80,11 @@ void turn_on(runtime_state* rt) noexcept;
 // The switch's part (scheduler.hpp): makes the thread pointer of `next`
 // (the worker's own for the scheduler, the main ULT and ULTs without a
 // block) the one in force on w. `left`, when not null, is a ULT that has
-// ended: its block is freed once the thread pointer is off it.
+// ended: once the thread pointer is off its block, the block goes to w's
+// cache (at most worker::tls_cache_capacity), or back to ld.so.
 void arrive(worker* w, const ult* next, ult* left) noexcept;
+// Frees the blocks in w's cache (the runtime's end).
+void drain(worker* w) noexcept;
 
 // The workers' OS threads were started from inside a ULT's block: glibc
 // marked that block, not worker 0's own TCB, as "multiple threads" (the

@@ -159,6 +159,13 @@ struct alignas(64) worker {
   // force now (ult_tls.cpp, arrive).
   void* own_tp = nullptr;
   void* tp_now = nullptr;
+  // TLS blocks of ULTs that ended on this worker, kept for the next ULTs
+  // created here instead of going back to ld.so (ult_tls.cpp: reinitialised
+  // when taken, freed at the runtime's end). LIFO, written only by this
+  // worker's OS thread.
+  static constexpr unsigned tls_cache_capacity = 64;
+  unsigned tls_cache_count = 0;
+  void* tls_cache[tls_cache_capacity] = {};
 };
 
 struct runtime_state {
