@@ -21,13 +21,17 @@
 #                at a time, as many of them measure time
 #   LTP_WORK     where binaries, logs and results.txt go (default: a new
 #                directory under /tmp, printed at the end)
+#   LTP_SOURCE_LIB  static (default): the source way links libito.a, which
+#                has no preemption; shared: it links libito.so and runs with
+#                ITO_PREEMPT=10000 (10 ms slices, the preload's default), the
+#                way a program built from source gets preemption
 # Exit codes of a test (LTP's posixtest.h): 0 PASS, 1 FAIL, 2 UNRESOLVED,
 # 4 UNSUPPORTED, 5 UNTESTED; a signal shows as its name (SIGSEGV), a compile
 # failure as NOBUILD. "Judged" tests pass under NPTL and are not in one of
 # LTP's speculative/ folders (behaviour POSIX leaves undefined).
 set -euo pipefail
 
-usage() { sed -n '9,27p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '9,31p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 [ $# -ge 2 ] || usage
 ltp=$1
 build=$(cd "$2" && pwd)
@@ -39,7 +43,12 @@ if [ -d "$ltp/testcases/open_posix_testsuite" ]; then ltp=$ltp/testcases/open_po
 pts=$(cd "$ltp" && pwd)
 [ -f "$pts/include/posixtest.h" ] || { echo "ltp-posix: no open_posix_testsuite at $1" >&2; exit 2; }
 repo=$(cd "$(dirname "$0")/.." && pwd)
-libito=$build/src/libito.a
+source_lib=${LTP_SOURCE_LIB:-static}
+case $source_lib in
+  static) libito=$build/src/libito.a; source_env=() ;;
+  shared) libito=$build/src/libito.so; source_env=(ITO_PREEMPT=10000) ;;
+  *) echo "ltp-posix: LTP_SOURCE_LIB=$source_lib: expected static or shared" >&2; exit 2 ;;
+esac
 preload=$build/src/preload/libito-preload.so
 for f in "$libito" "$preload"; do
   [ -f "$f" ] || { echo "ltp-posix: $f is missing (build the ito and ito_preload targets)" >&2; exit 2; }
@@ -67,6 +76,7 @@ done < <(find "$pts/conformance/interfaces" -type f -name '[0-9]*-[0-9]*.c' ! -n
 
 # LTP's own flags (include/mk/env.mk) and its usual -O2 -g.
 export LTP_PTS=$pts LTP_OUT=$work/bin LTP_LIBITO=$libito LTP_ITO_INCLUDES="-I$repo/include -I$build/include"
+export LTP_ITO_RPATH="-Wl,-rpath,$build/src"
 export LTP_CFLAGS="-O2 -g -std=c99 -D_POSIX_C_SOURCE=200809L -D_XOPEN_SOURCE=700 -w"
 # One test, one way: nptl or source. The tests define test_main (some in the
 # testfrmw file they include) and take main from LTP's lib/common.c.
@@ -80,7 +90,8 @@ compile() {
   local cmd=(cc $LTP_CFLAGS -I"$LTP_PTS/include" -I"$(dirname "$src")")
   if [ "$way" = source ]; then
     # shellcheck disable=SC2206  # two -I words
-    cmd+=(-include ito/pthread.h $LTP_ITO_INCLUDES -o "$out" "$src" "${main[@]}" "$LTP_LIBITO" -lstdc++)
+    cmd+=(-include ito/pthread.h $LTP_ITO_INCLUDES -o "$out" "$src" "${main[@]}" "$LTP_LIBITO"
+          $LTP_ITO_RPATH -lstdc++)
   else
     cmd+=(-o "$out" "$src" "${main[@]}")
   fi
@@ -88,7 +99,7 @@ compile() {
 }
 export -f compile
 
-echo "ltp-posix: building ${#names[@]} tests twice in $work/bin ($jobs at a time)" >&2
+echo "ltp-posix: building ${#names[@]} tests twice in $work/bin ($jobs at a time; source way: $(basename "$libito"))" >&2
 for way in nptl source; do
   printf "$way %s\n" "${names[@]}"
 done | xargs -P "$jobs" -n 2 bash -c 'compile "$0" "$1"'
@@ -110,6 +121,7 @@ run_one() {
   [ -x "$bin" ] || { echo NOBUILD; return; }
   local env=()
   [ "$way" = preload ] && env=(LD_PRELOAD="$preload")
+  [ "$way" = source ] && env=("${source_env[@]}")
   local rc=0
   (cd "$dir" && env "${env[@]}" timeout -k 5 "$timeout_s" "$bin" > "$work/log/$way/$name.$i.log" 2>&1) 2> /dev/null || rc=$?
   result_of "$rc"
