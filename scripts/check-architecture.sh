@@ -100,6 +100,7 @@ if ! out=$(echo "$edges" | tsort 2>&1 >/dev/null) || [ -n "$out" ]; then
 fi
 
 # 7. Inside the distributed mode, includes point down its folders' order.
+# shellcheck disable=SC2016  # the backquotes are Markdown's, not the shell's
 order=$(grep -m1 -E '^\*\*Order inside `src/distributed/`' "$map" | sed -E 's/^[^:]*://' \
           | grep -oE '`src/distributed/[a-z_/]*`' | tr -d '`' || true)
 if [ -z "$order" ]; then
@@ -131,7 +132,7 @@ else
       theirs=$(layer_of "src/$inc")
       [ -n "$theirs" ] || continue  # a folder outside the order: reported for its own files
       [ "$theirs" -le "$mine" ] ||
-        fail "$f includes $inc, from a layer above its own (the order: $(echo $order))"
+        fail "$f includes $inc, from a layer above its own (the order: ${order//$'\n'/ < })"
     done < <(grep -oE '^[[:space:]]*#[[:space:]]*include[[:space:]]*"distributed/[^"]+"' "$f" \
                | sed -E 's/^[^"]*"//; s/"$//')
   done < <(sources)
