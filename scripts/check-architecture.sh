@@ -9,9 +9,13 @@
 #   - anything but src/distributed/dsm/page_state.hpp writes a DSM page's
 #     state (the state array and the overwrite marks have one owner: its
 #     named transitions);
-#   - a file of the distributed scheduler (src/distributed/scheduler/) or of
-#     the DSM (src/distributed/dsm/) is over 350 lines;
-#   - the headers under src/ include each other in a circle.
+#   - a file under src/distributed/ (any of its layers) is over 350 lines;
+#   - the headers under src/ include each other in a circle;
+#   - a file under src/distributed/ includes from a folder above its own in
+#     the order ARCHITECTURE.md states (its "Order inside src/distributed/"
+#     line, lowest first), or sits in a folder that order does not name; or a
+#     file outside src/distributed/ includes from it (nothing below calls the
+#     distributed mode).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 map=docs/ARCHITECTURE.md
@@ -77,12 +81,11 @@ if hits=$(grep -rnE '\b(state|overwrite)_\b|\b(state|overwrite)\[.*\][[:space:]]
   echo "$hits" >&2
 fi
 
-# 5. The distributed scheduler and the DSM stay in small files.
-for f in src/distributed/scheduler/* src/distributed/dsm/*; do
-  [ -f "$f" ] || continue
+# 5. The distributed mode stays in small files (every layer of it).
+while IFS= read -r f; do
   n=$(wc -l < "$f")
   [ "$n" -le 350 ] || fail "$f has $n lines (at most 350: cut it by concern)"
-done
+done < <(sources | grep '^src/distributed/')
 
 # 6. No circle of includes among src/'s headers.
 edges=$(sources | grep -E '\.(hpp|h)$' | while IFS= read -r h; do
@@ -94,6 +97,45 @@ done)
 if ! out=$(echo "$edges" | tsort 2>&1 >/dev/null) || [ -n "$out" ]; then
   fail "headers include each other in a circle:"
   echo "$out" >&2
+fi
+
+# 7. Inside the distributed mode, includes point down its folders' order.
+# shellcheck disable=SC2016  # the backquotes are Markdown's, not the shell's
+order=$(grep -m1 -E '^\*\*Order inside `src/distributed/`' "$map" | sed -E 's/^[^:]*://' \
+          | grep -oE '`src/distributed/[a-z_/]*`' | tr -d '`' || true)
+if [ -z "$order" ]; then
+  fail "$map states no \"Order inside \`src/distributed/\`\" line"
+else
+  layer_of() {  # the rank in the order of the folder holding $1, or nothing
+    local dir i=0 f
+    dir="$(dirname "$1")/"
+    for f in $order; do
+      [ "$f" = "$dir" ] && { echo "$i"; return; }
+      i=$((i + 1))
+    done
+  }
+  while IFS= read -r f; do
+    if [[ "$f" != src/distributed/* ]]; then
+      if hits=$(grep -nE '^[[:space:]]*#[[:space:]]*include[[:space:]]*"distributed/' "$f"); then
+        fail "$f (below the distributed mode) includes from src/distributed/:"
+        echo "$hits" >&2
+      fi
+      continue
+    fi
+    mine=$(layer_of "$f")
+    if [ -z "$mine" ]; then
+      fail "$f: its folder is not in $map's order inside src/distributed/"
+      continue
+    fi
+    while IFS= read -r inc; do
+      [ -n "$inc" ] || continue
+      theirs=$(layer_of "src/$inc")
+      [ -n "$theirs" ] || continue  # a folder outside the order: reported for its own files
+      [ "$theirs" -le "$mine" ] ||
+        fail "$f includes $inc, from a layer above its own (the order: ${order//$'\n'/ < })"
+    done < <(grep -oE '^[[:space:]]*#[[:space:]]*include[[:space:]]*"distributed/[^"]+"' "$f" \
+               | sed -E 's/^[^"]*"//; s/"$//')
+  done < <(sources)
 fi
 
 if [ "$failed" -ne 0 ]; then exit 1; fi

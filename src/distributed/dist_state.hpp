@@ -4,7 +4,7 @@
 
 #include <cstddef>
 
-#include "distributed/dsm/node_memory.hpp"
+#include "distributed/node_memory.hpp"
 
 namespace ito::dist::detail {
 

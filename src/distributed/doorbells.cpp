@@ -7,7 +7,7 @@
 #include <climits>
 #include <vector>
 
-#include "distributed/dsm/node_memory.hpp"
+#include "distributed/node_memory.hpp"
 
 namespace ito::dist::detail {
 

@@ -12,7 +12,7 @@
 #include <cstdint>
 
 #include "distributed/doorbells.hpp"
-#include "distributed/dsm/node_memory.hpp"
+#include "distributed/node_memory.hpp"
 
 namespace {
 

@@ -20,10 +20,10 @@
 #include "distributed/dsm/dsm_bookkeeping.hpp"
 #include "distributed/dsm/fault.hpp"
 #include "distributed/dsm/node_layout.hpp"
-#include "distributed/dsm/node_memory.hpp"
 #include "distributed/dsm/release.hpp"
 #include "distributed/dsm/reserved_array.hpp"
 #include "distributed/dsm/statistics.hpp"
+#include "distributed/node_memory.hpp"
 #include "ito/error.hpp"
 
 namespace ito::dist::detail {

@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <mutex>
 
+#include "arch/fault_access.hpp"
 #include "distributed/dsm/diffs.hpp"
 #include "distributed/dsm/directory.hpp"
 #include "distributed/dsm/fetch.hpp"
@@ -86,8 +87,7 @@ void on_fault(int sig, siginfo_t* info, void* context) {
     return;
   }
   const int saved = errno;
-  const auto* uc = static_cast<const ucontext_t*>(context);
-  const bool write = (uc->uc_mcontext.gregs[REG_ERR] & 2) != 0;  // x86: the fault was a store
+  const bool write = arch::fault_was_write(static_cast<const ucontext_t*>(context));
   {
     std::lock_guard hold(d->lock);
     serve_fault(*d, page, write);

@@ -15,7 +15,7 @@
 #include "distributed/dist_state.hpp"
 #include "distributed/dsm/dsm.hpp"
 #include "distributed/dsm/dsm_globals.hpp"
-#include "distributed/dsm/node_memory.hpp"
+#include "distributed/node_memory.hpp"
 
 namespace ito::dist::detail {
 namespace {

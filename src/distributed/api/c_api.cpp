@@ -7,7 +7,7 @@
 #include <new>
 
 #include "compat/c_errors.hpp"
-#include "distributed/checkout.hpp"
+#include "distributed/api/checkout.hpp"
 #include "ito/dist.hpp"
 #include "ito/error.hpp"
 #include "ito/options.hpp"

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "distributed/checkout.hpp"
+#include "distributed/api/checkout.hpp"
 
 #include <cstdio>
 #include <cstdlib>

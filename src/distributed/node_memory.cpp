@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "distributed/dsm/node_memory.hpp"
+#include "distributed/node_memory.hpp"
 
 #include <fcntl.h>
 #include <mpi.h>

@@ -9,10 +9,10 @@
 // The DSM runs in one of three shapes: every rank of the job in one node
 // (the region is one shared mapping: plain loads and stores, fences are
 // memory fences), one node per rank (every page through the protocol of
-// dsm.hpp), or several nodes of which some hold several ranks: a page homed
+// dsm/dsm.hpp), or several nodes of which some hold several ranks: a page homed
 // on a rank of this rank's node is read and written in the node's memory
 // with plain loads and stores, one homed on another node through the
-// protocol, into a copy of this rank's own (dsm.cpp, "node homes").
+// protocol, into a copy of this rank's own (dsm/dsm.hpp, "node homes").
 #pragma once
 
 #include <cstddef>
