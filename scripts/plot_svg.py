@@ -4,7 +4,7 @@
 
 Reads JSON lines (one object per row, as `ito-bench --json` prints them; other lines
 are skipped), keeps the rows of one benchmark, and draws one line per system (the
-row's `impl`, with the `node` parameter appended for the distributed kernels):
+row's `impl`, less the rank count the distributed rows add to it):
 x = worker count (or a parameter such as `ranks`), y = ns/op, the median ms, or the
 speed-up over the series' own smallest x.
 
@@ -16,6 +16,7 @@ speed-up over the series' own smallest x.
 import argparse
 import json
 import math
+import re
 import sys
 from html import escape
 
@@ -48,8 +49,8 @@ def x_of(row, key):
 
 
 def series_name(row):
-    node = row.get("params", {}).get("node")
-    return row["impl"] + (f" [{node}]" if node else "")
+    # the distributed rows name their rank count ("..., 4 rank(s)"): one series per mode
+    return re.sub(r", \d+ rank\(s\)$", "", row["impl"])
 
 
 def collect(rows, bench, xkey, ykey, only, group):

@@ -14,7 +14,8 @@ cat > "$dir/rows.json" <<'ROWS'
 {"bench":"fib","impl":"oneTBB task_group","workers":1,"params":{"n":20},"median_ms":30,"ns_per_op":15.0,"available":true,"group":"fib"}
 {"bench":"fib","impl":"oneTBB task_group","workers":2,"params":{"n":20},"median_ms":20,"ns_per_op":10.0,"available":true,"group":"fib"}
 {"bench":"fib","impl":"OpenMP tasks","workers":2,"params":{"n":20},"median_ms":null,"ns_per_op":null,"available":false,"group":"fib"}
-{"bench":"dist-fib","impl":"ito-dist node","workers":1,"params":{"n":20,"ranks":2,"node":"host"},"median_ms":7,"ns_per_op":1,"available":true,"group":"d"}
+{"bench":"dist-fib","impl":"ito-dist node, 1 rank(s)","workers":1,"params":{"n":20,"ranks":1,"node":"host"},"median_ms":9,"ns_per_op":1,"available":true,"group":"d"}
+{"bench":"dist-fib","impl":"ito-dist node, 2 rank(s)","workers":1,"params":{"n":20,"ranks":2,"node":"host"},"median_ms":7,"ns_per_op":1,"available":true,"group":"d"}
 ROWS
 fail() { echo "plot_svg_test: $*" >&2; exit 1; }
 "$python" "$root/scripts/plot_svg.py" "$dir/rows.json" --bench fib -o "$dir/fib.svg"
@@ -28,7 +29,8 @@ grep -q '>workers<' "$dir/fib.svg" || fail "no x axis label"
 grep -q 'ito: 1.66667' "$dir/s.svg" || fail "ito's speed-up at 2 workers is not 10/6"
 "$python" "$root/scripts/plot_svg.py" "$dir/rows.json" --bench dist-fib --x ranks \
   --y median_ms -o "$dir/r.svg"
-grep -q 'ito-dist node \[host\]' "$dir/r.svg" || fail "no series named by its memory mode"
+grep -q '>ito-dist node<' "$dir/r.svg" || fail "no series named by its memory mode"
+[ "$(grep -c '<polyline' "$dir/r.svg")" = 1 ] || fail "the rank counts should make one line"
 if "$python" "$root/scripts/plot_svg.py" "$dir/rows.json" --bench nothing -o "$dir/n.svg" 2>/dev/null
 then fail "no rows should be an error"; fi
 echo "plot_svg_test: ok"
