@@ -96,8 +96,8 @@ def fmt(v):
     return f"{v:g}"
 
 
-def render(series, title, xlabel, ylabel, logy, width=720, height=440):
-    left, right, top, bottom = 80, 20, 40, 60
+def render(series, title, xlabel, ylabel, logy, note="", width=760, height=440):
+    left, right, top, bottom = 80, 20, 50, 60
     legend_h = 18 * len(series) + 10
     height += legend_h
     pw, ph = width - left - right, height - top - bottom - legend_h
@@ -121,7 +121,8 @@ def render(series, title, xlabel, ylabel, logy, width=720, height=440):
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
            f'viewBox="0 0 {width} {height}" font-family="sans-serif" font-size="12">',
            f'<rect width="{width}" height="{height}" fill="white"/>',
-           f'<text x="{width / 2}" y="22" text-anchor="middle" font-size="15">{escape(title)}</text>']
+           f'<text x="{width / 2}" y="20" text-anchor="middle" font-size="15">{escape(title)}</text>',
+           f'<text x="{width / 2}" y="38" text-anchor="middle" font-size="11" fill="#555">{escape(note)}</text>']
     for t in yticks:
         y = ymap(t)
         out.append(f'<line x1="{left}" y1="{y:.1f}" x2="{left + pw}" y2="{y:.1f}" stroke="#ddd"/>')
@@ -159,6 +160,7 @@ def main():
     ap.add_argument("--group", default="", help="keep rows whose group contains this")
     ap.add_argument("--logy", action="store_true")
     ap.add_argument("--title", default="")
+    ap.add_argument("--note", default="", help="a smaller second line: machine, date, tree")
     ap.add_argument("-o", "--output", required=True)
     args = ap.parse_args()
     only = [s for s in args.only.split(",") if s]
@@ -166,7 +168,7 @@ def main():
     if not series:
         sys.exit(f"plot_svg.py: no rows of bench '{args.bench}' with x={args.x}, y={args.y}")
     xlabel = "workers" if args.x == "workers" else args.x
-    svg = render(series, args.title or args.bench, xlabel, Y_LABELS[args.y], args.logy)
+    svg = render(series, args.title or args.bench, xlabel, Y_LABELS[args.y], args.logy, args.note)
     with open(args.output, "w") as f:
         f.write(svg)
 
