@@ -82,10 +82,11 @@ def nice_ticks(lo, hi, count=5):
     step = next(m * mag for m in (1, 2, 2.5, 5, 10) if m * mag >= raw)
     first = math.floor(lo / step) * step
     ticks, t = [], first
-    while t <= hi + step * 1e-9:
+    while True:  # up to the first tick at or above hi, so every point is inside the frame
         ticks.append(round(t, 10))
+        if t >= hi - step * 1e-9:
+            return ticks
         t += step
-    return ticks
 
 
 def fmt(v):

@@ -11,7 +11,7 @@ cat > "$dir/rows.json" <<'ROWS'
 # a table header line, not JSON
 {"bench":"fib","impl":"ito","workers":1,"params":{"n":20},"median_ms":10,"ns_per_op":5.0,"available":true,"group":"fib"}
 {"bench":"fib","impl":"ito","workers":2,"params":{"n":20},"median_ms":6,"ns_per_op":3.0,"available":true,"group":"fib"}
-{"bench":"fib","impl":"oneTBB task_group","workers":1,"params":{"n":20},"median_ms":30,"ns_per_op":15.0,"available":true,"group":"fib"}
+{"bench":"fib","impl":"oneTBB task_group","workers":1,"params":{"n":20},"median_ms":30,"ns_per_op":116.9,"available":true,"group":"fib"}
 {"bench":"fib","impl":"oneTBB task_group","workers":2,"params":{"n":20},"median_ms":20,"ns_per_op":10.0,"available":true,"group":"fib"}
 {"bench":"fib","impl":"OpenMP tasks","workers":2,"params":{"n":20},"median_ms":null,"ns_per_op":null,"available":false,"group":"fib"}
 {"bench":"dist-fib","impl":"ito-dist node, 1 rank(s)","workers":1,"params":{"n":20,"ranks":1,"node":"host"},"median_ms":9,"ns_per_op":1,"available":true,"group":"d"}
@@ -25,6 +25,8 @@ grep -q '>ito<' "$dir/fib.svg" || fail "no legend entry for ito"
 grep -q '>oneTBB task_group<' "$dir/fib.svg" || fail "no legend entry for oneTBB"
 grep -q 'OpenMP' "$dir/fib.svg" && fail "an unavailable row was drawn"
 grep -q '>workers<' "$dir/fib.svg" || fail "no x axis label"
+# every point inside the plot frame (y from 50 down to the frame's bottom)
+if grep -o 'cy="[-0-9.]*"' "$dir/fib.svg" | grep -q 'cy="-'; then fail "a point above the frame"; fi
 "$python" "$root/scripts/plot_svg.py" "$dir/rows.json" --bench fib --y speedup -o "$dir/s.svg"
 grep -q 'ito: 1.66667' "$dir/s.svg" || fail "ito's speed-up at 2 workers is not 10/6"
 "$python" "$root/scripts/plot_svg.py" "$dir/rows.json" --bench dist-fib --x ranks \
