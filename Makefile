@@ -22,6 +22,9 @@ release debug asan tsan: %: build/%/build.ninja
 demo: build/release/build.ninja
 	cmake --build build/release -j $(JOBS) --target ito-bench
 	build/release/bench/ito-bench demo
+	@scripts/bench-plots.sh --quick --out build/release/plots > build/release/plots.log 2>&1 \
+	  && echo "plots (workers 1..$$(nproc), small sizes): build/release/plots/*.svg; full ones: scripts/bench-plots.sh" \
+	  || echo "plots: scripts/bench-plots.sh failed, see build/release/plots.log"
 
 bench: release
 	build/release/bench/ito-bench fib --n 35 --runs 5
