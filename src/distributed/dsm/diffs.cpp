@@ -1,12 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "distributed/dsm/diffs.hpp"
 
-#include <mpi.h>
-
 #include "distributed/dsm/diff_mail.hpp"
 #include "distributed/dsm/directory.hpp"
 #include "distributed/dsm/dsm.hpp"
 #include "distributed/dsm/race_check.hpp"
+#include "distributed/dsm/transport.hpp"
 
 namespace ito::dist::detail {
 namespace {
@@ -16,8 +15,8 @@ namespace {
 // one is issued: a round trip per page. (Completing a release's puts with one
 // MPI_Win_flush_all, as at first, lost writes over UCX's shared-memory
 // transports: target_flush.hpp.)
-bool complete_diff(dsm& d, int home) {
-  if (MPI_Win_flush(home, d.data) != MPI_SUCCESS) mpi_failed("completing a diff");
+bool complete_diff(int home) {
+  if (!transport::flush(transport::window::data, home)) mpi_failed("completing a diff");
   return true;
 }
 
@@ -92,10 +91,10 @@ bool send_diff(dsm& d, std::size_t page, bool keep_twin) {
   if (runs == 0) return false;
   ++d.stats.diffs_sent;
   const int h = home_of(d, page);
-  const auto at = static_cast<MPI_Aint>(page * page_bytes);
+  const std::size_t at = page * page_bytes;
   if (d.check_races && !whole) {
-    if (MPI_Get(d.master, page_bytes, MPI_BYTE, h, at, page_bytes, MPI_BYTE, d.data) != MPI_SUCCESS ||
-        MPI_Win_flush(h, d.data) != MPI_SUCCESS)
+    if (!transport::get(h, at, d.master, page_bytes) ||
+        !transport::flush(transport::window::data, h))
       mpi_failed("reading a page back from its home");
     report_races(d.rank, h, view_of(d, page), now, twin, d.master, page_bytes);
   }
@@ -110,24 +109,10 @@ bool send_diff(dsm& d, std::size_t page, bool keep_twin) {
     return true;
   }
   ++d.stats.diff_transfers;
-  if (runs == 1) {  // one stretch of bytes (the usual case): no type to build
-    if (MPI_Put(now + d.run_at[0], d.run_length[0], MPI_BYTE, h, at + d.run_at[0], d.run_length[0],
-                MPI_BYTE, d.data) != MPI_SUCCESS)
-      mpi_failed("sending a diff to its home");
-    return complete_diff(d, h);
-  }
-  // One put per page, its runs described by an indexed type on both sides:
-  // a put per run (up to 2048 for interleaved writers) costs a round of
-  // bookkeeping each, and MPICH 4.0 over UCX's shared-memory transports lost
-  // some of a thousand outstanding one-byte puts here (tests/distributed merge test).
-  MPI_Datatype runs_type;
-  if (MPI_Type_indexed(runs, d.run_length, d.run_at, MPI_BYTE, &runs_type) != MPI_SUCCESS ||
-      MPI_Type_commit(&runs_type) != MPI_SUCCESS)
-    mpi_failed("describing a diff");
-  if (MPI_Put(now, 1, runs_type, h, at, 1, runs_type, d.data) != MPI_SUCCESS)
+  // One transfer per page, whatever its runs (transport_mpi.cpp says why).
+  if (!transport::put_runs(h, at, now, d.run_at, d.run_length, runs))
     mpi_failed("sending a diff to its home");
-  MPI_Type_free(&runs_type);  // MPI keeps it alive until the put completes
-  return complete_diff(d, h);
+  return complete_diff(h);
 }
 
 }  // namespace ito::dist::detail

@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "distributed/dsm/directory.hpp"
 
-#include <mpi.h>
 #include <sys/mman.h>
 
 #include <algorithm>
@@ -9,14 +8,13 @@
 
 #include "distributed/dsm/dsm.hpp"
 #include "distributed/dsm/node_layout.hpp"
+#include "distributed/dsm/transport.hpp"
 
 namespace ito::dist::detail {
 
 void ask_directory(dsm& d, std::size_t page, const std::int64_t* mine, std::int64_t* found) {
-  static constexpr std::int64_t none = 0;
   const auto ranks = static_cast<std::size_t>(d.ranks);
-  if (MPI_Compare_and_swap(mine, &none, found, MPI_INT64_T, static_cast<int>(page % ranks),
-                           static_cast<MPI_Aint>(page / ranks), d.directory) != MPI_SUCCESS)
+  if (!transport::claim_entry(static_cast<int>(page % ranks), page / ranks, mine, found))
     mpi_failed("the directory's compare-and-swap");
 }
 
@@ -35,8 +33,8 @@ int ask_home(dsm& d, std::size_t page) {
   const std::int64_t mine = d.rank + 1;
   std::int64_t found = 0;
   ask_directory(d, page, &mine, &found);
-  if (MPI_Win_flush(static_cast<int>(page % static_cast<std::size_t>(d.ranks)), d.directory) !=
-      MPI_SUCCESS)
+  if (!transport::flush(transport::window::directory,
+                        static_cast<int>(page % static_cast<std::size_t>(d.ranks))))
     mpi_failed("the directory's compare-and-swap");
   return settle_home(d, page, found);
 }
@@ -70,15 +68,12 @@ void learn_homes(dsm& d, std::size_t first, std::size_t last) {
     std::size_t shift = 0, count = 0;
     slice(r, &shift, &count);
     if (count == 0) continue;
-    if (MPI_Get_accumulate(nullptr, 0, MPI_INT64_T, words + at, static_cast<int>(count),
-                           MPI_INT64_T, static_cast<int>(r),
-                           static_cast<MPI_Aint>((first + shift) / ranks), static_cast<int>(count),
-                           MPI_INT64_T, MPI_NO_OP, d.directory) != MPI_SUCCESS)
+    if (!transport::read_entries(static_cast<int>(r), (first + shift) / ranks, words + at, count))
       mpi_failed("reading the directory");
     d.targets.add(static_cast<int>(r));
     at += count;
   }
-  if (!d.targets.flush(d.directory)) mpi_failed("reading the directory");
+  if (!d.targets.flush(transport::window::directory)) mpi_failed("reading the directory");
   at = 0;
   for (std::size_t r = 0; r < ranks; ++r) {
     std::size_t shift = 0, count = 0;
@@ -94,7 +89,8 @@ void learn_homes(dsm& d, std::size_t first, std::size_t last) {
     d.targets.add(static_cast<int>(page % ranks));
     claimed = true;
   }
-  if (claimed && !d.targets.flush(d.directory)) mpi_failed("the directory's compare-and-swap");
+  if (claimed && !d.targets.flush(transport::window::directory))
+    mpi_failed("the directory's compare-and-swap");
   for (std::size_t page = first; page <= last; ++page)
     if (d.home_plus1[page] == 0) settle_home(d, page, seen[page - first]);
 }

@@ -23,6 +23,7 @@
 #include "distributed/dsm/release.hpp"
 #include "distributed/dsm/reserved_array.hpp"
 #include "distributed/dsm/statistics.hpp"
+#include "distributed/dsm/transport.hpp"
 #include "distributed/node_memory.hpp"
 #include "ito/error.hpp"
 
@@ -96,7 +97,7 @@ void start_dsm(dist_state& st) {
   d->sharing_count = d->readers_words + 2 * board_words;
   // In the address space reserved after the node alias (iso_region), so
   // that the data window covers them too.
-  d->sharing_at = static_cast<MPI_Aint>(st.region.tail_at);
+  d->sharing_at = st.region.tail_at;
   d->sharing_words = reinterpret_cast<std::uint64_t*>(d->node_alias + d->sharing_at);
   if (st.region.tail_bytes < d->sharing_count * sizeof(std::uint64_t) ||
       mmap(d->sharing_words, st.region.tail_bytes, PROT_READ | PROT_WRITE,
@@ -119,14 +120,9 @@ void start_dsm(dist_state& st) {
     g_dsm.store(d, std::memory_order_release);
     return;
   }
-  if (MPI_Win_create(d->node_alias,
-                     d->sharing_at + static_cast<MPI_Aint>(d->sharing_count * sizeof(std::uint64_t)),
-                     1, MPI_INFO_NULL, MPI_COMM_WORLD, &d->data) != MPI_SUCCESS ||
-      MPI_Win_create(d->entries, static_cast<MPI_Aint>(d->entry_count * sizeof(std::int64_t)),
-                     sizeof(std::int64_t), MPI_INFO_NULL, MPI_COMM_WORLD,
-                     &d->directory) != MPI_SUCCESS ||
-      MPI_Win_lock_all(MPI_MODE_NOCHECK, d->data) != MPI_SUCCESS ||
-      MPI_Win_lock_all(MPI_MODE_NOCHECK, d->directory) != MPI_SUCCESS)
+  if (!transport::open_windows(d->node_alias,
+                               d->sharing_at + d->sharing_count * sizeof(std::uint64_t),
+                               d->entries, d->entry_count))
     mpi_failed("creating the DSM's windows");
   start_diff_mail(d->node_alias, st.region.bytes + st.region.globals_bytes, d->ranks);
   // After MPI_Init, which installs a SIGSEGV handler of its own: ours serves
@@ -146,10 +142,7 @@ void stop_dsm(dist_state&) noexcept {
   MPI_Barrier(MPI_COMM_WORLD);
   if (!d->one_copy) {
     sigaction(SIGSEGV, &d->previous, nullptr);
-    MPI_Win_unlock_all(d->data);
-    MPI_Win_unlock_all(d->directory);
-    MPI_Win_free(&d->data);
-    MPI_Win_free(&d->directory);
+    transport::close_windows();
     stop_diff_mail();
   }
   g_dsm.store(nullptr, std::memory_order_release);

@@ -7,7 +7,6 @@
 // release's lists (diffs.hpp, release.hpp), scratch and statistics.
 #pragma once
 
-#include <mpi.h>
 #include <signal.h>
 
 #include <atomic>
@@ -49,13 +48,12 @@ struct dsm {
   char* globals = nullptr;       // where the globals' pages are in the program (or null)
   int rank = 0;
   int ranks = 1;
-  // Over every rank's node alias (the region and the globals), then its
-  // sharing words (below): one window, so that MPI orders a rank's
-  // accumulates on a home's words before its get-accumulate of a page there
-  // (a first fetch: one round trip; MPI orders accumulates to one target only
-  // within a window).
-  MPI_Win data = MPI_WIN_NULL;
-  MPI_Win directory = MPI_WIN_NULL;  // over every rank's managed directory entries
+  // The transport's data window (transport.hpp) is over every rank's node
+  // alias (the region and the globals), then its sharing words (below): one
+  // window, so that a rank's or_words on a home's words are ordered before
+  // its read_words of a page there (a first fetch: one round trip; MPI orders
+  // accumulates to one target only within a window). Its directory window is
+  // over every rank's managed directory entries:
   std::int64_t* entries = nullptr;   // this rank's: home + 1 of page rank + k * ranks
   std::size_t entry_count = 0;
   // The sharing words, in the data window from byte sharing_at on: at word
@@ -64,7 +62,7 @@ struct dsm {
   // notices: pages others wrote that this rank may hold copies of) and
   // `read_elsewhere` (pages homed on this node that another rank began to
   // read).
-  MPI_Aint sharing_at = 0;
+  std::size_t sharing_at = 0;
   std::size_t readers_words = 0;  // whole pages of words (node_memory.hpp)
   std::uint64_t* sharing_words = nullptr;
   std::size_t sharing_count = 0;

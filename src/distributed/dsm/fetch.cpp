@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "distributed/dsm/fetch.hpp"
 
-#include <mpi.h>
 #include <sys/mman.h>
 
 #include <algorithm>
@@ -9,14 +8,13 @@
 #include "distributed/dsm/directory.hpp"
 #include "distributed/dsm/dsm.hpp"
 #include "distributed/dsm/node_layout.hpp"
+#include "distributed/dsm/transport.hpp"
 
 namespace ito::dist::detail {
 
 void fetch(dsm& d, std::size_t page, int from) {
-  const auto at = static_cast<MPI_Aint>(page * page_bytes);
-  if (MPI_Get(d.alias + page * page_bytes, page_bytes, MPI_BYTE, from, at, page_bytes, MPI_BYTE,
-              d.data) != MPI_SUCCESS ||
-      MPI_Win_flush(from, d.data) != MPI_SUCCESS)
+  if (!transport::get(from, page * page_bytes, d.alias + page * page_bytes, page_bytes) ||
+      !transport::flush(transport::window::data, from))
     mpi_failed("fetching a page from its home");
 }
 
@@ -27,8 +25,7 @@ namespace {
 // (`bits`: count copies of this rank's bit); the read-elsewhere marks are
 // posted, and go with the caller's posts.send, which flushes both.
 void join_readers(dsm& d, std::size_t first, std::size_t count, int h, const std::uint64_t* bits) {
-  if (MPI_Accumulate(bits, static_cast<int>(count), MPI_UINT64_T, h, sharing_disp(d, first),
-                     static_cast<int>(count), MPI_UINT64_T, MPI_BOR, d.data) != MPI_SUCCESS)
+  if (!transport::or_words(h, sharing_disp(d, first), bits, count))
     mpi_failed("registering a reader at the home");
   for (std::size_t page = first; page < first + count; ++page) {
     d.registered[page] = 1;
@@ -47,7 +44,7 @@ void register_reader(dsm& d, std::size_t page, int h) {
   if (d.registered[page]) return;
   const std::uint64_t bit = reader_bit(d.rank);
   join_readers(d, page, 1, h, &bit);
-  d.posts.send(d.data, d.sharing_at);
+  d.posts.send(d.sharing_at);
 }
 
 // Calls each(first, count) for every run of consecutive pages in [first,
@@ -75,8 +72,8 @@ void for_each_run(dsm& d, std::size_t first, std::size_t last, std::size_t most_
 // A fetch that makes this rank one of the page's readers first
 // (register_reader's order), in one round trip where the home's node is the
 // home alone: the readers bit and the read-elsewhere mark are accumulates to
-// the home in the data window, and the page comes by a get-accumulate after
-// them, which MPI orders after them (accumulates to one target, one window).
+// the home in the data window, and the page comes by a read_words after
+// them, which the transport orders after them (to one target, one window).
 // Where the home's node has other ranks, their marks go to other targets and
 // complete first.
 void fetch_as_reader(dsm& d, std::size_t page, int h) {
@@ -87,12 +84,11 @@ void fetch_as_reader(dsm& d, std::size_t page, int h) {
   }
   const std::uint64_t bit = reader_bit(d.rank);
   join_readers(d, page, 1, h, &bit);
-  d.posts.issue(d.data, d.sharing_at);
-  constexpr int words = static_cast<int>(page_bytes / sizeof(std::uint64_t));
-  if (MPI_Get_accumulate(nullptr, 0, MPI_UINT64_T, d.alias + page * page_bytes, words, MPI_UINT64_T,
-                         h, static_cast<MPI_Aint>(page * page_bytes), words, MPI_UINT64_T,
-                         MPI_NO_OP, d.data) != MPI_SUCCESS ||
-      MPI_Win_flush(h, d.data) != MPI_SUCCESS)
+  d.posts.issue(d.sharing_at);
+  constexpr std::size_t words = page_bytes / sizeof(std::uint64_t);
+  auto* into = reinterpret_cast<std::uint64_t*>(d.alias + page * page_bytes);
+  if (!transport::read_words(h, page * page_bytes, into, words) ||
+      !transport::flush(transport::window::data, h))
     mpi_failed("fetching a page from its home");
   d.posts.completed();
 }
@@ -100,9 +96,8 @@ void fetch_as_reader(dsm& d, std::size_t page, int h) {
 // The home's copy of `page` into d.master.
 void fetch_master(dsm& d, std::size_t page) {
   const int h = home_of(d, page);
-  if (MPI_Get(d.master, page_bytes, MPI_BYTE, h, static_cast<MPI_Aint>(page * page_bytes),
-              page_bytes, MPI_BYTE, d.data) != MPI_SUCCESS ||
-      MPI_Win_flush(h, d.data) != MPI_SUCCESS)
+  if (!transport::get(h, page * page_bytes, d.master, page_bytes) ||
+      !transport::flush(transport::window::data, h))
     mpi_failed("fetching a page from its home");
 }
 
@@ -126,21 +121,20 @@ void bring_in(dsm& d, const char* begin, const char* end, std::size_t first, std
       d.reader_bits[d.reader_bits_filled] = reader_bit(d.rank);
     join_readers(d, start, n, home_of(d, start), d.reader_bits);
   });
-  d.posts.send(d.data, d.sharing_at);
+  d.posts.send(d.sharing_at);
   auto whole = [&](std::size_t page) {
     const char* at = view_of(d, page);
     return at >= begin && at + page_bytes <= end;
   };
   auto fetched = [&](std::size_t page) { return away(page) && !(overwrite && whole(page)); };
   for_each_run(d, first, last, most_pages, fetched, [&](std::size_t start, std::size_t n) {
-    const auto bytes = static_cast<int>(n * page_bytes);
-    if (MPI_Get(d.alias + start * page_bytes, bytes, MPI_BYTE, home_of(d, start),
-                static_cast<MPI_Aint>(start * page_bytes), bytes, MPI_BYTE, d.data) != MPI_SUCCESS)
+    if (!transport::get(home_of(d, start), start * page_bytes, d.alias + start * page_bytes,
+                        n * page_bytes))
       mpi_failed("fetching a checkout's pages from their home");
     ++d.stats.fetch_transfers;
     d.targets.add(home_of(d, start));
   });
-  if (!d.targets.flush(d.data)) mpi_failed("fetching a checkout's pages");
+  if (!d.targets.flush(transport::window::data)) mpi_failed("fetching a checkout's pages");
   for_each_run(d, first, last, most_pages, fetched, [&](std::size_t start, std::size_t n) {
     protect(d, start, PROT_READ, n);
     for (std::size_t page = start; page < start + n; ++page) d.state.fetched(page);

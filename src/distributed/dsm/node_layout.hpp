@@ -5,7 +5,6 @@
 // time (every run of pages with one protection is a mapping of its own).
 #pragma once
 
-#include <mpi.h>
 #include <sys/mman.h>
 
 #include <cstddef>
@@ -35,8 +34,8 @@ inline bool page_at(const dsm& d, const char* at, std::size_t* page) noexcept {
 }
 
 // Where sharing word `word` lies in the data window.
-inline MPI_Aint sharing_disp(const dsm& d, std::size_t word) noexcept {
-  return d.sharing_at + static_cast<MPI_Aint>(word * sizeof(std::uint64_t));
+inline std::size_t sharing_disp(const dsm& d, std::size_t word) noexcept {
+  return d.sharing_at + word * sizeof(std::uint64_t);
 }
 
 // Whether rank h is of this rank's node (h itself, with one node per rank).

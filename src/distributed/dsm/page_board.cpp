@@ -5,6 +5,7 @@
 
 #include "distributed/dsm/dsm.hpp"
 #include "distributed/dsm/reserved_array.hpp"
+#include "distributed/dsm/transport.hpp"
 
 namespace ito::dist::detail {
 
@@ -26,7 +27,7 @@ void board_posts::post(int rank, const page_board& board, std::size_t page) {
   marks_.push_back({rank, board.word(page), std::uint64_t{1} << (page % 64)});
 }
 
-std::size_t board_posts::issue(MPI_Win window, MPI_Aint words_at) {
+std::size_t board_posts::issue(std::size_t words_at) {
   if (marks_.empty()) return 0;
   std::sort(marks_.begin(), marks_.end(), [](const mark& a, const mark& b) {
     return a.rank != b.rank ? a.rank < b.rank : a.word < b.word;
@@ -39,9 +40,7 @@ std::size_t board_posts::issue(MPI_Win window, MPI_Aint words_at) {
     bits = 0;
     for (; k < marks_.size() && marks_[k].rank == m.rank && marks_[k].word == m.word; ++k)
       bits |= marks_[k].bit;
-    if (MPI_Accumulate(&bits, 1, MPI_UINT64_T, m.rank,
-                       words_at + static_cast<MPI_Aint>(m.word * sizeof(std::uint64_t)), 1,
-                       MPI_UINT64_T, MPI_BOR, window) != MPI_SUCCESS)
+    if (!transport::or_words(m.rank, words_at + m.word * sizeof(std::uint64_t), &bits, 1))
       mpi_failed("marking pages on another rank's board");
   }
   return marks_.size();
@@ -49,14 +48,14 @@ std::size_t board_posts::issue(MPI_Win window, MPI_Aint words_at) {
 
 void board_posts::completed() noexcept { marks_.clear(); }
 
-std::size_t board_posts::send(MPI_Win window, MPI_Aint words_at) {
-  const std::size_t n = issue(window, words_at);
+std::size_t board_posts::send(std::size_t words_at) {
+  const std::size_t n = issue(words_at);
   if (n == 0) return 0;
   // One flush per rank marked, never MPI_Win_flush_all (target_flush.hpp);
   // the marks are sorted by rank.
   for (std::size_t i = 0; i < marks_.size(); ++i) {
     if (i > 0 && marks_[i].rank == marks_[i - 1].rank) continue;
-    if (MPI_Win_flush(marks_[i].rank, window) != MPI_SUCCESS)
+    if (!transport::flush(transport::window::data, marks_[i].rank))
       mpi_failed("completing the marks on other ranks' boards");
   }
   completed();

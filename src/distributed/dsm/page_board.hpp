@@ -3,15 +3,13 @@
 // one-sided accumulates, and that this rank takes when it fences (the DSM's
 // write notices, and a home's "another rank reads this page now").
 //
-// A board is a bitmap in an MPI window, a bit per page. A rank is only ever
+// A board is a bitmap in the transport's data window, a bit per page. A rank is only ever
 // marked for pages it said it may be marked for (watch(): the pages it reads
 // from other homes, or the pages it is home of), so take() scans the words
 // holding those and no others: its cost follows this rank's working set, not
 // the region's size. One accumulate per word and rank marks pages (one
 // round trip).
 #pragma once
-
-#include <mpi.h>
 
 #include <cstddef>
 #include <cstdint>
@@ -68,20 +66,21 @@ class page_board {
   std::uint8_t* listed_ = nullptr;   // 1 for a word on scan_
 };
 
-// Marks pages on other ranks' boards of one window: post() collects, send()
-// issues one accumulate (bitwise or) per word per rank and completes them.
+// Marks pages on other ranks' boards (in the data window): post() collects,
+// send() issues one transport::or_words per word per rank and completes them.
 class board_posts {
  public:
   void reserve(std::size_t marks) { marks_.reserve(marks), bits_.reserve(marks); }
   void post(int rank, const page_board& board, std::size_t page);
-  // Issues the accumulates (the boards' words lie in `window` from byte
-  // `words_at`), completes them (and every other operation on the window to
-  // the ranks marked: one flush each), and returns the number of pages marked.
-  std::size_t send(MPI_Win window, MPI_Aint words_at);
+  // Issues the accumulates (the boards' words lie in the data window from
+  // byte `words_at`), completes them (and every other operation on the window
+  // to the ranks marked: one flush each), and returns the number of pages
+  // marked.
+  std::size_t send(std::size_t words_at);
   // Issues them only, and returns the number of pages marked: the caller
   // flushes the ranks marked (with whatever it issues to them after), then
   // calls completed(), which frees the origin buffers for the next marks.
-  std::size_t issue(MPI_Win window, MPI_Aint words_at);
+  std::size_t issue(std::size_t words_at);
   void completed() noexcept;
 
  private:

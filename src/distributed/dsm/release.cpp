@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "distributed/dsm/release.hpp"
 
-#include <mpi.h>
 #include <sys/mman.h>
 
 #include <algorithm>
@@ -13,6 +12,7 @@
 #include "distributed/dsm/directory.hpp"
 #include "distributed/dsm/dsm.hpp"
 #include "distributed/dsm/node_layout.hpp"
+#include "distributed/dsm/transport.hpp"
 
 namespace ito::dist::detail {
 namespace {
@@ -65,17 +65,18 @@ void complete_release(dsm& d) {
   if (d.written_count != 0) {
     for (std::size_t k = 0; k < d.written_count; ++k) {
       const std::size_t page = d.written[k];
-      if (MPI_Get(&d.written_readers[k], 1, MPI_UINT64_T, home_of(d, page),
-                  sharing_disp(d, page), 1, MPI_UINT64_T, d.data) != MPI_SUCCESS)
+      if (!transport::get(home_of(d, page), sharing_disp(d, page), &d.written_readers[k],
+                          sizeof(std::uint64_t)))
         mpi_failed("reading a page's readers");
       d.targets.add(home_of(d, page));
     }
-    if (!d.targets.flush(d.data)) mpi_failed("reading the readers of written pages");
+    if (!d.targets.flush(transport::window::data))
+      mpi_failed("reading the readers of written pages");
     for (std::size_t k = 0; k < d.written_count; ++k)
       post_notices(d, d.written[k], d.written_readers[k]);
     d.written_count = 0;
   }
-  d.stats.notices_sent += d.posts.send(d.data, d.sharing_at);
+  d.stats.notices_sent += d.posts.send(d.sharing_at);
 }
 
 }  // namespace

@@ -11,15 +11,15 @@
 // earlier sessions saw at 4 ranks (docs/DISTRIBUTED.md, Progress).
 #pragma once
 
-#include <mpi.h>
-
 #include <cstdint>
 #include <vector>
+
+#include "distributed/dsm/transport.hpp"
 
 namespace ito::dist::detail {
 
 // The ranks a batch of operations went to, each once, in the order first
-// added; flush() completes them one MPI_Win_flush per rank. No allocation
+// added; flush() completes them one transport::flush per rank. No allocation
 // after construction.
 class target_set {
  public:
@@ -33,11 +33,12 @@ class target_set {
     list_.push_back(rank);
   }
   // Completes every operation on `window` to the ranks added since the last
-  // flush; false if MPI reported a failure (every rank is flushed anyway).
-  bool flush(MPI_Win window) {
+  // flush; false if the transport reported a failure (every rank is flushed
+  // anyway).
+  bool flush(transport::window window) {
     bool ok = true;
     for (int rank : list_) {
-      ok = MPI_Win_flush(rank, window) == MPI_SUCCESS && ok;
+      ok = transport::flush(window, rank) && ok;
       added_[static_cast<std::size_t>(rank)] = 0;
     }
     list_.clear();

@@ -1,0 +1,102 @@
+// SPDX-License-Identifier: Apache-2.0
+// The DSM's transport: everything the protocol asks of the other ranks'
+// memory, in its own terms. The rooms (fetch, directory, diffs, release, the
+// boards) call these and nothing of MPI; transport_mpi.cpp is the one
+// implementation, over MPI RMA. Another (an in-process one for tests, an MPI
+// with other rules) is another .cpp that defines the same functions, chosen
+// when the library is linked: no indirection on the fault path, where these
+// run (docs/ARCHITECTURE.md, the DSM's transport).
+//
+// Two windows, opened collectively by open_windows, each rank exposing its
+// own memory at the same offsets:
+//   data       bytes: the rank's node alias (the region, then the globals,
+//              page p at p * page_bytes), then its sharing words (readers
+//              masks, boards) from sharing_at on. Offsets in bytes.
+//   directory  64-bit entries (page p's at rank p % ranks, index p / ranks:
+//              home + 1, or 0 before its first touch). Offsets in entries.
+//
+// The rules every operation below follows unless it says otherwise:
+//   - Non-blocking: it only starts. Its origin buffers (what it sends, where
+//     it reads into, `compare`/`mine` too) must stay untouched and alive
+//     until flush(window, target) returns; only then are its results there.
+//   - Ordered: the accumulate-like ones (or_words, read_words, read_entries,
+//     claim_entry) are applied at a target in the order one rank issued them
+//     within one window (MPI's default accumulate ordering), so a
+//     read_words after an or_words to one target sees it. get and put are
+//     not ordered with anything before the flush.
+//   - Atomic: or_words, read_words, read_entries and claim_entry are atomic
+//     per 64-bit word with each other; get and put are not.
+//   - Progress: it completes only while the target makes transport progress.
+//     MPICH's one-sided operations to a rank complete only while that rank
+//     is inside MPI (progress.hpp: each rank's progress thread enters it
+//     every ITO_DIST_PROGRESS_US), so a flush waits for the target's progress
+//     thread, and an operation to oneself needs one's own.
+//   - Fault path: it may be called from the DSM's SIGSEGV handler
+//     (fault.cpp: serve_fault, with the DSM lock held, on the faulting
+//     thread's signal stack) on the way to bringing a page in: the
+//     directory's claim_entry and read_entries, get, or_words, read_words
+//     and flush all are. With MPICH that works (the fault is synchronous and
+//     the faulting thread is never inside MPI: the DSM's origin buffers are
+//     aliases, never the protected view). Open MPI 4.1's
+//     MPI_Compare_and_swap crashed when called there (issue 45, item 5):
+//     an MPI that cannot do one of these from the handler needs the fault
+//     to hand the operation to another thread (or a large stack) instead.
+//   - Any thread, with the DSM lock held (the rooms' callers hold it); the
+//     transport keeps no state of its own between calls but the windows.
+//   - Errors: false when the transport reported a failure; the caller names
+//     what failed (mpi_failed) and ends the process.
+//
+// Not here yet (they ride their own communicators, on the progress thread):
+// diff mail's messages (diff_mail.cpp) and remote frees (remote_free.cpp);
+// and the collectives of start and end (a barrier, allreduces).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace ito::dist::detail::transport {
+
+enum class window : std::uint8_t { data, directory };
+
+// Collective, once per DSM (start_dsm): the data window over `data_bytes`
+// bytes from `data` (this rank's node alias and sharing words), the
+// directory over `entry_count` entries from `entries`; both open for
+// passive-target operations to every rank until close_windows.
+bool open_windows(char* data, std::size_t data_bytes, std::int64_t* entries,
+                  std::size_t entry_count);
+// Collective (stop_dsm), after every operation completed.
+void close_windows() noexcept;
+
+// --- the data window (offsets in bytes) ---
+
+// `bytes` bytes at `at` of the target into `into` (pages: a fault's, a
+// checkout's runs, the master). At most 2^31 - 1 bytes.
+bool get(int target, std::size_t at, void* into, std::size_t bytes);
+// `runs` runs of bytes, run k at offset run_at[k] both from `from` and from
+// `at` on the target, run_length[k] long: a page's diff, one transfer (an
+// MPI indexed type for several runs; MPI keeps it until completion).
+bool put_runs(int target, std::size_t at, const char* from, const int* run_at,
+              const int* run_length, int runs);
+// Bitwise-or of `count` words from `bits` into the target's words at `at`
+// (a readers mask joined, boards marked).
+bool or_words(int target, std::size_t at, const std::uint64_t* bits, std::size_t count);
+// An atomic read of `count` words at `at` into `into`: a page read as one
+// operation ordered after this rank's or_words to the same target (a first
+// fetch in one round trip), or a readers mask read.
+bool read_words(int target, std::size_t at, std::uint64_t* into, std::size_t count);
+
+// --- the directory (offsets in entries) ---
+
+// An atomic read of `count` entries from `index` into `into`.
+bool read_entries(int target, std::size_t index, std::int64_t* into, std::size_t count);
+// Entry `index` becomes *mine if it is 0; its value before into *found.
+bool claim_entry(int target, std::size_t index, const std::int64_t* mine, std::int64_t* found);
+
+// --- completion ---
+
+// Blocks until every operation this rank started on `w` to `target` is
+// complete, at the target and here. The DSM never completes all targets at
+// once (target_flush.hpp says why).
+bool flush(window w, int target);
+
+}  // namespace ito::dist::detail::transport
