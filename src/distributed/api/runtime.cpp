@@ -150,7 +150,15 @@ void barrier() {
     detail::sd_fence();
     MPI_Request done;
     MPI_Ibarrier(MPI_COMM_WORLD, &done);
-    detail::wait_serving_diffs(1, &done);  // and applies diffs sent meanwhile
+    detail::wait_serving_diffs(  // and applies diffs sent meanwhile
+        [](void* request) {
+          int finished = 0;
+          if (MPI_Test(static_cast<MPI_Request*>(request), &finished, MPI_STATUS_IGNORE) !=
+              MPI_SUCCESS)
+            detail::mpi_failed("waiting for MPI");
+          return finished != 0;
+        },
+        &done);
     detail::si_fence();
   });
 }

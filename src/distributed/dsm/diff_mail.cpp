@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "distributed/dsm/diff_mail.hpp"
 
-#include <mpi.h>
 #include <sched.h>
 
 #include <cstdio>
@@ -10,14 +9,12 @@
 #include <vector>
 
 #include "distributed/dsm/dsm.hpp"
-#include "distributed/peer_watch.hpp"
+#include "distributed/dsm/transport.hpp"
 #include "distributed/progress.hpp"
 
 namespace ito::dist::detail {
 namespace {
 
-constexpr int diff_tag = 0x172;
-constexpr int applied_tag = 0x173;
 // A home's batch is sent early past this size (MPI counts are ints; and a
 // release of a whole large array should not double its memory in one buffer).
 constexpr std::size_t most_batch_words = (std::size_t{64} << 20) / 8;
@@ -25,12 +22,10 @@ constexpr std::size_t most_batch_words = (std::size_t{64} << 20) / 8;
 // A batch is a sequence of records, each [window offset][length][bytes,
 // padded to a word], in 64-bit words.
 struct mail {
-  MPI_Comm comm = MPI_COMM_NULL;
   char* window = nullptr;
   std::size_t bytes = 0;
   // Outgoing, per home: written only by releases, which the DSM lock orders.
   std::vector<std::vector<std::uint64_t>> batches;
-  std::vector<MPI_Request> requests;
   std::uint64_t sent = 0;  // messages since the last deliver_diffs returned
   bool queued = false;     // a batch holds something
 };
@@ -54,60 +49,47 @@ void apply_batch(const std::vector<std::uint64_t>& batch, int from) {
 }
 
 // Applies every batch that has arrived, and acknowledges each. Any thread:
-// the matched probe hands each message to exactly one receiver.
+// the transport hands each mail to exactly one receiver.
 void serve_diffs() {
   thread_local std::vector<std::uint64_t> inbox;
   for (;;) {
-    int flag = 0;
-    MPI_Message message;
-    MPI_Status status;
-    if (MPI_Improbe(MPI_ANY_SOURCE, diff_tag, g->comm, &flag, &message, &status) != MPI_SUCCESS)
-      mpi_failed("probing for diffs");
-    if (!flag) return;
-    int count = 0;
-    MPI_Get_count(&status, MPI_UINT64_T, &count);
-    inbox.resize(static_cast<std::size_t>(count));
-    if (MPI_Mrecv(inbox.data(), count, MPI_UINT64_T, &message, MPI_STATUS_IGNORE) != MPI_SUCCESS)
-      mpi_failed("receiving diffs");
-    apply_batch(inbox, status.MPI_SOURCE);
-    if (MPI_Send(nullptr, 0, MPI_BYTE, status.MPI_SOURCE, applied_tag, g->comm) != MPI_SUCCESS)
-      mpi_failed("acknowledging diffs");
+    bool got = false;
+    int from = 0;
+    if (!transport::receive_mail(inbox, &from, &got)) mpi_failed("receiving diffs");
+    if (!got) return;
+    apply_batch(inbox, from);
+    if (!transport::acknowledge_mail(from)) mpi_failed("acknowledging diffs");
   }
+}
+
+bool all_delivered(void*) {
+  bool done = false;
+  if (!transport::mail_delivered(&done)) mpi_failed("waiting for MPI");
+  return done;
 }
 
 // Sends each home its batch and waits until every home applied it.
 void send_queued() {
   g->queued = false;
-  g->requests.clear();
   for (std::size_t home = 0; home < g->batches.size(); ++home) {
     auto& batch = g->batches[home];
     if (batch.empty()) continue;
-    const int to = static_cast<int>(home);
-    g->requests.emplace_back();
-    if (MPI_Irecv(nullptr, 0, MPI_BYTE, to, applied_tag, g->comm, &g->requests.back()) !=
-        MPI_SUCCESS)
-      mpi_failed("awaiting a home's acknowledgement");
-    g->requests.emplace_back();
-    if (MPI_Isend(batch.data(), static_cast<int>(batch.size()), MPI_UINT64_T, to, diff_tag,
-                  g->comm, &g->requests.back()) != MPI_SUCCESS)
+    if (!transport::send_mail(static_cast<int>(home), batch.data(), batch.size()))
       mpi_failed("sending diffs to their home");
     ++g->sent;
   }
   // Waiting, this thread applies what other ranks send meanwhile: two ranks
   // releasing to each other while their progress threads wait on something
   // else (a release of their own, for the DSM lock) still finish.
-  wait_serving_diffs(static_cast<int>(g->requests.size()), g->requests.data());
+  wait_serving_diffs(&all_delivered, nullptr);
   for (auto& batch : g->batches) batch.clear();
 }
 
 }  // namespace
 
-void wait_serving_diffs(int count, MPI_Request* requests) {
+void wait_serving_diffs(bool (*done)(void*), void* arg) {
   for (int tries = 0;; ++tries) {
-    int done = 0;
-    if (MPI_Testall(count, requests, &done, MPI_STATUSES_IGNORE) != MPI_SUCCESS)
-      mpi_failed("waiting for MPI");
-    if (done) return;
+    if (done(arg)) return;
     if (g) serve_diffs();
     if (tries > 64) sched_yield();  // more ranks than cores: let the others run
   }
@@ -118,15 +100,14 @@ void start_diff_mail(char* window, std::size_t bytes, int ranks) {
   g->window = window;
   g->bytes = bytes;
   g->batches.resize(static_cast<std::size_t>(ranks));
-  MPI_Comm_dup(MPI_COMM_WORLD, &g->comm);
-  name_mpi_failures(g->comm);
+  if (!transport::open_mail(ranks)) mpi_failed("opening the diff mail");
   set_progress_hook(progress_hook::dsm_diffs, &serve_diffs);
 }
 
 void stop_diff_mail() noexcept {
   if (!g) return;
   set_progress_hook(progress_hook::dsm_diffs, nullptr);
-  MPI_Comm_free(&g->comm);
+  transport::close_mail();
   delete g;
   g = nullptr;
 }

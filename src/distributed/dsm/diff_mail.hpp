@@ -11,10 +11,9 @@
 // shared-memory transports (dsm.cpp, complete_diff); a point-to-point message
 // per home carries every page's runs in one round trip and leaves RMA out.
 // The home writes the runs through the alias, as a put would: no page state
-// changes there, no DSM lock is taken.
+// changes there, no DSM lock is taken. The messages are the transport's mail
+// (transport.hpp).
 #pragma once
-
-#include <mpi.h>
 
 #include <cstddef>
 #include <cstdint>
@@ -35,9 +34,9 @@ void queue_diff(int home, std::size_t at, const char* bytes, std::size_t length)
 // Sends each home its queued diffs and returns once every one has applied
 // them. Returns the messages sent (0 when nothing was queued).
 std::uint64_t deliver_diffs();
-// Waits for `requests` (MPI_Testall), applying the diffs that arrive
-// meanwhile: a rank that waits in MPI (a barrier) serves its pages' writers
-// at once rather than at its progress thread's next round.
-void wait_serving_diffs(int count, MPI_Request* requests);
+// Waits until done(arg) is true (it polls, never blocks), applying the diffs
+// that arrive meanwhile: a rank that waits in MPI (a barrier) serves its
+// pages' writers at once rather than at its progress thread's next round.
+void wait_serving_diffs(bool (*done)(void*), void* arg);
 
 }  // namespace ito::dist::detail

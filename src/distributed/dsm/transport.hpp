@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // The DSM's transport: everything the protocol asks of the other ranks'
-// memory, in its own terms. The rooms (fetch, directory, diffs, release, the
+// memory, and the messages it sends them, in its own terms. The rooms (fetch, directory, diffs, release, the
 // boards) call these and nothing of MPI; transport_mpi.cpp is the one
 // implementation, over MPI RMA. Another (an in-process one for tests, an MPI
 // with other rules) is another .cpp that defines the same functions, chosen
@@ -46,13 +46,14 @@
 //   - Errors: false when the transport reported a failure; the caller names
 //     what failed (mpi_failed) and ends the process.
 //
-// Not here yet (they ride their own communicators, on the progress thread):
-// diff mail's messages (diff_mail.cpp) and remote frees (remote_free.cpp);
-// and the collectives of start and end (a barrier, allreduces).
+// Not here yet: remote frees (remote_free.cpp: the allocator's messages, on
+// the progress thread), the collectives of start and end (a barrier,
+// allreduces), and ito::dist::barrier's (api/runtime.cpp).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 namespace ito::dist::detail::transport {
 
@@ -98,5 +99,31 @@ bool claim_entry(int target, std::size_t index, const std::int64_t* mine, std::i
 // complete, at the target and here. The DSM never completes all targets at
 // once (target_flush.hpp says why).
 bool flush(window w, int target);
+
+// --- mail: a release's diffs, one message per home (diff_mail.hpp) ---
+// On a channel of the mail's own (MPI: a communicator), so that nothing else
+// matches them. Not from the fault path: a release sends (its thread, the
+// DSM lock held), and any thread may receive: the releaser while it waits, a
+// home's progress thread, a thread waiting in a barrier. A mail arrives only
+// when the home looks (receive_mail), so delivery needs the home's progress
+// thread or one of its threads waiting; the sender looks meanwhile too
+// (diff_mail.cpp: two ranks releasing to each other both finish).
+
+// Collective, after open_windows; `ranks` bounds the mail in flight.
+bool open_mail(int ranks);
+// Collective, after the progress thread stopped.
+void close_mail() noexcept;
+// Starts sending `count` words from `words` to `home` (the buffer stays
+// untouched until mail_delivered says done), and awaiting its acknowledgement.
+bool send_mail(int home, const std::uint64_t* words, std::size_t count);
+// *done: whether every mail sent since the last *done is acknowledged
+// (non-blocking; then the buffers are free).
+bool mail_delivered(bool* done);
+// The next mail that arrived, whole into `into` (resized), its sender in
+// *from; *got false when none has (non-blocking). A mail goes to exactly one
+// receiver, whichever thread asks.
+bool receive_mail(std::vector<std::uint64_t>& into, int* from, bool* got);
+// Tells `to` its mail was applied (blocking only until sent).
+bool acknowledge_mail(int to);
 
 }  // namespace ito::dist::detail::transport

@@ -7,6 +7,8 @@
 
 #include <mpi.h>
 
+#include "distributed/peer_watch.hpp"
+
 namespace ito::dist::detail::transport {
 namespace {
 
@@ -17,6 +19,13 @@ MPI_Win directory_window = MPI_WIN_NULL;
 MPI_Win of(window w) noexcept { return w == window::data ? data_window : directory_window; }
 
 MPI_Aint disp(std::size_t at) noexcept { return static_cast<MPI_Aint>(at); }
+
+constexpr int mail_tag = 0x172;
+constexpr int acknowledged_tag = 0x173;
+// The mail's: its communicator (open_mail to close_mail), and the requests
+// of the mail in flight (the releasing thread's, under the DSM lock).
+MPI_Comm mail_comm = MPI_COMM_NULL;
+std::vector<MPI_Request> mail_requests;
 
 }  // namespace
 
@@ -87,5 +96,59 @@ bool claim_entry(int target, std::size_t index, const std::int64_t* mine, std::i
 }
 
 bool flush(window w, int target) { return MPI_Win_flush(target, of(w)) == MPI_SUCCESS; }
+
+bool open_mail(int ranks) {
+  if (MPI_Comm_dup(MPI_COMM_WORLD, &mail_comm) != MPI_SUCCESS) return false;
+  name_mpi_failures(mail_comm);
+  mail_requests.reserve(2 * static_cast<std::size_t>(ranks));
+  return true;
+}
+
+void close_mail() noexcept {
+  MPI_Comm_free(&mail_comm);
+  mail_requests = {};
+}
+
+bool send_mail(int home, const std::uint64_t* words, std::size_t count) {
+  mail_requests.emplace_back();
+  if (MPI_Irecv(nullptr, 0, MPI_BYTE, home, acknowledged_tag, mail_comm,
+                &mail_requests.back()) != MPI_SUCCESS)
+    return false;
+  mail_requests.emplace_back();
+  return MPI_Isend(words, static_cast<int>(count), MPI_UINT64_T, home, mail_tag, mail_comm,
+                   &mail_requests.back()) == MPI_SUCCESS;
+}
+
+bool mail_delivered(bool* done) {
+  int all = 0;
+  if (MPI_Testall(static_cast<int>(mail_requests.size()), mail_requests.data(), &all,
+                  MPI_STATUSES_IGNORE) != MPI_SUCCESS)
+    return false;
+  *done = all != 0;
+  if (*done) mail_requests.clear();
+  return true;
+}
+
+bool receive_mail(std::vector<std::uint64_t>& into, int* from, bool* got) {
+  int flag = 0;
+  MPI_Message message;
+  MPI_Status status;
+  *got = false;
+  if (MPI_Improbe(MPI_ANY_SOURCE, mail_tag, mail_comm, &flag, &message, &status) != MPI_SUCCESS)
+    return false;
+  if (!flag) return true;
+  int count = 0;
+  MPI_Get_count(&status, MPI_UINT64_T, &count);
+  into.resize(static_cast<std::size_t>(count));
+  if (MPI_Mrecv(into.data(), count, MPI_UINT64_T, &message, MPI_STATUS_IGNORE) != MPI_SUCCESS)
+    return false;
+  *from = status.MPI_SOURCE;
+  *got = true;
+  return true;
+}
+
+bool acknowledge_mail(int to) {
+  return MPI_Send(nullptr, 0, MPI_BYTE, to, acknowledged_tag, mail_comm) == MPI_SUCCESS;
+}
 
 }  // namespace ito::dist::detail::transport
