@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // The DSM's transport: everything the protocol asks of the other ranks'
-// memory, and the messages it sends them, in its own terms. The rooms (fetch, directory, diffs, release, the
-// boards) call these and nothing of MPI; transport_mpi.cpp is the one
+// memory, and the messages it sends them, in its own terms. The rooms
+// (fetch, directory, diffs, release, the boards, diff mail) call these and
+// nothing of MPI for it; transport_mpi.cpp is the one
 // implementation, over MPI RMA. Another (an in-process one for tests, an MPI
 // with other rules) is another .cpp that defines the same functions, chosen
 // when the library is linked: no indirection on the fault path, where these
@@ -15,7 +16,8 @@
 //   directory  64-bit entries (page p's at rank p % ranks, index p / ranks:
 //              home + 1, or 0 before its first touch). Offsets in entries.
 //
-// The rules every operation below follows unless it says otherwise:
+// The rules every one-sided operation below follows unless it says
+// otherwise (the mail has its own, below):
 //   - Non-blocking: it only starts. Its origin buffers (what it sends, where
 //     it reads into, `compare`/`mine` too) must stay untouched and alive
 //     until flush(window, target) returns; only then are its results there.
@@ -32,17 +34,18 @@
 //     every ITO_DIST_PROGRESS_US), so a flush waits for the target's progress
 //     thread, and an operation to oneself needs one's own.
 //   - Fault path: it may be called from the DSM's SIGSEGV handler
-//     (fault.cpp: serve_fault, with the DSM lock held, on the faulting
-//     thread's signal stack) on the way to bringing a page in: the
-//     directory's claim_entry and read_entries, get, or_words, read_words
-//     and flush all are. With MPICH that works (the fault is synchronous and
-//     the faulting thread is never inside MPI: the DSM's origin buffers are
-//     aliases, never the protected view). Open MPI 4.1's
-//     MPI_Compare_and_swap crashed when called there (issue 45, item 5):
-//     an MPI that cannot do one of these from the handler needs the fault
-//     to hand the operation to another thread (or a large stack) instead.
+//     (fault.cpp: serve_fault, with the DSM lock held, inside the handler)
+//     on the way to bringing a page in: the directory's claim_entry and
+//     read_entries, get, or_words, read_words and flush all are. With MPICH
+//     that works: the fault is synchronous, and the DSM never hands MPI a
+//     pointer into the protected view (its buffers are the aliases), so the
+//     handler does not interrupt MPI (a program that passes DSM memory to
+//     MPI itself could fault inside MPI). Open MPI's MPI_Compare_and_swap
+//     crashes when called there (issue 45, item 5, not yet explained): an
+//     MPI that cannot do one of these from the handler needs the fault to
+//     hand the operation to another thread instead.
 //   - Any thread, with the DSM lock held (the rooms' callers hold it); the
-//     transport keeps no state of its own between calls but the windows.
+//     windows are the only state they share.
 //   - Errors: false when the transport reported a failure; the caller names
 //     what failed (mpi_failed) and ends the process.
 //
