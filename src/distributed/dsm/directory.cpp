@@ -28,8 +28,8 @@ bool g_own_cas_in_memory = false;  // decide_own_directory_cas's answer
 // progress; with XPMEM, osc/rdma's CPU atomics), so a CPU compare-and-swap of
 // our own is atomic with theirs. Over several hosts the others' may be the
 // network card's: no such shortcut, and the job needs osc/ucx
-// (docs/DISTRIBUTED.md, "Open MPI"). An osc chosen other than rdma
-// (OMPI_MCA_osc without "rdma") goes through MPI as with any other MPI.
+// (docs/DISTRIBUTED.md, "Open MPI"). Where OMPI_MCA_osc rules osc/rdma out,
+// the CAS goes through MPI as with any other MPI.
 void decide_own_directory_cas() {
 #if defined(OPEN_MPI) && (OMPI_MAJOR_VERSION < 4 || (OMPI_MAJOR_VERSION == 4 && (OMPI_MINOR_VERSION == 0 || \
                                                    (OMPI_MINOR_VERSION == 1 && OMPI_RELEASE_VERSION < 5))))
@@ -40,7 +40,11 @@ void decide_own_directory_cas() {
   MPI_Comm_size(host, &on_host);
   MPI_Comm_free(&host);
   MPI_Comm_size(MPI_COMM_WORLD, &ranks);
-  g_own_cas_in_memory = on_host == ranks && (!osc || !*osc || std::strstr(osc, "rdma"));
+  // osc/rdma may be chosen: no OMPI_MCA_osc, one naming it, or one that
+  // excludes others ("^ucx") but not it.
+  const bool rdma_possible =
+      !osc || !*osc || (osc[0] == '^' ? !std::strstr(osc, "rdma") : std::strstr(osc, "rdma") != nullptr);
+  g_own_cas_in_memory = on_host == ranks && rdma_possible;
 #endif
 }
 
