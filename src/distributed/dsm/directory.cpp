@@ -5,6 +5,8 @@
 #include <sys/mman.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <cstring>
 #include <mutex>
 
 #include "distributed/dsm/dsm.hpp"
@@ -12,9 +14,50 @@
 
 namespace ito::dist::detail {
 
+namespace {
+bool g_own_cas_in_memory = false;  // decide_own_directory_cas's answer
+}  // namespace
+
+// Open MPI 4.1.0-4.1.4's osc/rdma sends an MPI_Compare_and_swap aimed at the
+// caller's own rank to its BTL with the endpoint it has for itself, which
+// btl/vader (shared memory) does not have: a null pointer, a SIGSEGV in
+// mca_btl_vader_send (15 lines of plain MPI do it; 4.1.5 fixed it upstream
+// by doing CASes between ranks of one host in memory). Where every rank is on
+// this host, osc/rdma carries out the others' CASes on this rank's words as
+// CPU atomics (btl/vader's emulated atomics run them in this process's
+// progress; with XPMEM, osc/rdma's CPU atomics), so a CPU compare-and-swap of
+// our own is atomic with theirs. Over several hosts the others' may be the
+// network card's: no such shortcut, and the job needs osc/ucx
+// (docs/DISTRIBUTED.md, "Open MPI"). Where OMPI_MCA_osc rules osc/rdma out,
+// the CAS goes through MPI as with any other MPI.
+void decide_own_directory_cas() {
+#if defined(OPEN_MPI) && (OMPI_MAJOR_VERSION < 4 || (OMPI_MAJOR_VERSION == 4 && (OMPI_MINOR_VERSION == 0 || \
+                                                   (OMPI_MINOR_VERSION == 1 && OMPI_RELEASE_VERSION < 5))))
+  const char* osc = std::getenv("OMPI_MCA_osc");
+  MPI_Comm host = MPI_COMM_NULL;
+  int on_host = 0, ranks = 0;
+  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &host);
+  MPI_Comm_size(host, &on_host);
+  MPI_Comm_free(&host);
+  MPI_Comm_size(MPI_COMM_WORLD, &ranks);
+  // osc/rdma may be chosen: no OMPI_MCA_osc, one naming it, or one that
+  // excludes others ("^ucx") but not it.
+  const bool rdma_possible =
+      !osc || !*osc || (osc[0] == '^' ? !std::strstr(osc, "rdma") : std::strstr(osc, "rdma") != nullptr);
+  g_own_cas_in_memory = on_host == ranks && rdma_possible;
+#endif
+}
+
 void ask_directory(dsm& d, std::size_t page, const std::int64_t* mine, std::int64_t* found) {
   static constexpr std::int64_t none = 0;
   const auto ranks = static_cast<std::size_t>(d.ranks);
+  if (g_own_cas_in_memory && static_cast<int>(page % ranks) == d.rank) {
+    std::int64_t expected = none;
+    __atomic_compare_exchange_n(&d.entries[page / ranks], &expected, *mine, false,
+                                __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+    *found = expected;
+    return;
+  }
   if (MPI_Compare_and_swap(mine, &none, found, MPI_INT64_T, static_cast<int>(page % ranks),
                            static_cast<MPI_Aint>(page / ranks), d.directory) != MPI_SUCCESS)
     mpi_failed("the directory's compare-and-swap");

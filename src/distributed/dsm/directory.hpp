@@ -12,6 +12,11 @@
 
 namespace ito::dist::detail {
 
+// Collective, once the directory window exists: whether this rank's own
+// directory words take their compare-and-swap in memory rather than through
+// MPI (Open MPI before 4.1.5 only: directory.cpp says why).
+void decide_own_directory_cas();
+
 // Asks the directory for `page`'s home, claiming it if it has none: the
 // answer lands in *found once the directory window is flushed.
 void ask_directory(dsm& d, std::size_t page, const std::int64_t* mine, std::int64_t* found);

@@ -17,6 +17,7 @@
 
 #include "distributed/dist_state.hpp"
 #include "distributed/dsm/diff_mail.hpp"
+#include "distributed/dsm/directory.hpp"
 #include "distributed/dsm/dsm_bookkeeping.hpp"
 #include "distributed/dsm/fault.hpp"
 #include "distributed/dsm/node_layout.hpp"
@@ -128,6 +129,7 @@ void start_dsm(dist_state& st) {
       MPI_Win_lock_all(MPI_MODE_NOCHECK, d->data) != MPI_SUCCESS ||
       MPI_Win_lock_all(MPI_MODE_NOCHECK, d->directory) != MPI_SUCCESS)
     mpi_failed("creating the DSM's windows");
+  decide_own_directory_cas();
   start_diff_mail(d->node_alias, st.region.bytes + st.region.globals_bytes, d->ranks);
   // After MPI_Init, which installs a SIGSEGV handler of its own: ours serves
   // the region and hands every other fault to it.
