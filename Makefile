@@ -5,7 +5,7 @@ JOBS ?= $(shell nproc)
 PREFIX ?= /usr/local
 CTEST_ARGS ?=
 
-.PHONY: all deps demo test bench asan-test tsan-test aarch64-test install deb clean release debug asan tsan
+.PHONY: all deps demo test bench asan-test tsan-test aarch64-test openmpi-test install deb clean release debug asan tsan
 all: release
 
 deps:
@@ -49,6 +49,14 @@ aarch64-test:
 	cmake --preset aarch64
 	cmake --build build/aarch64 -j $(JOBS) --target ito_emulated_tests ito-bench
 	ctest --preset aarch64 -j $(JOBS) -L emulated $(CTEST_ARGS)
+
+# The distributed suite (label dist) and ito-bench-dsm over Open MPI, which
+# install-deps puts beside MPICH (the default MPI stays MPICH's): preset
+# openmpi builds only ito::dist's programs. docs/DISTRIBUTED.md, "Open MPI".
+openmpi-test: | deps
+	cmake --preset openmpi
+	cmake --build build/openmpi -j $(JOBS) --target ito_dist_tests ito-bench-dsm
+	ctest --preset openmpi -j $(JOBS) -L dist $(CTEST_ARGS)
 
 install: release
 	cmake --install build/release --prefix $(PREFIX)

@@ -16,6 +16,7 @@ packages=(
   rustc                                     # a Rust program's threads under the preload (tests/programs/rust_threads.rs)
   libgc-dev                                 # Boehm GC's stop-the-world under the preload (tests/posix/progs/boehm_gc.c)
   mpich libmpich-dev                        # the distributed mode (ito::dist) and its tests
+  openmpi-bin libopenmpi-dev                # the same over Open MPI (preset openmpi, make openmpi-test); MPICH stays the default
   iproute2                                  # ranks on two hosts made of namespaces (tests/distributed/netns_pair.sh)
 )
 case "${1:-}" in
@@ -39,5 +40,24 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 echo "ito: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
+# Open MPI's alternatives outrank MPICH's (priority 50 against 40 on amd64):
+# installed beside it, they would make mpicc, mpirun and <mpi.h> Open MPI's
+# for every build on the machine. Each stays what it was, or becomes MPICH's
+# where it did not exist yet; only preset openmpi uses Open MPI.
+multiarch=$(gcc -print-multiarch 2>/dev/null || dpkg-architecture -qDEB_HOST_MULTIARCH)
+declare -A mpi_keep=([mpi]=/usr/bin/mpicc.mpich [mpirun]=/usr/bin/mpirun.mpich
+                     ["mpi-$multiarch"]="/usr/include/$multiarch/mpich")
+for name in "${!mpi_keep[@]}"; do
+  before=$(update-alternatives --query "$name" 2>/dev/null | sed -n 's/^Value: //p' || true)
+  if [ -n "$before" ]; then mpi_keep[$name]=$before; fi
+done
 apt-get update -qq
 apt-get install -y -qq --no-install-recommends "${missing[@]}"
+for name in "${!mpi_keep[@]}"; do
+  now=$(update-alternatives --query "$name" 2>/dev/null | sed -n 's/^Value: //p' || true)
+  want=${mpi_keep[$name]}
+  if [ -n "$now" ] && [ "$now" != "$want" ] && update-alternatives --list "$name" | grep -qxF "$want"; then
+    echo "ito: keeping $want as $name"
+    update-alternatives --set "$name" "$want" >/dev/null
+  fi
+done

@@ -21,10 +21,10 @@
 #                at a time, as many of them measure time
 #   LTP_WORK     where binaries, logs and results.txt go (default: a new
 #                directory under /tmp, printed at the end)
-#   LTP_SOURCE_LIB  static (default): the source way links libito.a, which
-#                has no preemption; shared: it links libito.so and runs with
-#                ITO_PREEMPT=10000 (10 ms slices, the preload's default), the
-#                way a program built from source gets preemption
+#   LTP_SOURCE_LIB  static (default): the source way links libito.a with
+#                ito-text.ld (as CMake's ito::ito and pkg-config --static do);
+#                shared: it links libito.so. Both run with ITO_PREEMPT=10000
+#                (10 ms slices, the preload's default)
 # Exit codes of a test (LTP's posixtest.h): 0 PASS, 1 FAIL, 2 UNRESOLVED,
 # 4 UNSUPPORTED, 5 UNTESTED; a signal shows as its name (SIGSEGV), a compile
 # failure as NOBUILD. "Judged" tests pass under NPTL and are not in one of
@@ -45,12 +45,13 @@ pts=$(cd "$ltp" && pwd)
 repo=$(cd "$(dirname "$0")/.." && pwd)
 source_lib=${LTP_SOURCE_LIB:-static}
 case $source_lib in
-  static) libito=$build/src/libito.a; source_env=() ;;
-  shared) libito=$build/src/libito.so; source_env=(ITO_PREEMPT=10000) ;;
+  static) libito="$build/src/libito.a -Wl,-T,$repo/cmake/ito-text.ld" ;;
+  shared) libito=$build/src/libito.so ;;
   *) echo "ltp-posix: LTP_SOURCE_LIB=$source_lib: expected static or shared" >&2; exit 2 ;;
 esac
 preload=$build/src/preload/libito-preload.so
-for f in "$libito" "$preload"; do
+source_env=(ITO_PREEMPT=10000)
+for f in "${libito%% *}" "$preload"; do
   [ -f "$f" ] || { echo "ltp-posix: $f is missing (build the ito and ito_preload targets)" >&2; exit 2; }
 done
 timeout_s=${LTP_TIMEOUT:-60}
@@ -90,7 +91,8 @@ compile() {
   local cmd=(cc $LTP_CFLAGS -I"$LTP_PTS/include" -I"$(dirname "$src")")
   if [ "$way" = source ]; then
     # shellcheck disable=SC2206  # two -I words
-    cmd+=(-include ito/pthread.h $LTP_ITO_INCLUDES -o "$out" "$src" "${main[@]}" "$LTP_LIBITO"
+    # shellcheck disable=SC2206  # libito.a and its linker script: two words
+    cmd+=(-include ito/pthread.h $LTP_ITO_INCLUDES -o "$out" "$src" "${main[@]}" $LTP_LIBITO
           $LTP_ITO_RPATH -lstdc++)
   else
     cmd+=(-o "$out" "$src" "${main[@]}")
@@ -99,7 +101,7 @@ compile() {
 }
 export -f compile
 
-echo "ltp-posix: building ${#names[@]} tests twice in $work/bin ($jobs at a time; source way: $(basename "$libito"))" >&2
+echo "ltp-posix: building ${#names[@]} tests twice in $work/bin ($jobs at a time; source way: $(basename "${libito%% *}"), ITO_PREEMPT=10000)" >&2
 for way in nptl source; do
   printf "$way %s\n" "${names[@]}"
 done | xargs -P "$jobs" -n 2 bash -c 'compile "$0" "$1"'

@@ -14,6 +14,8 @@
 #include <ctime>
 #include <unistd.h>
 
+#include "test_support.hpp"
+
 namespace {
 
 sem_t g_sem;
@@ -55,7 +57,9 @@ void waiters_leave_the_worker_to_the_poster() {
 }
 
 TEST(PosixSemGlibcWait, ProcessSharedWaitersLeaveTheWorkerToThePoster) {
-  GTEST_FLAG_SET(death_test_style, "threadsafe");  // a fresh process: ITO_WORKERS=1 applies
+  // A process of its own, so ITO_WORKERS=1 applies: re-executed, or forked
+  // under qemu-user, which cannot re-execute the target binary.
+  GTEST_FLAG_SET(death_test_style, ito::test::threadsafe_death_style);
   EXPECT_EXIT(waiters_leave_the_worker_to_the_poster(), ::testing::ExitedWithCode(0), "");
 }
 

@@ -58,6 +58,7 @@ inline constexpr setting settings[] = {
     {.id = setting_id::stack_size, .name = "ITO_STACK_SIZE", .kind = setting_kind::size,
      .min = options::min_stack_size, .max = options::max_stack_size,
      .fallback = options::default_stack_size,
+     .default_text = "64K; under `libito-preload.so` the stack limit (`ulimit -s`) up to 2M",
      .doc = "bytes per ULT stack (`fixed` policy), rounded up to pages; a child the main ULT joins "
             "before it started runs inline on the main ULT's own stack, at least this large "
             "([ARCHITECTURE.md](ARCHITECTURE.md), \"join inline\")"},
@@ -167,8 +168,9 @@ inline constexpr setting settings[] = {
      .min = 0, .max = options::max_preempt_us, .default_text = "0; 10000 under `libito-preload.so`",
      .accepts_note = "0: never",
      .doc = "time slice in µs: a ULT that runs this long while others wait for its worker is "
-            "interrupted and queued behind them; needs ito in a shared library "
-            "([ARCHITECTURE.md](ARCHITECTURE.md), \"Preemption\")"},
+            "interrupted and queued behind them; from source, `libito.so` or `libito.a` linked "
+            "with `ito-text.ld` (CMake's `ito::ito` and `pkg-config --static` add it; "
+            "[ARCHITECTURE.md](ARCHITECTURE.md), \"Preemption\")"},
     {.id = setting_id::ult_tls, .name = "ITO_ULT_TLS", .kind = setting_kind::boolean,
      .default_text = "no; yes under `libito-preload.so` for a program with TLS of its own, "
                      "and for the threads created after it loads a module with TLS (`dlopen`)",

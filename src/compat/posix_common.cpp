@@ -4,7 +4,9 @@
 #include <locale.h>
 #include <netdb.h>
 #include <pthread.h>
+#include <sys/resource.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 
@@ -75,11 +77,30 @@ void register_exit_hooks() noexcept {
 // starts (a forked child's too).
 std::atomic<bool> g_tls_blocks_by_default{false};
 
-// The POSIX layer's options: the environment's, and preemption on by default
-// under the preload, where a pthread program expects threads to be
-// preemptive (source mode asks for it with ITO_PREEMPT).
+// A thread's stack under the preload when ITO_STACK_SIZE does not say:
+// NPTL's default (the stack limit's soft value, or 2 MiB when unlimited), at
+// most 2 MiB and at least ito's own default. A pthread program expects far
+// more than 64 KiB (Boehm GC's marker keeps a 64 KiB array in one frame;
+// glibc's default is 8 MiB, musl's 128 KiB); 2 MiB keeps room on the main
+// thread's stack for a child it joins before it started to run there
+// (scheduler.cpp, join_inline).
+std::size_t preload_default_stack_size() noexcept {
+  constexpr std::size_t most = std::size_t{2} << 20;
+  rlimit limit{};
+  if (getrlimit(RLIMIT_STACK, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY) return most;
+  return std::clamp<std::size_t>(static_cast<std::size_t>(limit.rlim_cur),
+                                 options::default_stack_size, most);
+}
+
+// The POSIX layer's options: the environment's; under the preload, where a
+// pthread program expects threads to be preemptive (source mode asks for it
+// with ITO_PREEMPT) and NPTL-sized stacks, preemption on and a larger stack
+// by default.
 options posix_options() {
-  options o = resolve_options(options{});
+  options asked{};
+  if (preloaded() && !config::text_setting(config::setting_id::stack_size))
+    asked.stack_size = preload_default_stack_size();
+  options o = resolve_options(asked);
   if (preloaded() && !config::number_setting(config::setting_id::preempt) &&
       !sched::preemption_unavailable(o))
     o.preempt_us = sched::default_preempt_slice_us;

@@ -29,6 +29,13 @@
 #include "sched/loader_locks.hpp"
 #include "sched/scheduler.hpp"
 
+// ito's code in a program linked with libito.a and cmake/ito-text.ld; null
+// without the script (and in libito.so, where the object's bounds serve).
+extern "C" {
+extern const char __ito_text_start[] __attribute__((weak, visibility("hidden")));
+extern const char __ito_text_end[] __attribute__((weak, visibility("hidden")));
+}
+
 namespace ito::sched {
 
 // The watch of one runtime.
@@ -87,6 +94,17 @@ bool is_runtime_object(const char* path) noexcept {
 // An address inside ito's own code.
 void marker() noexcept {}
 
+// ito's own section in the main program, if it was linked with ito-text.ld:
+// false if not (the program's code and ito's are then one range).
+bool ito_text_section(code_range* r) noexcept {
+  const auto lo = reinterpret_cast<std::uintptr_t>(__ito_text_start);
+  const auto hi = reinterpret_cast<std::uintptr_t>(__ito_text_end);
+  const auto here = reinterpret_cast<std::uintptr_t>(&marker);
+  if (!lo || !(lo <= here && here < hi)) return false;
+  *r = {lo, hi};
+  return true;
+}
+
 bool object_holds(const dl_phdr_info* info, std::uintptr_t addr) noexcept {
   for (int i = 0; i < info->dlpi_phnum; ++i) {
     const ElfW(Phdr)& p = info->dlpi_phdr[i];
@@ -99,7 +117,7 @@ bool object_holds(const dl_phdr_info* info, std::uintptr_t addr) noexcept {
 
 struct scan {
   range_table* table;
-  bool ito_in_program;  // ito's code lies in the main program (libito.a)
+  bool ito_inseparable;  // ito's code lies in the main program, not apart in ito_text
 };
 
 int add_object(dl_phdr_info* info, std::size_t, void* p) noexcept {
@@ -107,7 +125,17 @@ int add_object(dl_phdr_info* info, std::size_t, void* p) noexcept {
   s->table->adds = info->dlpi_adds;
   const bool main_program = !info->dlpi_name || !*info->dlpi_name;
   const bool holds_ito = object_holds(info, reinterpret_cast<std::uintptr_t>(&marker));
-  if (holds_ito && main_program) s->ito_in_program = true;
+  if (holds_ito && main_program) {
+    // libito.a: only ito's own section is runtime code; the rest of the
+    // program may be preempted.
+    code_range ito_text{};
+    if (!ito_text_section(&ito_text)) {
+      s->ito_inseparable = true;
+    } else if (s->table->count < range_table::capacity) {
+      s->table->ranges[s->table->count++] = ito_text;
+      return 0;
+    }
+  }
   if (!holds_ito && (main_program || !is_runtime_object(info->dlpi_name))) return 0;
   for (int i = 0; i < info->dlpi_phnum; ++i) {
     const ElfW(Phdr)& ph = info->dlpi_phdr[i];
@@ -119,14 +147,14 @@ int add_object(dl_phdr_info* info, std::size_t, void* p) noexcept {
   return 0;
 }
 
-// A new table of the objects loaded now; *ito_in_program says whether ito
-// itself is part of the main program.
-range_table* build_ranges(bool* ito_in_program) {
+// A new table of the objects loaded now; *ito_inseparable says whether ito's
+// code lies in the main program without a section of its own.
+range_table* build_ranges(bool* ito_inseparable) {
   auto* t = new (std::nothrow) range_table;
   if (!t) return nullptr;
   scan s{t, false};
   dl_iterate_phdr(&add_object, &s);
-  if (ito_in_program) *ito_in_program = s.ito_in_program;
+  if (ito_inseparable) *ito_inseparable = s.ito_inseparable;
   return t;
 }
 
@@ -394,15 +422,16 @@ const char* preemption_unavailable(const options& resolved) noexcept {
   if (resolved.stacks != stack_policy::fixed)
     return "not with the lazy and fair_use stack policies (a handler cannot switch away on a "
            "split-stack segment)";
-  static const bool ito_in_program = [] {
-    bool in_program = false;
-    const range_table* t = build_ranges(&in_program);
+  static const bool ito_inseparable = [] {
+    bool inseparable = false;
+    const range_table* t = build_ranges(&inseparable);
     if (t) g_ranges.store(t, std::memory_order_release);
-    return in_program;
+    return inseparable;
   }();
-  if (ito_in_program)
+  if (ito_inseparable)
     return "it needs ito's code apart from the program's, to never interrupt ito itself: link "
-           "libito.so (ito::ito_shared) or run under libito-preload.so, not libito.a";
+           "libito.a with ito-text.ld (ito::ito in CMake and pkg-config --static do), or link "
+           "libito.so (ito::ito_shared), or run under libito-preload.so";
   return nullptr;
 #endif
 }

@@ -15,8 +15,15 @@ import tempfile
 mpiexec, program, merge = sys.argv[1:4]
 with tempfile.TemporaryDirectory() as d:
     paths = [os.path.join(d, f"r{r}.json") for r in range(2)]
-    command = [mpiexec, "-n", "1", "-env", "ITO_TRACE", paths[0], "-env", "ITO_WORKERS", "1", program,
-               ":", "-n", "1", "-env", "ITO_TRACE", paths[1], "-env", "ITO_WORKERS", "1", program]
+    # Each rank's own variables: MPICH's hydra says `-env NAME VALUE`, Open
+    # MPI's mpirun `-x NAME=VALUE`.
+    version = subprocess.run([mpiexec, "--version"], capture_output=True, text=True).stdout
+    if "Open MPI" in version or "OpenRTE" in version:
+        env = lambda name, value: ["-x", f"{name}={value}"]
+    else:
+        env = lambda name, value: ["-env", name, value]
+    command = ([mpiexec, "-n", "1"] + env("ITO_TRACE", paths[0]) + env("ITO_WORKERS", "1") + [program, ":",
+               "-n", "1"] + env("ITO_TRACE", paths[1]) + env("ITO_WORKERS", "1") + [program])
     subprocess.run(command, check=True, timeout=240)
     traces = []
     for path in paths:

@@ -15,9 +15,13 @@ trap 'rm -f "$log"' EXIT
 # A finished run may still hang in MPI_Finalize over UCX's tcp transport
 # (docs/DISTRIBUTED.md, "Transports"; 1 run in 5 here): the log decides, and
 # once the tests have reported the job gets 10 s to end before it is killed.
-UCX_TLS=self,tcp ITO_TEST_NODES=per_rank "$mpiexec" -n 2 sh -c \
-  'if [ "$PMI_RANK" = 1 ]; then exec unshare --pid --fork --mount-proc "$0" "$1"; else exec "$0" "$1"; fi' \
-  "$dsm_test" '--gtest_filter=*nodes_are*:*write_before_sd*:*writers_of_different_bytes*' \
+# Over TCP: UCX_TLS for MPICH; for Open MPI also its BTLs, and osc/ucx for
+# the windows (osc/rdma cannot work over btl/tcp, and osc/pt2pt refuses
+# MPI_THREAD_MULTIPLE: MPI_Win_create fails). Open MPI's rank is
+# OMPI_COMM_WORLD_RANK, MPICH's PMI_RANK.
+UCX_TLS=self,tcp OMPI_MCA_btl=self,tcp OMPI_MCA_osc=ucx ITO_TEST_NODES=per_rank "$mpiexec" -n 2 sh -c \
+  'if [ "${PMI_RANK:-$OMPI_COMM_WORLD_RANK}" = 1 ]; then exec unshare --pid --fork --mount-proc "$0" "$@"; else exec "$0" "$@"; fi' \
+  "$dsm_test" '--gtest_filter=*nodes_are*:*write_before_sd*:*writers_of_different_bytes*' --gtest_color=no \
   > "$log" 2>&1 < /dev/null &
 job=$!
 waited=0 after_report=0

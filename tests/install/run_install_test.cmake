@@ -110,6 +110,14 @@ elseif(STEP STREQUAL "find_package")
     if(NOT last_output MATCHES "consumer: ok")
       message(FATAL_ERROR "install test: ${exe} printed:\n${last_output}")
     endif()
+    # ito::ito_static brings ito-text.ld: preemption is available (it is
+    # refused, with its reason, in a program whose ito code is not apart).
+    if(exe MATCHES "_static$" AND NOT SAN_FLAGS MATCHES "thread")
+      run("run ${exe} with ITO_PREEMPT" ${CMAKE_COMMAND} -E env ITO_PREEMPT=10000 ${path})
+      if(NOT last_output MATCHES "consumer: ok")
+        message(FATAL_ERROR "install test: ${exe} with ITO_PREEMPT printed:\n${last_output}")
+      endif()
+    endif()
   endforeach()
 
 elseif(STEP STREQUAL "pkg_config")
@@ -185,6 +193,14 @@ elseif(STEP STREQUAL "pkg_config")
       message(FATAL_ERROR "install test: ${exe} printed:\n${last_output}")
     endif()
   endforeach()
+  # --static brings ito-text.ld (Libs.private): preemption is available.
+  if(NOT san_flags MATCHES "thread")
+    run("run consumer_c_static with ITO_PREEMPT" ${CMAKE_COMMAND} -E env ITO_PREEMPT=10000
+        ${build}/consumer_c_static)
+    if(NOT last_output MATCHES "consumer: ok")
+      message(FATAL_ERROR "install test: consumer_c_static with ITO_PREEMPT printed:\n${last_output}")
+    endif()
+  endif()
 
 elseif(STEP STREQUAL "subproject")
   # FetchContent of the source tree: only the library is built (no tests,
@@ -285,7 +301,7 @@ elseif(STEP STREQUAL "deb")
   set(needed
     include/ito/ito.h include/ito/ito.hpp include/ito/thread.hpp include/ito/runtime.hpp
     include/ito/pthread.h include/ito/version.h
-    share/ito/ito-gdb.py share/doc/ito/copyright share/doc/ito/README.md
+    share/ito/ito-gdb.py share/ito/ito-text.ld share/doc/ito/copyright share/doc/ito/README.md
     share/doc/ito/CHANGELOG.md share/doc/ito/LICENSE share/doc/ito/NOTICE)
   file(RELATIVE_PATH libdir_rel ${usr} ${libdir})
   foreach(f libito.a libito.so libito.so.${VERSION_MAJOR} libito-preload.so pkgconfig/ito.pc

@@ -40,10 +40,11 @@
 //     that works: the fault is synchronous, and the DSM never hands MPI a
 //     pointer into the protected view (its buffers are the aliases), so the
 //     handler does not interrupt MPI (a program that passes DSM memory to
-//     MPI itself could fault inside MPI). Open MPI's MPI_Compare_and_swap
-//     crashes when called there (issue 45, item 5, not yet explained): an
-//     MPI that cannot do one of these from the handler needs the fault to
-//     hand the operation to another thread instead.
+//     MPI itself could fault inside MPI). An MPI that cannot do one of these
+//     from the handler needs the fault to hand the operation to another
+//     thread instead. (Open MPI 4.1.0-4.1.4's crash in a first touch's
+//     compare-and-swap was not the handler's doing but a CAS aimed at the
+//     caller's own rank: transport_mpi.cpp does that one in memory there.)
 //   - Any thread, with the DSM lock held (the rooms' callers hold it); the
 //     windows are the only state they share.
 //   - Errors: false when the transport reported a failure; the caller names

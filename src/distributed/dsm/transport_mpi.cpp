@@ -7,6 +7,9 @@
 
 #include <mpi.h>
 
+#include <cstdlib>
+#include <cstring>
+
 #include "distributed/peer_watch.hpp"
 
 namespace ito::dist::detail::transport {
@@ -15,6 +18,12 @@ namespace {
 // Written by open_windows and close_windows only, which no operation overlaps.
 MPI_Win data_window = MPI_WIN_NULL;
 MPI_Win directory_window = MPI_WIN_NULL;
+
+// Open MPI before 4.1.5 only: this rank's own directory entries take their
+// compare-and-swap in memory (decide_own_cas), at `own_entries`.
+bool own_cas_in_memory = false;
+int own_rank = -1;
+std::int64_t* own_entries = nullptr;
 
 MPI_Win of(window w) noexcept { return w == window::data ? data_window : directory_window; }
 
@@ -27,16 +36,51 @@ constexpr int acknowledged_tag = 0x173;
 MPI_Comm mail_comm = MPI_COMM_NULL;
 std::vector<MPI_Request> mail_requests;
 
+// Open MPI 4.1.0-4.1.4's osc/rdma sends an MPI_Compare_and_swap aimed at the
+// caller's own rank to its BTL with the endpoint it has for itself, which
+// btl/vader (shared memory) does not have: a null pointer, a SIGSEGV in
+// mca_btl_vader_send (15 lines of plain MPI do it; 4.1.5 fixed it upstream
+// by doing CASes between ranks of one host in memory). Where every rank is on
+// this host, osc/rdma carries out the others' CASes on this rank's words as
+// CPU atomics (btl/vader's emulated atomics run them in this process's
+// progress; with XPMEM, osc/rdma's CPU atomics), so a CPU compare-and-swap of
+// our own is atomic with theirs. Over several hosts the others' may be the
+// network card's: no such shortcut, and the job needs osc/ucx
+// (docs/DISTRIBUTED.md, "Open MPI"). Where OMPI_MCA_osc rules osc/rdma out,
+// the CAS goes through MPI as with any other MPI. Collective.
+void decide_own_cas() {
+#if defined(OPEN_MPI) && (OMPI_MAJOR_VERSION < 4 || (OMPI_MAJOR_VERSION == 4 && (OMPI_MINOR_VERSION == 0 || \
+                                                   (OMPI_MINOR_VERSION == 1 && OMPI_RELEASE_VERSION < 5))))
+  const char* osc = std::getenv("OMPI_MCA_osc");
+  MPI_Comm host = MPI_COMM_NULL;
+  int on_host = 0, ranks = 0;
+  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &host);
+  MPI_Comm_size(host, &on_host);
+  MPI_Comm_free(&host);
+  MPI_Comm_size(MPI_COMM_WORLD, &ranks);
+  // osc/rdma may be chosen: no OMPI_MCA_osc, one naming it, or one that
+  // excludes others ("^ucx") but not it.
+  const bool rdma_possible =
+      !osc || !*osc || (osc[0] == '^' ? !std::strstr(osc, "rdma") : std::strstr(osc, "rdma") != nullptr);
+  own_cas_in_memory = on_host == ranks && rdma_possible;
+#endif
+}
+
 }  // namespace
 
 bool open_windows(char* data, std::size_t data_bytes, std::int64_t* entries,
                   std::size_t entry_count) {
-  return MPI_Win_create(data, disp(data_bytes), 1, MPI_INFO_NULL, MPI_COMM_WORLD,
-                        &data_window) == MPI_SUCCESS &&
-         MPI_Win_create(entries, disp(entry_count * sizeof(std::int64_t)), sizeof(std::int64_t),
-                        MPI_INFO_NULL, MPI_COMM_WORLD, &directory_window) == MPI_SUCCESS &&
-         MPI_Win_lock_all(MPI_MODE_NOCHECK, data_window) == MPI_SUCCESS &&
-         MPI_Win_lock_all(MPI_MODE_NOCHECK, directory_window) == MPI_SUCCESS;
+  if (MPI_Win_create(data, disp(data_bytes), 1, MPI_INFO_NULL, MPI_COMM_WORLD, &data_window) !=
+          MPI_SUCCESS ||
+      MPI_Win_create(entries, disp(entry_count * sizeof(std::int64_t)), sizeof(std::int64_t),
+                     MPI_INFO_NULL, MPI_COMM_WORLD, &directory_window) != MPI_SUCCESS ||
+      MPI_Win_lock_all(MPI_MODE_NOCHECK, data_window) != MPI_SUCCESS ||
+      MPI_Win_lock_all(MPI_MODE_NOCHECK, directory_window) != MPI_SUCCESS ||
+      MPI_Comm_rank(MPI_COMM_WORLD, &own_rank) != MPI_SUCCESS)
+    return false;
+  own_entries = entries;
+  decide_own_cas();
+  return true;
 }
 
 void close_windows() noexcept {
@@ -91,6 +135,13 @@ bool read_entries(int target, std::size_t index, std::int64_t* into, std::size_t
 
 bool claim_entry(int target, std::size_t index, const std::int64_t* mine, std::int64_t* found) {
   static constexpr std::int64_t none = 0;  // static: alive until the flush
+  if (own_cas_in_memory && target == own_rank) {  // complete at once (decide_own_cas)
+    std::int64_t expected = none;
+    __atomic_compare_exchange_n(&own_entries[index], &expected, *mine, false, __ATOMIC_SEQ_CST,
+                                __ATOMIC_SEQ_CST);
+    *found = expected;
+    return true;
+  }
   return MPI_Compare_and_swap(mine, &none, found, MPI_INT64_T, target, disp(index),
                               directory_window) == MPI_SUCCESS;
 }

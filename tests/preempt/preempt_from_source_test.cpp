@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// Preemption from source, with ito in libito.so (with libito.a it cannot
-// run: preempt_config_test). At one worker a ULT that never calls into ito
+// Preemption from source, built twice: with ito in libito.so, and with
+// libito.a linked with ito-text.ld (ito::ito does; without the script a slice
+// is refused: preempt_config_test). At one worker a ULT that never calls into ito
 // holds the worker unless ito preempts it: each test below hangs without it
 // (ctest's timeout) and passes with options.preempt_us set.
 #include <gtest/gtest.h>
@@ -20,7 +21,7 @@ ito::options one_worker_preempting() {
   return o;
 }
 
-TEST(preempt_shared, a_ult_spinning_on_a_flag_its_parent_sets_finishes) {
+TEST(preempt_from_source, a_ult_spinning_on_a_flag_its_parent_sets_finishes) {
   ito::runtime rt(one_worker_preempting());  // this thread is the main ULT now
   std::atomic<bool> go{false};
   auto child = ito::create_thread([&] {
@@ -51,7 +52,7 @@ double harmonic(long n) {
   return s;
 }
 
-TEST(preempt_shared, computing_ults_keep_their_registers_and_errno) {
+TEST(preempt_from_source, computing_ults_keep_their_registers_and_errno) {
   ito::runtime rt(one_worker_preempting());
   constexpr long terms = 20'000'000;
   const double expected = harmonic(terms);
