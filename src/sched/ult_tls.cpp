@@ -319,9 +319,8 @@ void* renew(void* tcb) noexcept {
   return g.allocate_tls_init(tcb, false);
 }
 
-// A block from the creating worker's cache, made new; null if none.
-void* reuse_cached() noexcept {
-  worker* w = current_worker();
+// A block from worker w's cache, made new; null if none.
+void* reuse_cached(worker* w) noexcept {
   if (!w || w->tls_cache_count == 0) return nullptr;
   return renew(w->tls_cache[--w->tls_cache_count]);
 }
@@ -330,10 +329,15 @@ void* reuse_cached() noexcept {
 
 void give(ult* u, pid_t tid) {
   const glibc_entry_points& g = glibc();
-  void* tcb = reuse_cached();
-  // static TLS images, a DTV, a zeroed TCB
-  if (!tcb) tcb = g.allocate_tls(nullptr);
-  if (!tcb) throw std::bad_alloc();
+  worker* w = current_worker();  // the creating one (null: an OS thread)
+  void* tcb = reuse_cached(w);
+  if (tcb) {
+    if (w) worker_stats::bump(w->stats.tls_blocks_reused);
+  } else {
+    tcb = g.allocate_tls(nullptr);  // static TLS images, a DTV, a zeroed TCB
+    if (!tcb) throw std::bad_alloc();
+    if (w) worker_stats::bump(w->stats.tls_blocks_made);
+  }
   char* creator = thread_pointer();
   put(tcb, 0, tcb);
   put(tcb, tcb_self, tcb);
@@ -398,10 +402,12 @@ void arrive(worker* w, const ult* next, ult* left) noexcept {
     // destructors after it); give() renews it for the next ULT made here.
     void* tcb = left->tls;
     left->tls = nullptr;
-    if (w->tls_cache_count < worker::tls_cache_capacity && glibc().reuse_blocks) [[likely]]
+    if (w->tls_cache_count < worker::tls_cache_capacity && glibc().reuse_blocks) [[likely]] {
       w->tls_cache[w->tls_cache_count++] = tcb;
-    else
+    } else {
       glibc().deallocate_tls(tcb, true);
+      worker_stats::bump(w->stats.tls_blocks_freed);
+    }
   }
 }
 
