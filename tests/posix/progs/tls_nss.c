@@ -11,9 +11,11 @@
 // are made by the preload's ito_create (found with dlsym, as a program that
 // is not linked with libito.so, whose own TLS would give blocks from the
 // start, would reach it), which must check for new modules as pthread_create
-// does.
+// does. Built with TLS_VIA_ICONV, the module is a gconv module with
+// __thread variables (tls_iconv_lib.c) that iconv_open makes glibc load.
 #define _GNU_SOURCE 1
 #include <dlfcn.h>
+#include <iconv.h>
 #include <nss.h>
 #include <pthread.h>
 #include <pwd.h>
@@ -26,7 +28,7 @@ static long (*bump)(long);
 static int (*initial)(void);
 
 // Called by the module's constructor (the program is linked with -rdynamic).
-void tls_nss_register(long (*b)(long), int (*i)(void)) {
+void tls_module_register(long (*b)(long), int (*i)(void)) {
   bump = b;
   initial = i;
 }
@@ -67,20 +69,30 @@ static void* counting(void* arg) {
 
 int main(void) {
   setvbuf(stdout, NULL, _IONBF, 0);
+#ifndef TLS_VIA_ICONV
   if (__nss_configure_lookup("passwd", "itotls") != 0) {
     printf("__nss_configure_lookup failed\n");
     return 1;
   }
+#endif
   // A thread before the module exists: the runtime is up, without blocks.
   pthread_t first;
   void* ok;
   pthread_create(&first, NULL, nothing, NULL);
   pthread_join(first, &ok);
+#ifdef TLS_VIA_ICONV
+  iconv_t converter = iconv_open("ITOTLS//", "UTF-8");
+  if (converter == (iconv_t)-1 || !bump) {
+    printf("the gconv module was not loaded (ITOTLS.so and gconv-modules in GCONV_PATH?)\n");
+    return 1;
+  }
+#else
   struct passwd* pw = getpwnam("ito-tls-nss");
   if (pw || !bump) {
     printf("the NSS module was not loaded (libnss_itotls.so.2 on LD_LIBRARY_PATH?)\n");
     return 1;
   }
+#endif
   thread_handle t[4];
   for (long i = 0; i < 4; ++i) {
     if (make(&t[i], counting, (void*)(i + 1)) != 0) {
@@ -93,7 +105,7 @@ int main(void) {
     finish(t[i], &ok);
     good += ok != NULL;
   }
-  printf("%d of 4 threads kept their own count of the NSS module's variable\n", good);
+  printf("%d of 4 threads kept their own count of the module's variable\n", good);
   printf("main's own: %ld\n", bump(0));
   return 0;
 }

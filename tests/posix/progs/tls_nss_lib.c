@@ -4,7 +4,7 @@
 // the first time getpwnam asks the "itotls" service (tls_nss.c configures
 // that with __nss_configure_lookup), not through the dlopen that the
 // preload interposes. It hands its counting functions to the program
-// (tls_nss_register, which the program exports) from its constructor.
+// (tls_module_register, which the program exports) from its constructor.
 #include <errno.h>
 #include <nss.h>
 #include <pwd.h>
@@ -19,10 +19,10 @@ static long bump(long by) {
 }
 static int initial(void) { return tls_nss_touched; }
 
-extern void tls_nss_register(long (*)(long), int (*)(void)) __attribute__((weak));
+extern void tls_module_register(long (*)(long), int (*)(void)) __attribute__((weak));
 
 __attribute__((constructor)) static void hand_over(void) {
-  if (tls_nss_register) tls_nss_register(bump, initial);
+  if (tls_module_register) tls_module_register(bump, initial);
 }
 
 enum nss_status _nss_itotls_getpwnam_r(const char* name, struct passwd* pw, char* buffer,
