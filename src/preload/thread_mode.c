@@ -168,7 +168,10 @@ static void ito_preload_check_loads(void) {
   if (__atomic_load_n(&ito_preload_other_namespace, __ATOMIC_RELAXED)) {
     snprintf(found.name, sizeof found.name, "%s", "a module loaded by dlmopen");
   } else if (g_slotinfo_known) {
-    if (slot_generation(__atomic_load_n(&g_slots_to_watch, __ATOMIC_RELAXED), NULL) ==
+    /* A load or unload stamps its slot with a generation above every one
+     * seen so far; a slot past those watched may hold the highest seen (an
+     * unloaded module's), hence <= and not ==. */
+    if (slot_generation(__atomic_load_n(&g_slots_to_watch, __ATOMIC_RELAXED), NULL) <=
         __atomic_load_n(&g_generation_seen, __ATOMIC_RELAXED))
       return; /* the steady state */
     size_t used = 0;
