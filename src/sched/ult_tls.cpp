@@ -61,6 +61,7 @@
 
 #include "arch/sanitizer.hpp"
 #include "sched/scheduler.hpp"
+#include "trace/trace.hpp"
 
 #if defined(__x86_64__)
 #include <asm/prctl.h>
@@ -104,6 +105,7 @@ struct glibc_entry_points {
   std::ptrdiff_t rseq_offset = 0;     // the rseq area; 0: none
   unsigned rseq_size = 0;             // __rseq_size
   std::ptrdiff_t worker_offset = 0;   // ito's tls_worker, from the thread pointer
+  std::ptrdiff_t trace_offset = 0;    // ito's trace::t_buffer, from the thread pointer
   bool wrfsbase = false;
   const char* why_not = nullptr;
 };
@@ -188,6 +190,7 @@ glibc_entry_points look_up() noexcept {
     }
   }
   g.worker_offset = reinterpret_cast<char*>(&tls_worker) - tp;
+  g.trace_offset = reinterpret_cast<char*>(&trace::t_buffer) - tp;
   // Blocks of ended ULTs are reused (worker::tls_cache) where the block can
   // be made new again as NPTL's cached stacks are (get_cached_stack):
   // _dl_allocate_tls_init, sizeof (struct pthread), and the DTV layout of
@@ -390,9 +393,22 @@ void turn_on(runtime_state* rt) noexcept {
 void arrive(worker* w, const ult* next, ult* left) noexcept {
   void* tp = next && next->tls ? next->tls : w->own_tp;
   if (tp != w->tp_now) {
+    const std::ptrdiff_t trace_at = glibc().trace_offset;
+    void* own_trace = nullptr;
+    std::memcpy(&own_trace, static_cast<char*>(w->own_tp) + trace_at, sizeof own_trace);
+    if (w->tp_now != w->own_tp && !own_trace) {
+      // Leaving a block before this OS thread had a trace buffer: the one
+      // the ULT made there, if any, becomes the worker's (ITO_TRACE).
+      std::memcpy(&own_trace, static_cast<char*>(w->tp_now) + trace_at, sizeof own_trace);
+      if (own_trace) put(w->own_tp, trace_at, own_trace);
+    }
     // The block's tls_worker: the scheduler's hooks on the next stack, and
-    // everything the ULT calls, find their worker through it.
-    if (tp != w->own_tp) put(tp, glibc().worker_offset, w);
+    // everything the ULT calls, find their worker through it; and its trace
+    // buffer: the worker's, which only this OS thread writes.
+    if (tp != w->own_tp) {
+      put(tp, glibc().worker_offset, w);
+      put(tp, trace_at, own_trace);
+    }
     w->tp_now = tp;
     set_thread_pointer(tp);
   }
