@@ -156,4 +156,9 @@ std::optional<std::size_t> choice_setting(setting_id id) {
 
 const char* text_setting(setting_id id) noexcept { return value_of(declared(id)); }
 
+const char* foreign_variable(const char* name) noexcept {
+  const char* v = std::getenv(name);
+  return v && *v ? v : nullptr;
+}
+
 }  // namespace ito::config

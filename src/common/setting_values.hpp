@@ -51,6 +51,10 @@ std::optional<bool> boolean_setting(setting_id id);
 std::optional<std::size_t> choice_setting(setting_id id);
 // The raw text of a signal, path or marker variable; nullptr when unset or empty.
 const char* text_setting(setting_id id) noexcept;
+// A variable another library owns (Open MPI's OMPI_MCA_osc), as it is;
+// nullptr when unset or empty. Read here too: every read of the environment
+// is in this file.
+const char* foreign_variable(const char* name) noexcept;
 
 // The workers of a runtime started without a count: ITO_WORKERS, else this
 // process's share of CPUs where one is set, else the CPUs of the calling

@@ -173,7 +173,8 @@ inline constexpr setting settings[] = {
             "[ARCHITECTURE.md](ARCHITECTURE.md), \"Preemption\")"},
     {.id = setting_id::ult_tls, .name = "ITO_ULT_TLS", .kind = setting_kind::boolean,
      .default_text = "no; yes under `libito-preload.so` for a program with TLS of its own, "
-                     "and for the threads created after it loads a module with TLS (`dlopen`)",
+                     "and for the threads created after a module with TLS is loaded (`dlopen`, or "
+                     "an NSS or `iconv` module that glibc loads itself)",
      .doc = "give each thread made by `pthread_create` or `ito_create` a TLS block of its own "
             "(`__thread`, `thread_local`, errno), switched with it; x86-64 and glibc, not under "
             "the sanitizers, a split-stack policy or `ito::dist` ([POSIX.md](POSIX.md), "

@@ -166,6 +166,9 @@ int ito::compat::create_ult(ito_ult_t* out, void* (*fn)(void*), void* arg, bool 
   }
   ito::posix::inherit_signal_mask(handle);  // POSIX: its creator's mask
   ::new (frame_bytes) c_frame{fn, arg, nullptr};
+  // Under the preload, a module with TLS loaded since the last creation (by
+  // dlopen, or by glibc for NSS or iconv) turns blocks on from this thread.
+  if (void (*check)() = ito::posix::g_tls_load_check.load(std::memory_order_acquire)) check();
   const bool own_tls = rt->tls_blocks.load(std::memory_order_acquire);  // ult_tls::turn_on
   if (own_tls) {
     try {

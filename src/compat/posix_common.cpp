@@ -296,6 +296,14 @@ extern "C" const char* ito_posix_ult_tls_turn_on(void) {
   return nullptr;
 }
 
+std::atomic<void (*)()> ito::posix::g_tls_load_check{nullptr};
+
+// For thread_mode.c: the check every thread creation runs first while it
+// watches for modules with TLS (null: none, from now on).
+extern "C" void ito_posix_watch_tls_loads(void (*check)(void)) {
+  ito::posix::g_tls_load_check.store(check, std::memory_order_release);
+}
+
 // libito-preload.so's constructor, when the program's threads are to be
 // ULTs: the runtime starts at the first call that needs one (a thread, a
 // wait that could block; pthread_create starts the other workers too), so a

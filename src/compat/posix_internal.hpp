@@ -3,6 +3,7 @@
 // keeping errno per ULT across switches, deadlines, and timed parking.
 #pragma once
 
+#include <atomic>
 #include <cerrno>
 #include <cstdint>
 #include <ctime>
@@ -47,6 +48,12 @@ struct errno_guard {
     saved = detail::errno_now();
   }
 };
+
+// Under the preload, while it watches for a module with TLS loaded after
+// start (src/preload/thread_mode.c, ito_posix_watch_tls_loads): what every
+// thread creation runs first (create_ult), which may turn TLS blocks on for
+// it. Null otherwise: one load on the create path.
+extern std::atomic<void (*)()> g_tls_load_check;
 
 // Starts the runtime if none runs and the caller is a plain OS thread; the
 // caller becomes the main ULT. 0, or EAGAIN (bad ITO_* variable, on stderr),

@@ -102,16 +102,9 @@ static void look_up_every_glibc_function(void) {
     return target args;                                                       \
   }
 
-/* A thread created after a dlopen may need a TLS block (thread_mode.c). */
-extern int ito_preload_loads_to_check;
-void ito_preload_check_loads(void);
-static int ito_preload_create(pthread_t* t, const pthread_attr_t* a, void* (*f)(void*), void* arg) {
-  if (__atomic_load_n(&ito_preload_loads_to_check, __ATOMIC_RELAXED)) ito_preload_check_loads();
-  return ito_pthread_create(t, a, f, arg);
-}
-ITO_FORWARD_TO(int, pthread_create, ito_preload_create,
-               (pthread_t * t, const pthread_attr_t* a, void* (*f)(void*), void* arg),
-               (t, a, f, arg))
+ITO_FORWARD(int, pthread_create,
+            (pthread_t * t, const pthread_attr_t* a, void* (*f)(void*), void* arg),
+            (t, a, f, arg))
 ITO_FORWARD(int, pthread_join, (pthread_t t, void** r), (t, r))
 ITO_FORWARD(int, pthread_detach, (pthread_t t), (t))
 ITO_FORWARD(pthread_t, pthread_self, (void), ())

@@ -14,9 +14,10 @@
  * that works here (x86-64, glibc, fixed stacks) and ITO_ULT_TLS is not 0;
  * otherwise on NPTL, with one line on stderr saying so
  * (ITO_PRELOAD_THREADS). A program without TLS of its own runs on ULTs without
- * blocks, and pays nothing for them, until it loads a module with TLS
- * (dlopen, or a dependency of one): the threads it creates from then on get
- * blocks; those that exist keep sharing their worker's. */
+ * blocks, and pays nothing for them, until a module with TLS is loaded
+ * (dlopen, a dependency of one, or glibc's own loads: NSS modules for
+ * getpwnam, iconv's): the threads it creates from then on get blocks; those
+ * that exist keep sharing their worker's. */
 #define _GNU_SOURCE 1
 #include <dlfcn.h>
 #include <errno.h>
@@ -57,9 +58,11 @@ static int find_foreign_tls(struct dl_phdr_info* info, size_t size, void* data) 
 }
 
 /* posix_common.cpp: whether blocks may be turned on later (ITO_ULT_TLS unset),
- * and turning them on (null) or why not. */
+ * and turning them on (null) or why not; c_api.cpp: the check that every
+ * thread creation (pthread_create, ito_create) runs while one is set. */
 int ito_posix_ult_tls_later(void);
 const char* ito_posix_ult_tls_turn_on(void);
+void ito_posix_watch_tls_loads(void (*check)(void));
 
 /* Set at start when the program has no TLS of its own and its ULTs could get
  * blocks later; cleared once that is decided. */
@@ -79,19 +82,109 @@ static int read_adds(struct dl_phdr_info* info, size_t size, void* data) {
   return 1;
 }
 
-/* Before each pthread_create once the program has called dlopen or dlmopen
- * (preload.c): whether a module with TLS came since the last look. dlopen
- * cannot tell us when its load is done (the stubs below must not return
- * through us: see there), so every later creation looks, while watching:
- * one dl_iterate_phdr, which takes the loader's lock briefly. */
-void ito_preload_check_loads(void) {
+/* The loader's table of TLS modules (ld.so's _dl_tls_dtv_slotinfo_list, in
+ * _rtld_global): a list of arrays of {generation, link_map}, one slot per
+ * module id, whose nodes are never freed. Loading a module with TLS, by
+ * whatever path (dlopen, or glibc's own for NSS and iconv modules), puts it
+ * in the lowest free slot, or the one after the last used, with the next TLS
+ * generation; unloading one stamps its slot with the next too. So the
+ * highest generation among the slots up to the one after the last used
+ * tells, with a few plain loads (no lock, no call), whether a module with
+ * TLS came or went since the last look. The layout comes from glibc's
+ * descriptions for libthread_db (_thread_db_*: {bits, count, offset}, as
+ * sched/ult_tls.cpp reads the TCB's), checked when they are looked up. */
+static struct {
+  char* const* head; /* &_rtld_global._dl_tls_dtv_slotinfo_list */
+  size_t len, next, slots, stride, gen, map;
+} g_slotinfo;
+static int g_slotinfo_known;
+/* The highest slot generation at the last look, and the slot after the last
+ * one used then: a new module goes there or below. */
+static size_t g_generation_seen, g_slots_to_watch;
+
+static const uint32_t* description(const char* name, uint32_t bits, uint32_t count) {
+  const uint32_t* d = dlsym(RTLD_DEFAULT, name);
+  return d && d[0] == bits && d[1] == count ? d : NULL;
+}
+
+static void find_slotinfo(void) {
+  const uint32_t word = 8 * sizeof(size_t);
+  char* rtld_global = dlsym(RTLD_DEFAULT, "_rtld_global");
+  const uint32_t* head = description("_thread_db_rtld_global__dl_tls_dtv_slotinfo_list", word, 1);
+  const uint32_t* len = description("_thread_db_dtv_slotinfo_list_len", word, 1);
+  const uint32_t* next = description("_thread_db_dtv_slotinfo_list_next", word, 1);
+  const uint32_t* gen = description("_thread_db_dtv_slotinfo_gen", word, 1);
+  const uint32_t* map = description("_thread_db_dtv_slotinfo_map", word, 1);
+  const uint32_t* slots = dlsym(RTLD_DEFAULT, "_thread_db_dtv_slotinfo_list_slotinfo");
+  const uint32_t* stride = dlsym(RTLD_DEFAULT, "_thread_db_sizeof_dtv_slotinfo");
+  if (!rtld_global || !head || !len || !next || !gen || !map || !slots || !stride ||
+      *stride < 2 * sizeof(size_t) || gen[2] + sizeof(size_t) > *stride ||
+      map[2] + sizeof(size_t) > *stride || slots[0] != 8 * *stride)
+    return; /* dlopen's flag and dlpi_adds instead (ito_preload_check_loads) */
+  g_slotinfo.head = (char* const*)(rtld_global + head[2]);
+  g_slotinfo.len = len[2];
+  g_slotinfo.next = next[2];
+  g_slotinfo.slots = slots[2];
+  g_slotinfo.stride = *stride;
+  g_slotinfo.gen = gen[2];
+  g_slotinfo.map = map[2];
+  g_slotinfo_known = 1;
+}
+
+static size_t word_at(const char* p, size_t offset) {
+  return __atomic_load_n((const size_t*)(p + offset), __ATOMIC_ACQUIRE);
+}
+
+/* The highest generation among slots 0..last; *used (if not null): the
+ * highest slot with a module. */
+static size_t slot_generation(size_t last, size_t* used) {
+  size_t index = 0, highest = 0;
+  for (const char* list = __atomic_load_n(g_slotinfo.head, __ATOMIC_ACQUIRE); list;
+       list = (const char*)word_at(list, g_slotinfo.next)) {
+    const size_t len = word_at(list, g_slotinfo.len);
+    for (size_t i = 0; i < len; ++i, ++index) {
+      if (index > last) return highest;
+      const char* slot = list + g_slotinfo.slots + i * g_slotinfo.stride;
+      const size_t gen = word_at(slot, g_slotinfo.gen);
+      if (gen > highest) highest = gen;
+      if (used && word_at(slot, g_slotinfo.map)) *used = index;
+    }
+  }
+  return highest;
+}
+
+/* Before each thread creation while watching (c_api.cpp's create_ult, for
+ * pthread_create and ito_create alike): whether a module with TLS came since
+ * the last look. Where the slot table is known (glibc 2.34's descriptions),
+ * a few loads, and one dl_iterate_phdr (under the loader's lock) only when a
+ * slot's generation changed; so modules glibc loads itself (NSS for
+ * getpwnam, iconv's) are seen too. Elsewhere only after the program called
+ * dlopen or dlmopen (they set a flag; they cannot tell us when the load is
+ * done, see below): then one dl_iterate_phdr per creation, for its
+ * dlpi_adds. */
+static void ito_preload_check_loads(void) {
   if (!__atomic_load_n(&g_watching, __ATOMIC_RELAXED)) return;
-  unsigned long long adds = 0;
-  dl_iterate_phdr(&read_adds, &adds);
   struct foreign_tls found = {{0}};
   if (__atomic_load_n(&ito_preload_other_namespace, __ATOMIC_RELAXED)) {
     snprintf(found.name, sizeof found.name, "%s", "a module loaded by dlmopen");
+  } else if (g_slotinfo_known) {
+    /* A load or unload stamps its slot with a generation above every one
+     * seen so far; a slot past those watched may hold the highest seen (an
+     * unloaded module's), hence <= and not ==. */
+    if (slot_generation(__atomic_load_n(&g_slots_to_watch, __ATOMIC_RELAXED), NULL) <=
+        __atomic_load_n(&g_generation_seen, __ATOMIC_RELAXED))
+      return; /* the steady state */
+    size_t used = 0;
+    const size_t generation = slot_generation((size_t)-1, &used); /* before the look */
+    if (!dl_iterate_phdr(&find_foreign_tls, &found)) {
+      __atomic_store_n(&g_slots_to_watch, used + 1, __ATOMIC_RELAXED);
+      __atomic_store_n(&g_generation_seen, generation, __ATOMIC_RELAXED);
+      return; /* a module whose TLS ito carries (libstdc++), or one unloaded */
+    }
   } else {
+    if (!__atomic_load_n(&ito_preload_loads_to_check, __ATOMIC_RELAXED)) return;
+    unsigned long long adds = 0;
+    dl_iterate_phdr(&read_adds, &adds);
     if (adds == __atomic_load_n(&g_adds_seen, __ATOMIC_RELAXED)) return;
     if (!dl_iterate_phdr(&find_foreign_tls, &found)) {
       __atomic_store_n(&g_adds_seen, adds, __ATOMIC_RELAXED);
@@ -99,6 +192,7 @@ void ito_preload_check_loads(void) {
     }
   }
   if (!__atomic_exchange_n(&g_watching, 0, __ATOMIC_RELAXED)) return; /* another did */
+  ito_posix_watch_tls_loads(NULL);
   const char* refusal = ito_posix_ult_tls_turn_on();
   if (refusal)
     fprintf(stderr,
@@ -179,6 +273,15 @@ int ito_preload_threads_as_ults(void) {
     ito_preload_find_glibc_dl(0);
     ito_preload_find_glibc_dl(1);
     g_watching = ito_posix_ult_tls_later();
+    if (g_watching) {
+      find_slotinfo();
+      if (g_slotinfo_known) {
+        size_t used = 0;
+        g_generation_seen = slot_generation((size_t)-1, &used);
+        g_slots_to_watch = used + 1;
+      }
+      ito_posix_watch_tls_loads(&ito_preload_check_loads);
+    }
 #endif
     return 1;
   }

@@ -2,6 +2,7 @@
 // ITO_STATS=1: the per-worker counters, printed when the runtime stops.
 #include <cstdio>
 #include <mutex>
+#include <string>
 
 #include "sched/preempt.hpp"
 #include "sched/runtime_control.hpp"
@@ -34,6 +35,25 @@ void print_stats(runtime_state* rt, std::FILE* out) {
                  static_cast<unsigned long long>(s.stacks_taken.load()),
                  static_cast<unsigned long long>(s.branches_made_ults.load()));
   }
+  // TLS blocks (ITO_ULT_TLS; sched/ult_tls.hpp), where any were given.
+  std::uint64_t made = 0, reused = 0, freed = 0;
+  std::string per_worker;
+  for (auto& w : rt->workers) {
+    const std::uint64_t m = w->stats.tls_blocks_made.load(), r = w->stats.tls_blocks_reused.load(),
+                        f = w->stats.tls_blocks_freed.load();
+    made += m;
+    reused += r;
+    freed += f;
+    per_worker += (per_worker.empty() ? "" : ", ") + std::to_string(w->index) + ": " +
+                  std::to_string(m) + "/" + std::to_string(r) + "/" + std::to_string(f);
+  }
+  if (made + reused != 0)
+    std::fprintf(out,
+                 "ito: TLS blocks: %llu made by ld.so, %llu reused from a worker's cache, %llu "
+                 "handed back to ld.so with the cache full (per worker, made/reused/handed back: "
+                 "%s)\n",
+                 static_cast<unsigned long long>(made), static_cast<unsigned long long>(reused),
+                 static_cast<unsigned long long>(freed), per_worker.c_str());
   if (rt->opts.preempt_us.value_or(0) != 0) {
     std::uint64_t preempts = 0, refused = 0;
     for (auto& w : rt->workers) {

@@ -61,6 +61,7 @@
 
 #include "arch/sanitizer.hpp"
 #include "sched/scheduler.hpp"
+#include "trace/trace.hpp"
 
 #if defined(__x86_64__)
 #include <asm/prctl.h>
@@ -104,6 +105,7 @@ struct glibc_entry_points {
   std::ptrdiff_t rseq_offset = 0;     // the rseq area; 0: none
   unsigned rseq_size = 0;             // __rseq_size
   std::ptrdiff_t worker_offset = 0;   // ito's tls_worker, from the thread pointer
+  std::ptrdiff_t trace_offset = 0;    // ito's trace::t_buffer, from the thread pointer
   bool wrfsbase = false;
   const char* why_not = nullptr;
 };
@@ -188,6 +190,7 @@ glibc_entry_points look_up() noexcept {
     }
   }
   g.worker_offset = reinterpret_cast<char*>(&tls_worker) - tp;
+  g.trace_offset = reinterpret_cast<char*>(&trace::t_buffer) - tp;
   // Blocks of ended ULTs are reused (worker::tls_cache) where the block can
   // be made new again as NPTL's cached stacks are (get_cached_stack):
   // _dl_allocate_tls_init, sizeof (struct pthread), and the DTV layout of
@@ -319,9 +322,8 @@ void* renew(void* tcb) noexcept {
   return g.allocate_tls_init(tcb, false);
 }
 
-// A block from the creating worker's cache, made new; null if none.
-void* reuse_cached() noexcept {
-  worker* w = current_worker();
+// A block from worker w's cache, made new; null if none.
+void* reuse_cached(worker* w) noexcept {
   if (!w || w->tls_cache_count == 0) return nullptr;
   return renew(w->tls_cache[--w->tls_cache_count]);
 }
@@ -330,10 +332,15 @@ void* reuse_cached() noexcept {
 
 void give(ult* u, pid_t tid) {
   const glibc_entry_points& g = glibc();
-  void* tcb = reuse_cached();
-  // static TLS images, a DTV, a zeroed TCB
-  if (!tcb) tcb = g.allocate_tls(nullptr);
-  if (!tcb) throw std::bad_alloc();
+  worker* w = current_worker();  // the creating one (null: an OS thread)
+  void* tcb = reuse_cached(w);
+  if (tcb) {
+    if (w) worker_stats::bump(w->stats.tls_blocks_reused);
+  } else {
+    tcb = g.allocate_tls(nullptr);  // static TLS images, a DTV, a zeroed TCB
+    if (!tcb) throw std::bad_alloc();
+    if (w) worker_stats::bump(w->stats.tls_blocks_made);
+  }
   char* creator = thread_pointer();
   put(tcb, 0, tcb);
   put(tcb, tcb_self, tcb);
@@ -386,9 +393,22 @@ void turn_on(runtime_state* rt) noexcept {
 void arrive(worker* w, const ult* next, ult* left) noexcept {
   void* tp = next && next->tls ? next->tls : w->own_tp;
   if (tp != w->tp_now) {
+    const std::ptrdiff_t trace_at = glibc().trace_offset;
+    void* own_trace = nullptr;
+    std::memcpy(&own_trace, static_cast<char*>(w->own_tp) + trace_at, sizeof own_trace);
+    if (w->tp_now != w->own_tp && !own_trace) {
+      // Leaving a block before this OS thread had a trace buffer: the one
+      // the ULT made there, if any, becomes the worker's (ITO_TRACE).
+      std::memcpy(&own_trace, static_cast<char*>(w->tp_now) + trace_at, sizeof own_trace);
+      if (own_trace) put(w->own_tp, trace_at, own_trace);
+    }
     // The block's tls_worker: the scheduler's hooks on the next stack, and
-    // everything the ULT calls, find their worker through it.
-    if (tp != w->own_tp) put(tp, glibc().worker_offset, w);
+    // everything the ULT calls, find their worker through it; and its trace
+    // buffer: the worker's, which only this OS thread writes.
+    if (tp != w->own_tp) {
+      put(tp, glibc().worker_offset, w);
+      put(tp, trace_at, own_trace);
+    }
     w->tp_now = tp;
     set_thread_pointer(tp);
   }
@@ -398,10 +418,12 @@ void arrive(worker* w, const ult* next, ult* left) noexcept {
     // destructors after it); give() renews it for the next ULT made here.
     void* tcb = left->tls;
     left->tls = nullptr;
-    if (w->tls_cache_count < worker::tls_cache_capacity && glibc().reuse_blocks) [[likely]]
+    if (w->tls_cache_count < worker::tls_cache_capacity && glibc().reuse_blocks) [[likely]] {
       w->tls_cache[w->tls_cache_count++] = tcb;
-    else
+    } else {
       glibc().deallocate_tls(tcb, true);
+      worker_stats::bump(w->stats.tls_blocks_freed);
+    }
   }
 }
 

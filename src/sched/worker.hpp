@@ -51,6 +51,13 @@ struct worker_stats {
   std::atomic<std::uint64_t> branches_made_ults{0};
   std::atomic<std::uint64_t> stacks_reused{0};  // a released descriptor+stack taken again
   std::atomic<std::uint64_t> stacks_taken{0};   // a stack taken from the cache or the pool
+  // TLS blocks (ult_tls.hpp) for the ULTs made on this worker: new from ld.so,
+  // or renewed from its cache; and those of ULTs that ended here handed back
+  // to ld.so because the cache was full (a sign that threads are made on one
+  // worker and end on another: blocks do not move between caches).
+  std::atomic<std::uint64_t> tls_blocks_made{0};
+  std::atomic<std::uint64_t> tls_blocks_reused{0};
+  std::atomic<std::uint64_t> tls_blocks_freed{0};
   // With a processes extension only: exit hooks run to their end. A ULT counts as
   // finished before its hook tells another process that it ended; quiescence
   // must wait for both (quiescent_locally).

@@ -20,6 +20,7 @@
 namespace ito::trace {
 
 std::atomic<bool> g_on{false};
+constinit thread_local thread_buffer* t_buffer __attribute__((tls_model("initial-exec"))) = nullptr;
 
 namespace {
 
@@ -27,7 +28,6 @@ std::mutex g_lock;                            // guards g_buffers' list and g_cl
 std::atomic<thread_buffer*> g_buffers{nullptr};  // every buffer ever made
 std::atomic<unsigned> g_trace{0};             // the current trace (one per traced runtime)
 clock_span g_clocks;
-thread_local thread_buffer* t_buffer = nullptr;
 
 thread_buffer* make_buffer() noexcept {
   auto* b = new (std::nothrow) thread_buffer;

@@ -48,6 +48,14 @@ extern std::atomic<bool> g_on;
 
 void record_slow(kind what, std::uint64_t arg) noexcept;
 
+struct thread_buffer;
+// This OS thread's buffer, made at its first record. Initial-exec TLS: its
+// offset from the thread pointer is the same in every thread and in every
+// ULT's TLS block (ITO_ULT_TLS), where sched/ult_tls.cpp's arrive() puts the
+// worker's buffer, so that a ULT with a block records into its worker's
+// buffer, not a new one of its own (24 MiB of address space, under a lock).
+extern constinit thread_local thread_buffer* t_buffer __attribute__((tls_model("initial-exec")));
+
 inline void record(kind what, std::uint64_t arg = 0) noexcept {
   if (g_on.load(std::memory_order_relaxed)) [[unlikely]] record_slow(what, arg);
 }

@@ -112,6 +112,18 @@ elif [ "$(cat nptl.rc)" != "$(cat ito.rc)" ]; then
 elif ! cmp -s nptl.out ito.out; then
   echo "FAIL: $name output differs (NPTL, then ito):"; diff nptl.out ito.out | head -20; status=1
 fi
+# No process of the run may step aside to OS threads because of its TLS
+# where blocks can be made (x86-64; issue 42): the preload says so on stderr.
+if [ $status -eq 0 ] && [ "$(uname -m)" = x86_64 ] && grep -q 'threads stay OS threads' ito.err; then
+  echo "FAIL: $name: a process kept its threads on OS threads because of its TLS:"
+  grep 'threads stay OS threads' ito.err | head -3; status=1
+fi
+# With ITO_STATS=1 in REAL_PROGRAM_ITO_ENV: how many runtimes ran, and in
+# how many the threads had TLS blocks of their own.
+if grep -q '^ito: stats:' ito.err; then
+  echo "ITO_STATS: $(grep -c '^ito: stats:' ito.err) runtimes, $(grep -c '^ito: TLS blocks:' ito.err) with TLS blocks"
+  grep '^ito: TLS blocks:' ito.err | head -3
+fi
 if [ $status -ne 0 ]; then
   echo "--- ito stderr:"; head -30 ito.err
 else

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """Runs a program with ITO_TRACE and checks that the trace is JSON that
 Perfetto and chrome://tracing accept: a traceEvents list, named threads,
-complete slices with non-negative times. Usage: check_trace.py PROGRAM [ARGS]"""
+complete slices with non-negative times, one track per OS thread. Usage: check_trace.py PROGRAM [ARGS]"""
 import json
 import os
 import subprocess
@@ -23,6 +23,11 @@ slices = [e for e in events if e["ph"] == "X"]
 named = {e["tid"] for e in events if e["ph"] == "M" and e["name"] == "thread_name"}
 active = {e["tid"] for e in events if e["ph"] != "M"}
 assert active <= named, (active - named, names)
+# One track per OS thread: a thread's records go to one buffer, a ULT with a
+# TLS block of its own (ITO_ULT_TLS) included, which records into its
+# worker's, not a buffer of its own.
+track_names = [e["tid"] for e in events if e["ph"] == "M" and e["name"] == "thread_name"]
+assert len(track_names) == len(named), f"an OS thread has several tracks: {sorted(track_names)}"
 assert names, "no thread is named"
 assert slices, "no slices"
 for e in slices:

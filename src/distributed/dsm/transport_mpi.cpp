@@ -7,9 +7,9 @@
 
 #include <mpi.h>
 
-#include <cstdlib>
 #include <cstring>
 
+#include "common/setting_values.hpp"
 #include "distributed/peer_watch.hpp"
 
 namespace ito::dist::detail::transport {
@@ -51,7 +51,7 @@ std::vector<MPI_Request> mail_requests;
 void decide_own_cas() {
 #if defined(OPEN_MPI) && (OMPI_MAJOR_VERSION < 4 || (OMPI_MAJOR_VERSION == 4 && (OMPI_MINOR_VERSION == 0 || \
                                                    (OMPI_MINOR_VERSION == 1 && OMPI_RELEASE_VERSION < 5))))
-  const char* osc = std::getenv("OMPI_MCA_osc");
+  const char* osc = config::foreign_variable("OMPI_MCA_osc");
   MPI_Comm host = MPI_COMM_NULL;
   int on_host = 0, ranks = 0;
   MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &host);
@@ -61,7 +61,7 @@ void decide_own_cas() {
   // osc/rdma may be chosen: no OMPI_MCA_osc, one naming it, or one that
   // excludes others ("^ucx") but not it.
   const bool rdma_possible =
-      !osc || !*osc || (osc[0] == '^' ? !std::strstr(osc, "rdma") : std::strstr(osc, "rdma") != nullptr);
+      !osc || (osc[0] == '^' ? !std::strstr(osc, "rdma") : std::strstr(osc, "rdma") != nullptr);
   own_cas_in_memory = on_host == ranks && rdma_possible;
 #endif
 }

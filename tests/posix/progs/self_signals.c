@@ -27,9 +27,20 @@
 enum { by_raise, by_pthread_kill, by_sigqueue, ways };
 static const char* const way_names[ways] = {"raise", "pthread_kill", "pthread_sigqueue"};
 
-static __thread volatile int handled; /* set by the handler in the thread it runs in */
-static __thread volatile int queued_value;
-static __thread volatile int queued_code;
+/* Set by the handler in the thread it runs in. */
+struct marks {
+  volatile int handled, queued_value, queued_code;
+};
+static __thread struct marks thread_marks;
+/* This thread's marks, its thread pointer read afresh: a ULT without a TLS
+ * block of its own (aarch64, or ITO_ULT_TLS off) has its worker's __thread
+ * variables, and aarch64 code keeps the thread pointer in a register across
+ * calls (x86-64 addresses %fs anew), so after a sched_yield that moved the
+ * thread the caller's cached address would be the old worker's copy. */
+static struct marks* marks_here(void) { return &thread_marks; }
+/* Through a volatile pointer: a call the compiler can neither inline nor
+ * reuse the result of. */
+static struct marks* (*volatile my_marks)(void) = marks_here;
 
 static void check(int ok, const char* what) {
   if (!ok) {
@@ -41,9 +52,10 @@ static void check(int ok, const char* what) {
 static void on_usr1(int sig, siginfo_t* info, void* context) {
   (void)sig;
   (void)context;
-  handled = 1;
-  queued_code = info->si_code;
-  queued_value = info->si_code == SI_QUEUE ? info->si_value.sival_int : -1;
+  struct marks* m = my_marks();
+  m->handled = 1;
+  m->queued_code = info->si_code;
+  m->queued_value = info->si_code == SI_QUEUE ? info->si_value.sival_int : -1;
 }
 
 static int send_self(int way, int value) {
@@ -64,11 +76,12 @@ static void* sender(void* arg) {
   for (int i = 0; i < ROUNDS; ++i) {
     for (int way = 0; way < ways; ++way) {
       struct tally* t = &tallies[id][way];
-      handled = 0;
+      my_marks()->handled = 0;
       const int value = id * 1000 + i;
       t->sent += send_self(way, value) == 0;
-      t->handled_before_return += handled;
-      if (way == by_sigqueue) t->value_seen += queued_code == SI_QUEUE && queued_value == value;
+      struct marks* m = my_marks(); /* the worker the call returned on */
+      t->handled_before_return += m->handled;
+      if (way == by_sigqueue) t->value_seen += m->queued_code == SI_QUEUE && m->queued_value == value;
       sched_yield(); /* perhaps on the other worker next time */
     }
   }
@@ -83,15 +96,15 @@ static void* blocked_sender(void* arg) {
   sigaddset(&usr1, SIGUSR1);
   for (int way = 0; way < ways; ++way) {
     check(pthread_sigmask(SIG_BLOCK, &usr1, NULL) == 0, "pthread_sigmask");
-    handled = 0;
+    my_marks()->handled = 0;
     check(send_self(way, 77) == 0, way_names[way]);
     check(sigpending(&pending) == 0, "sigpending");
     const int was_pending = sigismember(&pending, SIGUSR1) == 1;
-    const int ran_while_blocked = handled;
+    const int ran_while_blocked = my_marks()->handled;
     check(pthread_sigmask(SIG_UNBLOCK, &usr1, NULL) == 0, "pthread_sigmask");
     printf("blocked %s: pending %s, handler ran while blocked %s, ran at unblock %s\n",
            way_names[way], was_pending ? "yes" : "no", ran_while_blocked ? "yes" : "no",
-           handled ? "yes" : "no");
+           my_marks()->handled ? "yes" : "no");
   }
   return NULL;
 }
