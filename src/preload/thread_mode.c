@@ -57,6 +57,9 @@ static int find_foreign_tls(struct dl_phdr_info* info, size_t size, void* data) 
   return 1;
 }
 
+/* Watching for modules with TLS loaded after start: x86-64 only, where TLS
+ * blocks exist (sched/ult_tls.hpp). */
+#if defined(__x86_64__)
 /* posix_common.cpp: whether blocks may be turned on later (ITO_ULT_TLS unset),
  * and turning them on (null) or why not; c_api.cpp: the check that every
  * thread creation (pthread_create, ito_create) runs while one is set. */
@@ -214,7 +217,6 @@ __attribute__((visibility("hidden"))) void* ito_preload_find_glibc_dl(int which)
   return f;
 }
 
-#if defined(__x86_64__)
 #if defined(__CET__)
 #define ITO_ENDBR "endbr64\n"
 #else
