@@ -17,8 +17,7 @@
 #include <stdio.h>
 #include <unistd.h>
 
-static long (*bump)(long);
-static int (*initial)(void);
+#include "tls_module_counting.h"
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t loaded = PTHREAD_COND_INITIALIZER;
 
@@ -29,16 +28,8 @@ static void wait_for_module(void) {
 }
 
 static void* counting(void* arg) {
-  const long id = (long)arg;
   wait_for_module();
-  const int first = initial();
-  long last = 0;
-  for (int i = 0; i < 1000; ++i) {
-    last = bump(id);
-    if (i % 100 == 0) usleep(200);
-    else if (i % 10 == 0) sched_yield();
-  }
-  return (void*)(long)(last == 1000 * id && first == 7);
+  return (void*)count_in_module((long)arg);
 }
 
 int main(void) {

@@ -24,8 +24,7 @@
 #include <stdio.h>
 #include <unistd.h>
 
-static long (*bump)(long);
-static int (*initial)(void);
+#include "tls_module_counting.h"
 
 // Called by the module's constructor (the program is linked with -rdynamic).
 void tls_module_register(long (*b)(long), int (*i)(void)) {
@@ -56,15 +55,7 @@ static int finish(thread_handle t, void** result) { return pthread_join(t, resul
 #endif
 
 static void* counting(void* arg) {
-  const long id = (long)arg;
-  const int first = initial();
-  long last = 0;
-  for (int i = 0; i < 1000; ++i) {
-    last = bump(id);
-    if (i % 100 == 0) usleep(200);
-    else if (i % 10 == 0) sched_yield();
-  }
-  return (void*)(long)(last == 1000 * id && first == 7);
+  return (void*)count_in_module((long)arg);
 }
 
 int main(void) {
