@@ -12,6 +12,7 @@ run() {  # label binary
   "$2" create-join --runs 3 --only ito --workers 1 --iters 1000000 2>/dev/null | grep '^create-join' | sed "s/^/$1 /"
   "$2" yield --runs 3 --only ito 2>/dev/null | grep '^yield' | sed "s/^/$1 /"
   "$2" fib --n 32 --runs 3 --workers 1 --only ito 2>/dev/null | grep '^fib' | sed "s/^/$1 /"
+  "$2" mutex --runs 3 --workers 2 --only ito 2>/dev/null | grep '^mutex' | sed "s/^/$1 /"
 }
 for r in $(seq 1 "$rounds"); do
   if [ $((r % 2)) -eq 1 ]; then run OLD "$old"; run NEW "$new"; else run NEW "$new"; run OLD "$old"; fi >> "$out"
@@ -22,10 +23,10 @@ rows = collections.defaultdict(list)
 for line in open(sys.argv[1]):
     m = re.match(r'(OLD|NEW) (\S+)\s+(.+?)\s{2,}(\d+)\s{2,}(.+?)\s{2,}([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)', line)
     if m:
-        rows[(m.group(2), m.group(5).strip(), m.group(1))].append(float(m.group(9)))
+        rows[(m.group(2), m.group(3).strip(), m.group(5).strip(), m.group(1))].append(float(m.group(9)))
 def cell(v):  # a row only one of the two binaries has (a row added or removed)
     return f"{statistics.median(v):7.2f} (best {min(v):6.2f})" if v else f"{'-':>7} {'':12}"
-for bench, impl in sorted({(b, i) for b, i, _ in rows}):
-    o, n = rows[(bench, impl, 'OLD')], rows[(bench, impl, 'NEW')]
-    print(f"{bench:12} {impl:34} old {cell(o)}   new {cell(n)}   ns/op, {max(len(o), len(n))} rounds")
+for bench, case, impl in sorted({(b, c, i) for b, c, i, _ in rows}):
+    o, n = rows[(bench, case, impl, 'OLD')], rows[(bench, case, impl, 'NEW')]
+    print(f"{bench:12} {case:24} {impl:30} old {cell(o)}   new {cell(n)}   ns/op, {max(len(o), len(n))} rounds")
 PY
