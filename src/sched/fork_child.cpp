@@ -36,11 +36,6 @@ void install_fork_handler() noexcept {
   pthread_atfork(nullptr, nullptr, &forget_runtime_in_child);
 }
 
-bool forked_child_thread(const ult* self) noexcept {
-  const worker* w = current_worker();
-  return !w || w->current != self;
-}
-
 void end_forked_child_thread() noexcept {
   runtime_state* rt = g_runtime.load(std::memory_order_acquire);
   if (rt && current_ult() == &rt->main_ult) {

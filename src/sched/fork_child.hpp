@@ -7,9 +7,9 @@
 // new runtime may be started (the POSIX layer starts one on first use).
 #pragma once
 
-namespace ito::sched {
+#include "sched/worker.hpp"
 
-struct ult;
+namespace ito::sched {
 
 // Registers the child handler with pthread_atfork, once per process (called at
 // every runtime start).
@@ -18,8 +18,12 @@ void install_fork_handler() noexcept;
 // Whether `self`, whose body just returned, is that thread in such a child:
 // the runtime it ran in is gone (no worker), or the child started another
 // since, which adopted the OS thread as its main ULT (so its running ULT is
-// not self).
-bool forked_child_thread(const ult* self) noexcept;
+// not self). `w`: current_worker(), which the caller has at hand (inline:
+// this runs at every ULT's end, and a call here cost fib 8 instructions a
+// spawn).
+inline bool forked_child_thread(const worker* w, const ult* self) noexcept {
+  return !w || w->current != self;
+}
 
 // A ULT's body returned (or called pthread_exit) in such a child: the process
 // ends with status 0 as when its last thread ends. If the child started a

@@ -50,15 +50,23 @@ inline void trace_switch(const ult* next) noexcept {
   else trace::record(trace::kind::scheduler);
 }
 
-// With ult_tls (switch_eh said so): next's thread pointer (the worker's own
-// for the scheduler and ULTs without a block), then the switch. Out of line,
-// so that switch_to's common path calls nothing but the switch. (Never
-// under a sanitizer: start_runtime refuses ult_tls there, so no
-// sanitizer_after_switch here.)
-[[gnu::noinline]] void switch_context_tls(worker* w, const ult* next, void** save, void* load,
-                                          void* arg, arch::on_top_fn hook) noexcept {
-  ult_tls::arrive(w, next, nullptr);
+// switch_to's ending on a worker with switch extras (swap_own_eh said so):
+// the program's exception globals, next's resume action, and with ult_tls
+// next's thread pointer, then the switch. Out of line and entered by a tail
+// call, so that switch_to's common path keeps nothing live across a call and
+// saves no registers (inline, it cost yield three pushes and pops). (ult_tls
+// never runs under a sanitizer: start_runtime refuses it there.)
+[[gnu::noinline]] void switch_context_extras(worker* w, ult* prev, ult* next, arch::on_top_fn hook,
+                                             void* arg) noexcept {
+  void** save = prev ? &prev->sp : &w->scheduler_sp;
+  arch::sanitizer_fiber& from = prev ? prev->fiber : w->scheduler_fiber;
+  const bool tls = switch_eh_extras(w, prev ? prev->eh : w->scheduler_eh,
+                                    next ? next->eh : w->scheduler_eh, next);
+  // Read after the resume action, which may have put a context in front.
+  void* load = next ? next->sp : w->scheduler_sp;
+  if (tls) ult_tls::arrive(w, next, nullptr);  // last before the switch
   arch::switch_context(save, load, arg, hook);
+  arch::sanitizer_after_switch(from);
 }
 
 // Switches from the running context (prev, or the scheduler when null) to next
@@ -75,14 +83,10 @@ inline void switch_to(worker* w, ult* prev, ult* next, arch::on_top_fn hook, voi
   if (next) ++next->resumes;
   if constexpr (traced) trace_switch(next);
   arch::sanitizer_before_switch(from, to, prev_dies);
-  // Last: with ult_tls, next's thread pointer is loaded on the way. Its sp
-  // is read after: a resume action may have put a context in front.
-  const bool tls =
-      switch_eh(w, prev ? prev->eh : w->scheduler_eh, next ? next->eh : w->scheduler_eh, next);
-  void* load = next ? next->sp : w->scheduler_sp;
-  if (tls) [[unlikely]]
-    return switch_context_tls(w, next, save, load, arg, hook);
-  arch::switch_context(save, load, arg, hook);
+  if (swap_own_eh(w, prev ? prev->eh : w->scheduler_eh, next ? next->eh : w->scheduler_eh))
+      [[unlikely]]
+    return switch_context_extras(w, prev, next, hook, arg);
+  arch::switch_context(save, next ? next->sp : w->scheduler_sp, arg, hook);
   arch::sanitizer_after_switch(from);
 }
 
@@ -307,10 +311,11 @@ ito_exit_switch ult_main(void* data) noexcept {
   // The thread of a child forked from a runtime, which has no worker to finish
   // on: none, or that of a runtime the child started since, which adopted
   // this OS thread as its main ULT.
-  if (forked_child_thread(self)) [[unlikely]] end_forked_child_thread();
-  if (self->from_provider()) [[unlikely]] current_worker()->stack_provider->finish(self);
-  ito_exit_switch exit = finish(self);
   worker* w = current_worker();
+  if (forked_child_thread(w, self)) [[unlikely]] end_forked_child_thread();
+  if (self->from_provider()) [[unlikely]] w->stack_provider->finish(self);
+  ito_exit_switch exit = finish(self);
+  w = current_worker();
   arch::sanitizer_before_switch(self->fiber, w->current ? w->current->fiber : w->scheduler_fiber,
                                 /*from_dies=*/true);
 #if ITO_TSAN
@@ -457,7 +462,7 @@ ult* make_detached(worker* w, void (*body)(void*), void* arg) {
 namespace {
 
 // start_child_first's start with ult_tls (switch_eh said so): the child's
-// thread pointer, then the start, out of line as switch_context_tls. (No
+// thread pointer, then the start, out of line as switch_context_extras. (No
 // provider's stack: the split-stack policies refuse ult_tls.)
 [[gnu::noinline]] void start_child_tls(worker* w, ult* parent, ult* child,
                                        arch::on_top_fn publish_parent) noexcept {
@@ -578,7 +583,7 @@ void run_inline(worker* w, ult* self, ult* child) noexcept {
   w = current_worker();  // it may have been stolen, or woken elsewhere
   // The thread of a child forked from a runtime: it has no worker to return
   // to (as in ult_main).
-  if (forked_child_thread(child)) [[unlikely]] end_forked_child_thread();
+  if (forked_child_thread(w, child)) [[unlikely]] end_forked_child_thread();
   worker_stats::bump(w->stats.finished);
   child->fiber = own_fiber;
   child->inline_host = nullptr;

@@ -168,18 +168,27 @@ inline void renew(worker* w, ult* u) noexcept {
 // path saved one more register for it. A stale false only meets ULTs
 // without a block: one with a block reaches this worker after its creator
 // read runtime_state::tls_blocks (acquire), which turn_on stores last.
-inline bool switch_eh(worker* w, eh_state& out, const eh_state& in,
-                      ult* resumed = nullptr) noexcept {
+// switch_eh in two halves, for a caller whose extras path goes out of line
+// whole (switch_to: the resume action it may call made yield's common path
+// save three registers when inline). The first: the runtime's own globals;
+// true when the worker has extras to switch (switch_eh_extras).
+inline bool swap_own_eh(worker* w, eh_state& out, const eh_state& in) noexcept {
   out.own = *w->eh;
   *w->eh = in.own;
-  if (__atomic_load_n(&w->switch_extras, __ATOMIC_RELAXED)) [[unlikely]] {
-    if (eh_globals* program = w->program_eh) {
-      out.program = *program;
-      *program = in.program;
-    }
-    before_resuming(resumed);
-    return *static_cast<const volatile bool*>(&w->ult_tls);
+  return __atomic_load_n(&w->switch_extras, __ATOMIC_RELAXED);
+}
+inline bool switch_eh_extras(worker* w, eh_state& out, const eh_state& in,
+                             ult* resumed) noexcept {
+  if (eh_globals* program = w->program_eh) {
+    out.program = *program;
+    *program = in.program;
   }
+  before_resuming(resumed);
+  return *static_cast<const volatile bool*>(&w->ult_tls);
+}
+inline bool switch_eh(worker* w, eh_state& out, const eh_state& in,
+                      ult* resumed = nullptr) noexcept {
+  if (swap_own_eh(w, out, in)) [[unlikely]] return switch_eh_extras(w, out, in, resumed);
   return false;
 }
 // Installs `in` for a context arriving after one that keeps nothing (`left`,
