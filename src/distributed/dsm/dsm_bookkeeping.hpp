@@ -24,6 +24,8 @@
 
 namespace ito::dist::detail {
 
+struct mailbox;  // diff_mail.cpp
+
 inline constexpr std::size_t page_bytes = 4096;
 
 // Process-local bookkeeping, in MAP_NORESERVE arrays indexed by page (only the
@@ -94,6 +96,7 @@ struct dsm {
   bool check_races = false;   // ITO_DSM_CHECK: read the home's bytes back before each diff
   bool mail_open = false;  // this release may send diffs by message (diff_mail.hpp)
   bool mail = false;       // and sends all of them so, one message per home
+  mailbox* mail_state = nullptr;  // diff mail's state, while it is up (diff_mail.hpp)
   std::size_t fault_block_pages = 1;  // ITO_DSM_BLOCK: what a fault brings in, in pages
   char master[page_bytes];    // a copy of the home's page: race checks, merges
   char snapshot[page_bytes];  // a pinned page as its release compares it
@@ -103,7 +106,17 @@ struct dsm {
   struct sigaction previous {};
 };
 
-// This process's DSM, from start_dsm to stop_dsm (null otherwise).
+// The words of the sharing area (readers masks, two boards) for `pages` pages.
+std::size_t sharing_words_for(std::size_t pages) noexcept;
+// Makes d's arrays, twins and boards from its sizes (pages, ranks,
+// fault_block_pages) and d.sharing_words, where the caller maps the sharing
+// area (entry_count, readers_words and sharing_count are set here); no MPI.
+void reserve_bookkeeping(dsm& d);
+// Gives back what reserve_bookkeeping made.
+void release_bookkeeping(dsm& d) noexcept;
+
+// This process's DSM, from start_dsm to stop_dsm (null otherwise): for the
+// entry points and the fault handler only; the rooms take their dsm&.
 extern std::atomic<dsm*> g_dsm;
 
 // The running DSM; usage_error naming `what` without one.
