@@ -96,7 +96,6 @@ struct dsm {
   bool check_races = false;   // ITO_DSM_CHECK: read the home's bytes back before each diff
   bool mail_open = false;  // this release may send diffs by message (diff_mail.hpp)
   bool mail = false;       // and sends all of them so, one message per home
-  mailbox* mail_state = nullptr;  // diff mail's state, while it is up (diff_mail.hpp)
   std::size_t fault_block_pages = 1;  // ITO_DSM_BLOCK: what a fault brings in, in pages
   char master[page_bytes];    // a copy of the home's page: race checks, merges
   char snapshot[page_bytes];  // a pinned page as its release compares it
@@ -104,6 +103,7 @@ struct dsm {
   int run_length[page_bytes / 2];
   std::mutex lock;
   struct sigaction previous {};
+  mailbox* mail_state = nullptr;  // diff mail's state, while it is up (diff_mail.hpp)
 };
 
 // The words of the sharing area (readers masks, two boards) for `pages` pages.
