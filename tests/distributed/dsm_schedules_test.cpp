@@ -126,6 +126,9 @@ constexpr std::size_t slots = std::size(slot_offsets);
 enum class act : std::uint8_t {
   store,
   load,
+  early_store,     // between its release and its acquire: a byte it owns in
+                   // this interval and the next (another thread of the rank
+                   // writing on); acquire's merge must keep it
   pin,             // pages [page, page + count)
   check_out,       // the same, `how`; a write checkout covers no page whole
   unpin,           // undoes a pin or checkout of [page, page + count)
@@ -159,6 +162,7 @@ struct sim_rank {
   std::size_t next = 0;
   int busy = 0;  // inside a room (a step not finished)
   std::vector<int> stored;  // this interval's value per (page, slot), -1 none
+  std::vector<int> early;   // the next interval's, stored before this barrier's acquire
   std::vector<held_range> held;  // pins and checkouts not undone, as scripted so far
   std::vector<std::size_t> skipped;  // ids of pins and checkouts not made (known_issue)
 };
@@ -183,6 +187,7 @@ struct schedule {
   std::vector<sim_rank> r;
   std::vector<unsigned char> model;  // every page's bytes as of the last barrier
   std::vector<int> owner;            // this interval's writer per (page, slot), -1 none
+  std::vector<int> owner_next;       // the next interval's
   int released = 0, acquired = 0;
   std::size_t ids = 0;
   bool all_shapes = std::getenv("ITO_DSM_SCHEDULES_ALL") != nullptr;
@@ -304,9 +309,12 @@ struct schedule {
         fail("open_windows");
       start_diff_mail(d, s.node_alias, bytes, &progress_for_mail);
       s.stored.assign(pages * slots, -1);
+      s.early.assign(pages * slots, -1);
     }
     model.assign(pages * page_bytes, 0);
     owner.assign(pages * slots, -1);
+    owner_next.assign(pages * slots, -1);
+    draw_owners(owner_next);
   }
 
   ~schedule() {
@@ -330,13 +338,19 @@ struct schedule {
 
   // --- scripts ---
 
+  void draw_owners(std::vector<int>& o) {
+    for (int& x : o) x = pick(5) < 2 ? static_cast<int>(pick(static_cast<std::uint64_t>(ranks))) : -1;
+  }
+
   void new_interval() {
-    for (int& o : owner) o = pick(5) < 2 ? static_cast<int>(pick(static_cast<std::uint64_t>(ranks))) : -1;
+    owner.swap(owner_next);
+    draw_owners(owner_next);
     for (int k = 0; k < ranks; ++k) {
       sim_rank& s = r[static_cast<std::size_t>(k)];
       s.script.clear();
       s.next = 0;
-      std::fill(s.stored.begin(), s.stored.end(), -1);
+      s.stored.swap(s.early);  // stored early: this interval's
+      std::fill(s.early.begin(), s.early.end(), -1);
       const std::size_t n = pick(9);
       auto read_only = [&](std::size_t page) {
         for (const held_range& h : s.held)
@@ -369,6 +383,12 @@ struct schedule {
           s.script.push_back({act::load, page, slot, 0});
       }
       s.script.push_back({pick(3) == 0 ? act::release_and_invalidate : act::release});
+      for (std::size_t i = pick(4); i > 0; --i) {
+        const std::size_t page = pick(pages), slot = pick(slots);
+        const std::size_t x = page * slots + slot;
+        if (owner[x] == k && owner_next[x] == k && !read_only(page))
+          s.script.push_back({act::early_store, page, slot, static_cast<unsigned char>(1 + pick(255))});
+      }
       s.script.push_back({act::acquire});
       s.script.push_back({act::done});
     }
@@ -483,6 +503,15 @@ struct schedule {
         s.stored[a.page * slots + a.slot] = v;
         break;
       }
+      case act::early_store: {
+        unsigned char v = a.value;
+        note("rank %d: store %u at page %zu + %zu before its acquire", k, v, a.page,
+             slot_offsets[a.slot]);
+        ++s.next;
+        access(k, a.page, a.slot, true, &v);
+        s.early[a.page * slots + a.slot] = v;
+        break;
+      }
       case act::load: {
         unsigned char v = 0;
         ++s.next;
@@ -588,9 +617,21 @@ struct schedule {
       for (std::size_t p = 0; p < pages; ++p) {
         if (!all && pick(2)) continue;
         for (std::size_t slot = 0; slot < slots; ++slot) {
+          // A byte another rank stored before its acquire is the next
+          // interval's, that rank's alone; its own store it reads back.
+          const std::size_t x = p * slots + slot;
+          int early = -1;
+          bool others = false;
+          for (int j = 0; j < ranks; ++j) {
+            const int e = r[static_cast<std::size_t>(j)].early[x];
+            if (e >= 0 && j == k) early = e;
+            if (e >= 0 && j != k) others = true;
+          }
+          if (others) continue;
           unsigned char v = 0;
           access(k, p, slot, false, &v);
-          const unsigned want = model[p * page_bytes + slot_offsets[slot]];
+          const unsigned want =
+              early >= 0 ? static_cast<unsigned>(early) : model[p * page_bytes + slot_offsets[slot]];
           if (v != want)
             fail("after the barrier rank %d read %u at page %zu + %zu, not %u", k, v, p,
                  slot_offsets[slot], want);
