@@ -6,8 +6,9 @@
 // runs a random data-race-free script (stores to bytes it alone writes in the
 // interval, reads of bytes nobody else writes in it, pins, checkouts to read,
 // write or both, and their unpins, kept across barriers), then a barrier
-// (every rank releases, by sd_fence or release_and_invalidate, then every
-// rank acquires); after each barrier every rank's
+// (every rank releases, by sd_fence or release_and_invalidate, may store to
+// bytes it owns in this interval and the next, then acquires: a merge);
+// after each barrier every rank's
 // view must equal a sequential model. Accesses are real loads and stores into
 // the rank's view: one that faults is served as the fault handler does
 // (serve_fault) and tried again. A rank waiting in the transport (a flush, its
