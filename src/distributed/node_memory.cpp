@@ -150,11 +150,6 @@ int share_within_host(std::size_t bytes, int world_rank, node_shape shape, int& 
 
 }  // namespace
 
-std::size_t readers_words_for(std::size_t pages) noexcept {
-  constexpr std::size_t words_per_page = page_bytes / sizeof(std::uint64_t);
-  return (pages + words_per_page - 1) / words_per_page * words_per_page;
-}
-
 std::size_t readers_offset(std::size_t bytes) noexcept {
   return node_page_offset(bytes) + check_bytes;
 }

@@ -16,6 +16,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <vector>
 
 namespace ito::dist::detail {
@@ -41,8 +42,11 @@ struct node_info {
 // doorbells.hpp), then the readers masks of the pages (a word each,
 // readers_words_for(pages) of them): a home's readers are read by every rank
 // of its node.
-std::size_t readers_words_for(std::size_t pages) noexcept;
 inline constexpr std::size_t node_page_bytes = 4096;
+inline std::size_t readers_words_for(std::size_t pages) noexcept {  // whole pages of words
+  constexpr std::size_t words_per_page = node_page_bytes / sizeof(std::uint64_t);
+  return (pages + words_per_page - 1) / words_per_page * words_per_page;
+}
 // bytes rounded up to whole pages.
 inline std::size_t page_rounded(std::size_t bytes) noexcept {
   return (bytes + node_page_bytes - 1) & ~(node_page_bytes - 1);

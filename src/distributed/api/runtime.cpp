@@ -17,6 +17,7 @@
 #include "distributed/dsm/diff_mail.hpp"
 #include "distributed/dsm/dsm.hpp"
 #include "distributed/dsm/dsm_alloc.hpp"
+#include "distributed/dsm/dsm_bookkeeping.hpp"
 #include "distributed/dsm/iso_region.hpp"
 #include "distributed/large_stack.hpp"
 #include "distributed/scheduler/migration.hpp"
@@ -151,6 +152,7 @@ void barrier() {
     MPI_Request done;
     MPI_Ibarrier(MPI_COMM_WORLD, &done);
     detail::wait_serving_diffs(  // and applies diffs sent meanwhile
+        detail::g_dsm.load(std::memory_order_acquire),
         [](void* request) {
           int finished = 0;
           if (MPI_Test(static_cast<MPI_Request*>(request), &finished, MPI_STATUS_IGNORE) !=

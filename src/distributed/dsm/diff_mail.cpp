@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "distributed/dsm/dsm.hpp"
+#include "distributed/dsm/dsm_bookkeeping.hpp"
 #include "distributed/dsm/transport.hpp"
-#include "distributed/progress.hpp"
 
 namespace ito::dist::detail {
 namespace {
@@ -19,19 +19,23 @@ namespace {
 // release of a whole large array should not double its memory in one buffer).
 constexpr std::size_t most_batch_words = (std::size_t{64} << 20) / 8;
 
-// A batch is a sequence of records, each [window offset][length][bytes,
-// padded to a word], in 64-bit words.
-struct mail {
+}  // namespace
+
+// A rank's mail (dsm::mail_state). A batch is a sequence of records, each
+// [window offset][length][bytes, padded to a word], in 64-bit words.
+struct mailbox {
   char* window = nullptr;
   std::size_t bytes = 0;
   // Outgoing, per home: written only by releases, which the DSM lock orders.
   std::vector<std::vector<std::uint64_t>> batches;
   std::uint64_t sent = 0;  // messages since the last deliver_diffs returned
   bool queued = false;     // a batch holds something
+  bool (*progress_running)() noexcept = nullptr;
 };
-mail* g = nullptr;
 
-void apply_batch(const std::vector<std::uint64_t>& batch, int from) {
+namespace {
+
+void apply_batch(const mailbox* g, const std::vector<std::uint64_t>& batch, int from) {
   for (std::size_t k = 0; k + 2 <= batch.size();) {
     const std::uint64_t at = batch[k], length = batch[k + 1];
     const std::size_t words = (length + 7) / 8;
@@ -48,19 +52,22 @@ void apply_batch(const std::vector<std::uint64_t>& batch, int from) {
   }
 }
 
-// Applies every batch that has arrived, and acknowledges each. Any thread:
-// the transport hands each mail to exactly one receiver.
-void serve_diffs() {
+}  // namespace
+
+void serve_diffs(dsm& d) {
+  if (!d.mail_state) return;
   thread_local std::vector<std::uint64_t> inbox;
   for (;;) {
     bool got = false;
     int from = 0;
     if (!transport::receive_mail(inbox, &from, &got)) mpi_failed("receiving diffs");
     if (!got) return;
-    apply_batch(inbox, from);
+    apply_batch(d.mail_state, inbox, from);
     if (!transport::acknowledge_mail(from)) mpi_failed("acknowledging diffs");
   }
 }
+
+namespace {
 
 bool all_delivered(void*) {
   bool done = false;
@@ -69,7 +76,8 @@ bool all_delivered(void*) {
 }
 
 // Sends each home its batch and waits until every home applied it.
-void send_queued() {
+void send_queued(dsm& d) {
+  mailbox* g = d.mail_state;
   g->queued = false;
   for (std::size_t home = 0; home < g->batches.size(); ++home) {
     auto& batch = g->batches[home];
@@ -81,40 +89,44 @@ void send_queued() {
   // Waiting, this thread applies what other ranks send meanwhile: two ranks
   // releasing to each other while their progress threads wait on something
   // else (a release of their own, for the DSM lock) still finish.
-  wait_serving_diffs(&all_delivered, nullptr);
+  wait_serving_diffs(&d, &all_delivered, nullptr);
   for (auto& batch : g->batches) batch.clear();
 }
 
 }  // namespace
 
-void wait_serving_diffs(bool (*done)(void*), void* arg) {
+void wait_serving_diffs(dsm* d, bool (*done)(void*), void* arg) {
   for (int tries = 0;; ++tries) {
     if (done(arg)) return;
-    if (g) serve_diffs();
+    if (d) serve_diffs(*d);
     if (tries > 64) sched_yield();  // more ranks than cores: let the others run
   }
 }
 
-void start_diff_mail(char* window, std::size_t bytes, int ranks) {
-  g = new mail;
+void start_diff_mail(dsm& d, char* window, std::size_t bytes,
+                     bool (*progress_running)() noexcept) {
+  auto* g = new mailbox;
   g->window = window;
   g->bytes = bytes;
-  g->batches.resize(static_cast<std::size_t>(ranks));
-  if (!transport::open_mail(ranks)) mpi_failed("opening the diff mail");
-  set_progress_hook(progress_hook::dsm_diffs, &serve_diffs);
+  g->batches.resize(static_cast<std::size_t>(d.ranks));
+  g->progress_running = progress_running;
+  if (!transport::open_mail(d.ranks)) mpi_failed("opening the diff mail");
+  d.mail_state = g;
 }
 
-void stop_diff_mail() noexcept {
-  if (!g) return;
-  set_progress_hook(progress_hook::dsm_diffs, nullptr);
+void stop_diff_mail(dsm& d) noexcept {
+  if (!d.mail_state) return;
   transport::close_mail();
-  delete g;
-  g = nullptr;
+  delete d.mail_state;
+  d.mail_state = nullptr;
 }
 
-bool diff_mail_open() noexcept { return g != nullptr && progress_running(); }
+bool diff_mail_open(const dsm& d) noexcept {
+  return d.mail_state != nullptr && d.mail_state->progress_running();
+}
 
-void queue_diff(int home, std::size_t at, const char* bytes, std::size_t length) {
+void queue_diff(dsm& d, int home, std::size_t at, const char* bytes, std::size_t length) {
+  mailbox* g = d.mail_state;
   auto& batch = g->batches[static_cast<std::size_t>(home)];
   const std::size_t start = batch.size();
   batch.resize(start + 2 + (length + 7) / 8);
@@ -122,11 +134,12 @@ void queue_diff(int home, std::size_t at, const char* bytes, std::size_t length)
   batch[start + 1] = length;
   std::memcpy(&batch[start + 2], bytes, length);
   g->queued = true;
-  if (batch.size() > most_batch_words) send_queued();
+  if (batch.size() > most_batch_words) send_queued(d);
 }
 
-std::uint64_t deliver_diffs() {
-  if (g->queued) send_queued();
+std::uint64_t deliver_diffs(dsm& d) {
+  mailbox* g = d.mail_state;
+  if (g->queued) send_queued(d);
   const std::uint64_t sent = g->sent;
   g->sent = 0;
   return sent;

@@ -20,23 +20,33 @@
 
 namespace ito::dist::detail {
 
+struct dsm;
+
 // Collective. window: the alias every home's diffs are written into (the
 // DSM's data window: the region, then the globals), `bytes` long.
-void start_diff_mail(char* window, std::size_t bytes, int ranks);
+// progress_running: whether this rank has someone to apply mail that
+// arrives (progress.hpp's thread; a test's harness says so per rank).
+// The mail's state is d's (d.mailbox): one per rank, not per process.
+void start_diff_mail(dsm& d, char* window, std::size_t bytes, bool (*progress_running)() noexcept);
 // Collective, after the progress thread stopped.
-void stop_diff_mail() noexcept;
+void stop_diff_mail(dsm& d) noexcept;
 // True when diffs go by message: the mail is up and a progress thread runs
 // to apply them at the homes (without one, releases put page by page).
-bool diff_mail_open() noexcept;
+bool diff_mail_open(const dsm& d) noexcept;
 // Queues bytes [at, at + length) of the window, `bytes` their new value, for
 // `home`. Copies them: the caller's buffer is free at once.
-void queue_diff(int home, std::size_t at, const char* bytes, std::size_t length);
+void queue_diff(dsm& d, int home, std::size_t at, const char* bytes, std::size_t length);
 // Sends each home its queued diffs and returns once every one has applied
 // them. Returns the messages sent (0 when nothing was queued).
-std::uint64_t deliver_diffs();
+std::uint64_t deliver_diffs(dsm& d);
+// Applies every batch that has arrived at d's rank, and acknowledges each
+// (the progress thread's hook; any thread: the transport hands each mail to
+// exactly one receiver). Nothing when the mail is not up.
+void serve_diffs(dsm& d);
 // Waits until done(arg) is true (it polls, never blocks), applying the diffs
-// that arrive meanwhile: a rank that waits in MPI (a barrier) serves its
-// pages' writers at once rather than at its progress thread's next round.
-void wait_serving_diffs(bool (*done)(void*), void* arg);
+// that arrive meanwhile (at d, when not null): a rank that waits in MPI (a
+// barrier) serves its pages' writers at once rather than at its progress
+// thread's next round.
+void wait_serving_diffs(dsm* d, bool (*done)(void*), void* arg);
 
 }  // namespace ito::dist::detail

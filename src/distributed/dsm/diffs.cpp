@@ -104,7 +104,7 @@ bool send_diff(dsm& d, std::size_t page, bool keep_twin) {
   }
   if (d.mail || (d.mail_open && runs > 1)) {  // with the release's others for this home
     for (int k = 0; k < runs; ++k)
-      queue_diff(h, page * page_bytes + static_cast<std::size_t>(d.run_at[k]), now + d.run_at[k],
+      queue_diff(d, h, page * page_bytes + static_cast<std::size_t>(d.run_at[k]), now + d.run_at[k],
                  static_cast<std::size_t>(d.run_length[k]));
     return true;
   }

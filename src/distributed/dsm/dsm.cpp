@@ -25,35 +25,21 @@
 #include "distributed/dsm/statistics.hpp"
 #include "distributed/dsm/transport.hpp"
 #include "distributed/node_memory.hpp"
+#include "distributed/progress.hpp"
 #include "ito/error.hpp"
 
 namespace ito::dist::detail {
+namespace {
 
-std::atomic<dsm*> g_dsm{nullptr};
-
-dsm& require_dsm(const char* what) {
-  dsm* d = g_dsm.load(std::memory_order_acquire);
-  if (!d)
-    throw usage_error(EPERM, std::string("ito: dsm: ") + what +
-                                 " needs a running ito::dist::runtime (create one first, on "
-                                 "every rank)");
-  return *d;
+// The progress thread's hook: the running DSM's diffs that arrived.
+void serve_running_diffs() {
+  if (dsm* d = g_dsm.load(std::memory_order_acquire)) serve_diffs(*d);
 }
 
-// The pages [first, last] that p..p+bytes covers; usage_error outside the region.
-void page_range(dsm& d, const void* p, std::size_t bytes, const char* what, std::size_t* first,
-                std::size_t* last) {
-  const char* c = static_cast<const char*>(p);
-  // Both ends in one area (the region, or the globals), which are contiguous.
-  if (bytes == 0 || c + bytes < c || !page_at(d, c, first) || !page_at(d, c + bytes - 1, last) ||
-      (*first < d.region_pages) != (*last < d.region_pages))
-    throw usage_error(EINVAL, std::string("ito: dsm: ") + what +
-                                  ": the range is empty or not inside the DSM region");
-}
+}  // namespace
 
 std::size_t sharing_bytes_for(std::size_t pages) noexcept {
-  return page_rounded((readers_words_for(pages) + 2 * page_board::words_for(pages)) *
-                          sizeof(std::uint64_t));
+  return page_rounded(sharing_words_for(pages) * sizeof(std::uint64_t));
 }
 
 void start_dsm(dist_state& st) {
@@ -76,29 +62,11 @@ void start_dsm(dist_state& st) {
   d->node_homes = st.node.nodes > 1 && st.node.nodes < st.size;
   d->check_races = st.check_races;
   d->fault_block_pages = st.fault_block_pages ? st.fault_block_pages : 1;
-  d->entry_count = (d->pages + static_cast<std::size_t>(d->ranks) - 1) / static_cast<std::size_t>(d->ranks);
-  d->entries = reserve_array<std::int64_t>(d->entry_count);
-  d->state.reserve(d->pages);
-  d->home_plus1 = reserve_array<std::int32_t>(d->pages);
-  d->registered = reserve_array<std::uint8_t>(d->pages);
-  d->pins = reserve_array<std::uint32_t>(d->pages);
-  d->twins = std::make_unique<twin_frames>(d->pages, kept_twins_max);
-  d->modified_list = reserve_array<std::size_t>(d->pages);
-  d->written = reserve_array<std::size_t>(d->pages);
-  d->written_readers = reserve_array<std::uint64_t>(d->pages);
-  d->noticed = reserve_array<std::uint8_t>(d->pages);
-  d->noticed_list = reserve_array<std::size_t>(d->pages);
-  d->dropped = reserve_array<std::size_t>(d->pages);
-  d->range_entries = reserve_array<std::int64_t>(d->pages);
-  d->range_words = reserve_array<std::int64_t>(d->pages);
-  d->reader_bits = reserve_array<std::uint64_t>(d->pages);
-  const std::size_t board_words = page_board::words_for(d->pages);  // each board's
-  d->readers_words = readers_words_for(d->pages);
-  d->sharing_count = d->readers_words + 2 * board_words;
   // In the address space reserved after the node alias (iso_region), so
   // that the data window covers them too.
   d->sharing_at = st.region.tail_at;
   d->sharing_words = reinterpret_cast<std::uint64_t*>(d->node_alias + d->sharing_at);
+  reserve_bookkeeping(*d);
   if (st.region.tail_bytes < d->sharing_count * sizeof(std::uint64_t) ||
       mmap(d->sharing_words, st.region.tail_bytes, PROT_READ | PROT_WRITE,
            MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0) == MAP_FAILED)
@@ -108,12 +76,6 @@ void start_dsm(dist_state& st) {
            MAP_SHARED | MAP_FIXED | MAP_NORESERVE, d->node_fd,
            static_cast<off_t>(readers_offset(d->pages * page_bytes))) == MAP_FAILED)
     mapping_failed(*d, "mapping the node's readers masks (mmap)");
-  d->stale = page_board(d->sharing_words, d->readers_words, d->pages);
-  d->read_elsewhere = page_board(d->sharing_words, d->readers_words + board_words, d->pages);
-  d->targets = target_set(d->ranks);
-  // A fault posts from the handler (a mark for each rank of the home's node,
-  // for each page it brings in): no allocation there.
-  d->posts.reserve(64 + d->fault_block_pages * static_cast<std::size_t>(d->ranks));
   d->one_copy = st.node.nodes == 1;
   if (d->one_copy) {
     protect_all(*d, PROT_READ | PROT_WRITE);
@@ -124,7 +86,8 @@ void start_dsm(dist_state& st) {
                                d->sharing_at + d->sharing_count * sizeof(std::uint64_t),
                                d->entries, d->entry_count))
     mpi_failed("creating the DSM's windows");
-  start_diff_mail(d->node_alias, st.region.bytes + st.region.globals_bytes, d->ranks);
+  start_diff_mail(*d, d->node_alias, st.region.bytes + st.region.globals_bytes,
+                  &progress_running);
   // After MPI_Init, which installs a SIGSEGV handler of its own: ours serves
   // the region and hands every other fault to it.
   struct sigaction sa {};
@@ -132,6 +95,7 @@ void start_dsm(dist_state& st) {
   sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_NODEFER;
   sigemptyset(&sa.sa_mask);
   g_dsm.store(d, std::memory_order_release);
+  set_progress_hook(progress_hook::dsm_diffs, &serve_running_diffs);
   sigaction(SIGSEGV, &sa, &d->previous);
 }
 
@@ -143,32 +107,13 @@ void stop_dsm(dist_state&) noexcept {
   if (!d->one_copy) {
     sigaction(SIGSEGV, &d->previous, nullptr);
     transport::close_windows();
-    stop_diff_mail();
+    set_progress_hook(progress_hook::dsm_diffs, nullptr);
+    stop_diff_mail(*d);
   }
   g_dsm.store(nullptr, std::memory_order_release);
-  release_array(d->entries, d->entry_count);
-  d->state.release(d->pages);
-  release_array(d->home_plus1, d->pages);
-  release_array(d->registered, d->pages);
-  release_array(d->pins, d->pages);
-  release_array(d->modified_list, d->pages);
-  release_array(d->written, d->pages);
-  release_array(d->written_readers, d->pages);
-  release_array(d->noticed, d->pages);
-  release_array(d->dropped, d->pages);
-  release_array(d->range_entries, d->pages);
-  release_array(d->range_words, d->pages);
-  release_array(d->reader_bits, d->pages);
-  release_array(d->noticed_list, d->pages);
-  d->stale.release();
-  d->read_elsewhere.release();
+  release_bookkeeping(*d);
   protect_all(*d, PROT_NONE);  // the sharing words go with the region's alias
   delete d;
-}
-
-void mpi_failed(const char* what) {
-  std::fprintf(stderr, "ito: dsm: %s failed\n", what);
-  std::abort();
 }
 
 }  // namespace ito::dist::detail

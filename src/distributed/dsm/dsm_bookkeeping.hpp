@@ -24,6 +24,8 @@
 
 namespace ito::dist::detail {
 
+struct mailbox;  // diff_mail.cpp
+
 inline constexpr std::size_t page_bytes = 4096;
 
 // Process-local bookkeeping, in MAP_NORESERVE arrays indexed by page (only the
@@ -101,9 +103,20 @@ struct dsm {
   int run_length[page_bytes / 2];
   std::mutex lock;
   struct sigaction previous {};
+  mailbox* mail_state = nullptr;  // diff mail's state, while it is up (diff_mail.hpp)
 };
 
-// This process's DSM, from start_dsm to stop_dsm (null otherwise).
+// The words of the sharing area (readers masks, two boards) for `pages` pages.
+std::size_t sharing_words_for(std::size_t pages) noexcept;
+// Makes d's arrays, twins and boards from its sizes (pages, ranks,
+// fault_block_pages) and d.sharing_words, where the caller maps the sharing
+// area (entry_count, readers_words and sharing_count are set here); no MPI.
+void reserve_bookkeeping(dsm& d);
+// Gives back what reserve_bookkeeping made.
+void release_bookkeeping(dsm& d) noexcept;
+
+// This process's DSM, from start_dsm to stop_dsm (null otherwise): for the
+// entry points and the fault handler only; the rooms take their dsm&.
 extern std::atomic<dsm*> g_dsm;
 
 // The running DSM; usage_error naming `what` without one.

@@ -117,7 +117,7 @@ void release(dsm& d) {
   std::size_t away = 0;
   for (std::size_t k = 0; k < count && away <= most_put_pages; ++k)
     away += d.state.of(list[k]) == modified || d.state.of(list[k]) == pinned;
-  d.mail_open = diff_mail_open();
+  d.mail_open = diff_mail_open(d);
   d.mail = d.mail_open && away > most_put_pages;
   // Modified pages go read-only (or no access) before their diffs, one
   // mprotect per run of neighbours: a store from another thread of this rank
@@ -161,7 +161,7 @@ void release(dsm& d) {
   auto released = [&](std::size_t page) {
     return d.state.of(page) == home_hot || d.state.of(page) == pinned ? 0 : 1;
   };
-  if (d.mail_open) d.stats.diff_transfers += deliver_diffs();  // complete at their homes
+  if (d.mail_open) d.stats.diff_transfers += deliver_diffs(d);  // complete at their homes
   d.twins->give_back(list, count, released);
   d.stats.twin_pages_kept = d.twins->kept();
   std::size_t kept = 0;
