@@ -35,8 +35,10 @@ void release_and_invalidate() {
   // rank fetches what the other rank released rather than twinning a stale
   // copy.
   std::size_t noticed = 0, to_drop = 0;
+  // A modified page checked out to read must not fault: it is merged now,
+  // as an acquire does, and goes out shared.
   d.stale.take([&](std::size_t page) {
-    if (d.state.of(page) == modified) {
+    if (d.state.of(page) == modified && !d.pins[page]) {
       d.noticed[page] = 1;
       d.noticed_list[noticed++] = page;
     } else {
