@@ -19,9 +19,7 @@
 // may fault.
 //
 // ITO_DSM_SCHEDULES=<n>: how many schedules (default 2000);
-// ITO_DSM_SCHEDULE_SEED=<seed>: that one schedule only (what a failure prints);
-// ITO_DSM_SCHEDULES_ALL=1: also the two shapes of known issues the default
-// steers around (pins_post_notices, pinned_and_modified below).
+// ITO_DSM_SCHEDULE_SEED=<seed>: that one schedule only (what a failure prints).
 #include <gtest/gtest.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -165,7 +163,6 @@ struct sim_rank {
   std::vector<int> stored;  // this interval's value per (page, slot), -1 none
   std::vector<int> early;   // the next interval's, stored before this barrier's acquire
   std::vector<held_range> held;  // pins and checkouts not undone, as scripted so far
-  std::vector<std::size_t> skipped;  // ids of pins and checkouts not made (known_issue)
 };
 
 struct schedule;
@@ -191,7 +188,6 @@ struct schedule {
   std::vector<int> owner_next;       // the next interval's
   int released = 0, acquired = 0;
   std::size_t ids = 0;
-  bool all_shapes = std::getenv("ITO_DSM_SCHEDULES_ALL") != nullptr;
   std::size_t steps = 0;
   std::vector<std::string> log;  // the last steps, printed on failure
 
@@ -396,35 +392,6 @@ struct schedule {
     released = acquired = 0;
   }
 
-  // Known, not fixed here: a pin or checkout of a page this rank homes on its
-  // node and has not made watched yet (state home, or untouched) posts write
-  // notices to its readers (pin_page: note_written) and leaves them posted;
-  // the next fetch_as_reader issues them with its own marks but flushes only
-  // its home, so an operation to another rank is left incomplete and its
-  // origin buffer reused. Such pins are not made unless ITO_DSM_SCHEDULES_ALL.
-  bool pins_post_notices(const dsm& d, std::size_t first, std::size_t count) const {
-    if (all_shapes) return false;
-    for (std::size_t p = first; p < first + count; ++p) {
-      const page_state st = d.state.of(p);
-      if (st == home) return true;
-      if (st == invalid && (d.home_plus1[p] == 0 || on_this_node(d, d.home_plus1[p] - 1)))
-        return true;
-    }
-    return false;
-  }
-
-  // Known, not fixed here: release_and_invalidate leaves invalid (no access)
-  // a modified page that this rank has checked out to read (pins, state
-  // modified: written, or checked out to write and unpinned, before), when
-  // another rank's notice for it came first: a checked-out page then faults.
-  // Such a rank releases with sd_fence unless ITO_DSM_SCHEDULES_ALL.
-  bool pinned_and_modified(const dsm& d) const {
-    if (all_shapes) return false;
-    for (std::size_t p = 0; p < pages; ++p)
-      if (d.pins[p] && d.state.of(p) == modified) return true;
-    return false;
-  }
-
   bool runnable(int k) {
     const sim_rank& s = r[static_cast<std::size_t>(k)];
     if (s.busy) return false;
@@ -535,17 +502,6 @@ struct schedule {
              a.page + a.slot - 1, a.what == act::check_out ? " to " : "",
              a.what == act::check_out ? hows[static_cast<int>(a.how)] : "");
         ++s.next;
-        if (a.what == act::unpin) {
-          auto it = std::find(s.skipped.begin(), s.skipped.end(), a.id);
-          if (it != s.skipped.end()) {
-            s.skipped.erase(it);
-            break;
-          }
-        } else if (pins_post_notices(*s.d, a.page, a.slot)) {
-          note("rank %d: (not made: known issue)", k);
-          s.skipped.push_back(a.id);
-          break;
-        }
         ++s.busy;
         enter(k);
         char* first = s.view + a.page * page_bytes;
@@ -564,7 +520,7 @@ struct schedule {
         ++s.next;
         ++s.busy;
         enter(k);
-        if (a.what == act::release || pinned_and_modified(*s.d)) sd_fence();
+        if (a.what == act::release) sd_fence();
         else release_and_invalidate();
         --s.busy;
         ++released;
