@@ -6,7 +6,9 @@
 #   bench/instr_ab.sh OLD_TREE NEW_TREE
 # Each tree: a source checkout with a release build in build/release (its
 # include/, build/release/include/ and build/release/src/libito.a). Each
-# kernel is built against both, linked with libito.a as a program built from
+# kernel (fib by create_thread, yield, create+join from a ULT and from the
+# main ULT, fib by parallel_invoke) is built against both, linked with
+# libito.a as a program built from
 # source would be, and run at two sizes under callgrind; the difference of
 # the two totals over the difference of the operations is the count per
 # operation (start-up cancels out). One worker.
@@ -60,6 +62,38 @@ int main(int, char** argv) {
 }
 EOF
 
+cat > "$work/help_first.cpp" <<'EOF'
+// an empty child created and joined from the main ULT (bound: help-first)
+#include <ito/ito.hpp>
+#include <cstdlib>
+int main(int, char** argv) {
+  const long n = std::atol(argv[1]);
+  return ito::start_main_thread_with_worker_size(1, [&] {
+    long sum = 0;
+    for (long i = 0; i < n; ++i) sum += ito::join(ito::create_thread([i] { return i; }));
+    return sum == n * (n - 1) / 2 ? 0 : 1;
+  });
+}
+EOF
+cat > "$work/parallel_invoke.cpp" <<'EOF'
+// fib by parallel_invoke: a branch pair per internal node
+#include <ito/ito.hpp>
+#include <ito/parallel.hpp>
+#include <cstdlib>
+static long fib(int n) {
+  if (n < 2) return n;
+  long a = 0, b = 0;
+  ito::parallel_invoke([&] { a = fib(n - 1); }, [&] { b = fib(n - 2); });
+  return a + b;
+}
+int main(int, char** argv) {
+  const int n = std::atoi(argv[1]);
+  return ito::start_main_thread_with_worker_size(1, [&] {
+    return ito::join(ito::create_thread(fib, n));
+  }) > 0 ? 0 : 1;
+}
+EOF
+
 build() {  # tree kernel label
   local extra=()
   [ -f "$1/cmake/ito-text.ld" ] && extra=(-Wl,-T,"$1/cmake/ito-text.ld")
@@ -81,7 +115,7 @@ per_op() {  # binary small large ops_small ops_large
   python3 -c "print(f'{($b - $a) / ($5 - $4):7.1f}')"
 }
 printf '%-44s %10s %10s\n' "instructions per operation (callgrind, 1 worker)" "old" "new"
-for kernel in fib yield create_join; do
+for kernel in fib yield create_join help_first parallel_invoke; do
   build "$old" $kernel old
   build "$new" $kernel new
 done
@@ -93,3 +127,5 @@ row() {  # label kernel small large ops_small ops_large
 row "fib: create_thread + join (a spawn)" fib 18 22 "$(fib_spawns 18)" "$(fib_spawns 22)"
 row "yield (two ULTs on one worker)" yield 50000 150000 100000 300000
 row "create + join of an empty child, from a ULT" create_join 50000 150000 50000 150000
+row "create + join from the main ULT (help-first)" help_first 50000 150000 50000 150000
+row "fib by parallel_invoke (a branch pair)" parallel_invoke 18 22 "$(fib_spawns 18)" "$(fib_spawns 22)"

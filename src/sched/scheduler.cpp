@@ -601,7 +601,7 @@ void run_inline(worker* w, ult* self, ult* child) noexcept {
 // Only a child on a pool stack (not a provider's, not the caller's memory of
 // pthread_attr_setstack, not a dedicated or foreign one) and without the
 // processes extension (a ULT that runs elsewhere may move).
-bool join_inline(worker* w, ult* self, ult* child) noexcept {
+[[gnu::always_inline]] inline bool join_inline(worker* w, ult* self, ult* child) noexcept {
   // Nor a child with a TLS block of its own (ult_tls), whose end frees it in
   // finish().
   if (child->stack_from != stack_origin::pool || processes_extension() || child->tls) return false;
@@ -635,7 +635,7 @@ bool join_inline(worker* w, ult* self, ult* child) noexcept {
 // switching away as its joiner; the caller reads its join word again.
 // Every 64th pick goes the long way, past timers and the inbox, as a switch
 // would (next_local): a host joining children inline never switches.
-void run_or_wait_for(worker* w, ult* self, ult* child) {
+[[gnu::always_inline]] inline void run_or_wait_for(worker* w, ult* self, ult* child) {
   const std::uint64_t tick = ++w->picks_since_poll;
   if (child->unstarted.load(std::memory_order_relaxed) && (tick & (poll_interval - 1)) != 0 &&
       join_inline(w, self, child))
