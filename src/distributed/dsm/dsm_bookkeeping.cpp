@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <type_traits>
 
 #include "distributed/dsm/node_layout.hpp"
 #include "distributed/dsm/release.hpp"
@@ -43,23 +44,36 @@ std::size_t sharing_words_for(std::size_t pages) noexcept {
   return readers_words_for(pages) + 2 * page_board::words_for(pages);
 }
 
+namespace {
+
+// Every array of one element per page, once: reserve_bookkeeping and
+// release_bookkeeping both walk this list, so neither can miss one.
+template <class Each>
+void each_page_array(dsm& d, Each&& each) {
+  each(d.home_plus1);
+  each(d.registered);
+  each(d.pins);
+  each(d.modified_list);
+  each(d.written);
+  each(d.written_readers);
+  each(d.noticed);
+  each(d.noticed_list);
+  each(d.dropped);
+  each(d.range_entries);
+  each(d.range_words);
+  each(d.reader_bits);
+}
+
+}  // namespace
+
 void reserve_bookkeeping(dsm& d) {
   d.entry_count = (d.pages + static_cast<std::size_t>(d.ranks) - 1) / static_cast<std::size_t>(d.ranks);
   d.entries = reserve_array<std::int64_t>(d.entry_count);
   d.state.reserve(d.pages);
-  d.home_plus1 = reserve_array<std::int32_t>(d.pages);
-  d.registered = reserve_array<std::uint8_t>(d.pages);
-  d.pins = reserve_array<std::uint32_t>(d.pages);
+  each_page_array(d, [&](auto*& array) {
+    array = reserve_array<std::remove_pointer_t<std::remove_reference_t<decltype(array)>>>(d.pages);
+  });
   d.twins = std::make_unique<twin_frames>(d.pages, kept_twins_max);
-  d.modified_list = reserve_array<std::size_t>(d.pages);
-  d.written = reserve_array<std::size_t>(d.pages);
-  d.written_readers = reserve_array<std::uint64_t>(d.pages);
-  d.noticed = reserve_array<std::uint8_t>(d.pages);
-  d.noticed_list = reserve_array<std::size_t>(d.pages);
-  d.dropped = reserve_array<std::size_t>(d.pages);
-  d.range_entries = reserve_array<std::int64_t>(d.pages);
-  d.range_words = reserve_array<std::int64_t>(d.pages);
-  d.reader_bits = reserve_array<std::uint64_t>(d.pages);
   const std::size_t board_words = page_board::words_for(d.pages);  // each board's
   d.readers_words = readers_words_for(d.pages);
   d.sharing_count = sharing_words_for(d.pages);
@@ -74,18 +88,7 @@ void reserve_bookkeeping(dsm& d) {
 void release_bookkeeping(dsm& d) noexcept {
   release_array(d.entries, d.entry_count);
   d.state.release(d.pages);
-  release_array(d.home_plus1, d.pages);
-  release_array(d.registered, d.pages);
-  release_array(d.pins, d.pages);
-  release_array(d.modified_list, d.pages);
-  release_array(d.written, d.pages);
-  release_array(d.written_readers, d.pages);
-  release_array(d.noticed, d.pages);
-  release_array(d.dropped, d.pages);
-  release_array(d.range_entries, d.pages);
-  release_array(d.range_words, d.pages);
-  release_array(d.reader_bits, d.pages);
-  release_array(d.noticed_list, d.pages);
+  each_page_array(d, [&](auto*& array) { release_array(array, d.pages); });
   d.stale.release();
   d.read_elsewhere.release();
   d.twins.reset();
