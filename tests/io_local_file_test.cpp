@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "io/errno_now.hpp"
 #include "io/fd_table.hpp"
 #include "ito/io.hpp"
 #include "ito/runtime.hpp"
@@ -22,15 +23,10 @@
 
 namespace {
 
+using ito::detail::errno_now;  // errno of the OS thread now: a ULT may have moved (io/errno_now.hpp)
 using ito::detail::fd_kind;
 
 constexpr std::size_t file_size = 1 << 20;
-
-// errno's address asked afresh at each use. __errno_location is a const
-// function, so the compiler may keep the address it got before a call that
-// moved the ULT to the other worker, and then read that worker's errno (a
-// data race TSan reports, and a wrong value once that thread writes it).
-int* (*volatile errno_at)() = __errno_location;
 
 std::string temp_dir() {
   const char* dir = std::getenv("TMPDIR");
@@ -98,10 +94,10 @@ TEST(io_local_file, a_read_half_in_the_cache_is_whole_and_ends_at_the_end_of_the
       ASSERT_EQ(::pread(fd, head.data(), head.size(), 0), 8192);
       const bool part_cached = dropped && cached_at(fd, 0) && !cached_at(fd, file_size / 2);
       std::vector<unsigned char> buf(file_size + 100);
-      *errno_at() = 1234;  // a read that succeeds leaves errno alone
+      errno_now() = 1234;  // a read that succeeds leaves errno alone
       ASSERT_EQ(ito::io::read(fd, buf.data(), buf.size()), static_cast<ssize_t>(file_size))
           << "only the first pages cached: " << part_cached;
-      EXPECT_EQ(*errno_at(), 1234);
+      EXPECT_EQ(errno_now(), 1234);
       EXPECT_TRUE(is_pattern(buf, 0, file_size));
       EXPECT_EQ(ito::io::read(fd, buf.data(), buf.size()), 0);  // at the end
       // pread: the middle, and past the end.
@@ -150,9 +146,9 @@ TEST(io_local_file, other_descriptors_keep_the_delegated_path_and_the_calls_own_
         EXPECT_FALSE(ito::detail::fd_find(w)->read_only_file.load());
       }
       char c;
-      *errno_at() = 0;
+      errno_now() = 0;
       EXPECT_EQ(ito::io::read(w, &c, 1), -1);
-      EXPECT_EQ(*errno_at(), EBADF);
+      EXPECT_EQ(errno_now(), EBADF);
       EXPECT_EQ(ito::io::close(w), 0);
       // A FIFO (opened for both ends, so the open does not wait): not a file.
       const std::string fifo = f.path + ".fifo";
@@ -177,7 +173,7 @@ TEST(io_local_file, other_descriptors_keep_the_delegated_path_and_the_calls_own_
       ASSERT_GE(d, 0);
       EXPECT_EQ(kind_of(d), fd_kind::other);
       EXPECT_EQ(ito::io::read(d, text, sizeof text), -1);
-      EXPECT_EQ(*errno_at(), EISDIR);
+      EXPECT_EQ(errno_now(), EISDIR);
       EXPECT_EQ(ito::io::close(d), 0);
     }).get();
   });
