@@ -61,8 +61,8 @@ void expect_clean_end_at_the_entry(const result& r) {
 TEST(backtrace, inside_a_child_first_ult_ends_at_its_entry) {
   ito::start_main_thread_with_worker_size(1, [] {
     // From a ULT other than the main one, create_thread is child first.
-    auto outer = ito::create_thread([] {
-      auto inner = ito::create_thread([] { return backtrace_here(); });
+    auto outer = ito::create_thread(ito::own_ult, [] {
+      auto inner = ito::create_thread(ito::own_ult, [] { return backtrace_here(); });
       return ito::join(inner);
     });
     expect_clean_end_at_the_entry(ito::join(outer));
@@ -71,7 +71,7 @@ TEST(backtrace, inside_a_child_first_ult_ends_at_its_entry) {
 
 TEST(backtrace, inside_a_queued_ult_ends_at_its_entry) {
   ito::start_main_thread_with_worker_size(1, [] {
-    auto f = ito::create_thread([] { return backtrace_here(); });  // help-first from main
+    auto f = ito::create_thread(ito::own_ult, [] { return backtrace_here(); });  // help-first from main
     // Started from the queue: joined before it starts, it would run inline,
     // and its walk would go on through the join into the main ULT's frames.
     ito::yield();
@@ -81,8 +81,8 @@ TEST(backtrace, inside_a_queued_ult_ends_at_its_entry) {
 
 TEST(backtrace, after_a_switch_the_walk_still_ends_at_the_entry) {
   ito::start_main_thread_with_worker_size(2, [] {
-    auto outer = ito::create_thread([] {
-      auto inner = ito::create_thread([] {
+    auto outer = ito::create_thread(ito::own_ult, [] {
+      auto inner = ito::create_thread(ito::own_ult, [] {
         ito::yield();
         ito::sleep_for(std::chrono::nanoseconds(1000));
         return backtrace_here();

@@ -61,12 +61,12 @@ void two_mutexes_opposite_order() {
   ito::start_main_thread([] {
     static ito::mutex first, second;
     static ito::barrier both_hold(2);
-    auto a = ito::create_thread([] {
+    auto a = ito::create_thread(ito::own_ult, [] {
       std::lock_guard one(first);
       both_hold.arrive_and_wait();
       std::lock_guard two(second);
     });
-    auto b = ito::create_thread([] {
+    auto b = ito::create_thread(ito::own_ult, [] {
       std::lock_guard one(second);
       both_hold.arrive_and_wait();
       std::lock_guard two(first);
@@ -81,7 +81,7 @@ void join_of_unsignalled_wait() {
   ito::start_main_thread([] {
     static ito::mutex m;
     static ito::condition_variable cv;
-    auto waiter = ito::create_thread([] {
+    auto waiter = ito::create_thread(ito::own_ult, [] {
       std::unique_lock lock(m);
       cv.wait(lock);
     });
@@ -169,7 +169,7 @@ TEST(Deadlock, MainBlockedOnMutexNamesIt) {
         end_after(20);
         ito::start_main_thread([] {
           static ito::mutex m;
-          ito::create_thread([] { m.lock(); }).get();  // it ends holding m
+          ito::create_thread(ito::own_ult, [] { m.lock(); }).get();  // it ends holding m
           m.lock();
         });
       },
@@ -196,9 +196,9 @@ TEST(Deadlock, EveryKindOfWaitIsNamed) {
           static ito::mutex m;
           static ito::condition_variable never;
           static ito::counting_semaphore inside(0);
-          auto at_barrier = ito::create_thread([] { two.arrive_and_wait(); });
-          auto at_semaphore = ito::create_thread([] { none.acquire(); });
-          auto in_once = ito::create_thread([] {
+          auto at_barrier = ito::create_thread(ito::own_ult, [] { two.arrive_and_wait(); });
+          auto at_semaphore = ito::create_thread(ito::own_ult, [] { none.acquire(); });
+          auto in_once = ito::create_thread(ito::own_ult, [] {
             ito::call_once(once, [] {
               std::unique_lock lock(m);
               inside.release();
@@ -206,9 +206,9 @@ TEST(Deadlock, EveryKindOfWaitIsNamed) {
             });
           });
           inside.acquire();  // the second caller must come while the first runs
-          auto behind_once = ito::create_thread([] { ito::call_once(once, [] {}); });
+          auto behind_once = ito::create_thread(ito::own_ult, [] { ito::call_once(once, [] {}); });
           rw.lock();
-          auto reader = ito::create_thread([] { rw.lock_shared(); });
+          auto reader = ito::create_thread(ito::own_ult, [] { rw.lock_shared(); });
           at_barrier.get();
         });
       },
@@ -266,7 +266,7 @@ TEST(NoDeadlock, LongSleeper) {
           static ito::mutex m;
           static ito::condition_variable cv;
           static bool done = false;
-          auto sleeper = ito::create_thread([] {
+          auto sleeper = ito::create_thread(ito::own_ult, [] {
             ito::sleep_for(std::chrono::nanoseconds(2'500'000'000));
             std::lock_guard lock(m);
             done = true;
@@ -299,7 +299,7 @@ TEST(NoDeadlock, SocketReadThatAnotherProcessAnswers) {
         }
         close(sv[1]);
         ito::start_main_thread([fd = sv[0]] {
-          auto reader = ito::create_thread([fd] {
+          auto reader = ito::create_thread(ito::own_ult, [fd] {
             char c = 0;
             if (ito::io::read(fd, &c, 1) != 1 || c != 'x') std::abort();
           });
@@ -345,7 +345,7 @@ TEST(NoDeadlock, DelegatedCallTakingTwoSeconds) {
         end_after(30);
         ito::start_main_thread([] {
           // A ULT in a delegated call while the main ULT joins it.
-          auto caller = ito::create_thread([] { ito::delegate([] { ::usleep(2'000'000); }); });
+          auto caller = ito::create_thread(ito::own_ult, [] { ito::delegate([] { ::usleep(2'000'000); }); });
           caller.get();
         });
         std::exit(0);
@@ -385,7 +385,7 @@ TEST(NoDeadlock, TimedWaitThatTimesOut) {
         ito::start_main_thread([] {
           static ito::mutex m;
           static ito::condition_variable cv;
-          auto waiter = ito::create_thread([] {
+          auto waiter = ito::create_thread(ito::own_ult, [] {
             std::unique_lock lock(m);
             if (cv.wait_for(lock, 2s) != std::cv_status::timeout) std::abort();
           });

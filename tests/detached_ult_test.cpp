@@ -38,7 +38,7 @@ TEST_P(detached_results, destructor_of_a_dropped_future_s_result_may_lock_an_ito
     // Held by another ULT while the ULTs end, so their destructors must
     // really wait (block), wherever they run.
     std::atomic<bool> held{false};
-    auto holder = ito::create_thread([&] {
+    auto holder = ito::create_thread(ito::own_ult, [&] {
       std::lock_guard<ito::mutex> hold(m);
       held = true;
       ito::sleep_for(std::chrono::nanoseconds(3'000'000));
@@ -46,7 +46,7 @@ TEST_P(detached_results, destructor_of_a_dropped_future_s_result_may_lock_an_ito
     while (!held) ito::yield();
     for (int i = 0; i < n; ++i) {
       // Dropped at once: detached while it runs (it sleeps first), or after.
-      (void)ito::create_thread([&m, i] {
+      (void)ito::create_thread(ito::own_ult, [&m, i] {
         if (i % 2) ito::sleep_for(std::chrono::nanoseconds(10'000));
         return locks_when_destroyed{&m};
       });
@@ -62,7 +62,7 @@ TEST(detached_exceptions, an_exception_escaping_a_detached_ult_is_reported_with_
   EXPECT_EXIT(
       {
         ito::start_main_thread_with_worker_size(2, [] {
-          (void)ito::create_thread([] {
+          (void)ito::create_thread(ito::own_ult, [] {
             ito::sleep_for(std::chrono::nanoseconds(100'000));
             throw std::runtime_error("lost-in-the-dark");
           });
@@ -78,7 +78,7 @@ TEST(detached_exceptions, dropping_the_future_of_a_ult_that_already_threw_report
   EXPECT_EXIT(
       {
         ito::start_main_thread_with_worker_size(1, [] {
-          auto f = ito::create_thread([]() -> int { throw std::logic_error("seen-late"); });
+          auto f = ito::create_thread(ito::own_ult, []() -> int { throw std::logic_error("seen-late"); });
           while (!f.ready()) ito::yield();
         });  // f dropped here, after the ULT ended
         std::exit(0);
@@ -90,7 +90,7 @@ TEST(detached_exceptions, many_are_counted_after_the_first_few) {
   EXPECT_EXIT(
       {
         ito::start_main_thread_with_worker_size(2, [] {
-          for (int i = 0; i < 100; ++i) (void)ito::create_thread([] { throw 5; });
+          for (int i = 0; i < 100; ++i) (void)ito::create_thread(ito::own_ult, [] { throw 5; });
         });
         std::exit(0);
       },

@@ -42,7 +42,7 @@ long os_thread() { return syscall(SYS_gettid); }
 TEST(join_inline, the_main_ults_child_runs_on_its_stack_below_the_join) {
   ito::start_main_thread_with_worker_size(1, [] {
     const std::uintptr_t main_frame = frame_here();
-    auto f = ito::create_thread([] { return frame_here(); });
+    auto f = ito::create_thread(ito::own_ult, [] { return frame_here(); });
     const std::uintptr_t child_frame = ito::join(f);
     EXPECT_LT(child_frame, main_frame);
     EXPECT_LT(main_frame - child_frame, 64u * 1024) << "the child ran on a stack of its own";
@@ -58,7 +58,7 @@ TEST(join_inline, the_child_keeps_its_own_id_locals_and_exception_state) {
     try {
       throw std::runtime_error("the main ULT's");
     } catch (const std::exception&) {
-      auto f = ito::create_thread([k] {
+      auto f = ito::create_thread(ito::own_ult, [k] {
         int its = 0;
         const bool fresh_local = ito::get_specific(k) == nullptr;
         ito::set_specific(k, &its);
@@ -120,7 +120,7 @@ TEST(join_inline, c_and_posix_threads_the_main_ult_joins_run_inline) {
 TEST(join_inline, a_child_that_forks_ends_the_forked_process_by_returning) {
   ito::start_main_thread_with_worker_size(1, [] {
     const std::uintptr_t main_frame = frame_here();
-    auto f = ito::create_thread([main_frame] {
+    auto f = ito::create_thread(ito::own_ult, [main_frame] {
       const bool inline_run = frame_here() < main_frame && main_frame - frame_here() < 64 * 1024;
       return std::pair{fork(), inline_run};
     });
@@ -139,7 +139,7 @@ TEST(join_inline, a_child_that_forks_ends_the_forked_process_by_returning) {
 TEST(join_inline, the_stack_the_child_is_told_it_has_holds_its_frames) {
   ito::start_main_thread_with_worker_size(1, [] {
     const std::uintptr_t main_frame = frame_here();
-    auto f = ito::create_thread([main_frame] {
+    auto f = ito::create_thread(ito::own_ult, [main_frame] {
       pthread_attr_t a;
       void* lo = nullptr;
       std::size_t size = 0;
@@ -158,19 +158,19 @@ TEST(join_inline, the_stack_the_child_is_told_it_has_holds_its_frames) {
 
 TEST(join_inline, results_exceptions_and_exit_reach_the_joiner) {
   ito::start_main_thread_with_worker_size(1, [] {
-    auto thrown = ito::create_thread([]() -> int { throw std::logic_error("from the child"); });
+    auto thrown = ito::create_thread(ito::own_ult, []() -> int { throw std::logic_error("from the child"); });
     EXPECT_THROW(ito::join(thrown), std::logic_error);
-    auto exited = ito::create_thread([] { ito::exit(); });
+    auto exited = ito::create_thread(ito::own_ult, [] { ito::exit(); });
     EXPECT_NO_THROW(ito::join(exited));
-    auto counted = ito::create_thread([] { return fib_ults(15); });
+    auto counted = ito::create_thread(ito::own_ult, [] { return fib_ults(15); });
     EXPECT_EQ(ito::join(counted), 610);
     // Joined out of order: the second child is at the bottom of the deque.
-    auto first = ito::create_thread([] { return 1; });
-    auto second = ito::create_thread([] { return 2; });
+    auto first = ito::create_thread(ito::own_ult, [] { return 1; });
+    auto second = ito::create_thread(ito::own_ult, [] { return 2; });
     EXPECT_EQ(ito::join(first), 1);
     EXPECT_EQ(ito::join(second), 2);
     // A future waited for, then read.
-    auto waited = ito::create_thread([] { return 3; });
+    auto waited = ito::create_thread(ito::own_ult, [] { return 3; });
     waited.wait();
     EXPECT_EQ(waited.get(), 3);
   });
@@ -186,8 +186,8 @@ TEST(join_inline, a_child_woken_on_another_worker_returns_the_main_ult_to_its_th
     int ended_elsewhere = 0;
     for (int i = 0; i < rounds; ++i) {
       ito::counting_semaphore ready(0);
-      auto releaser = ito::create_thread([&ready] { ready.release(); });
-      auto waiter = ito::create_thread([&ready] {
+      auto releaser = ito::create_thread(ito::own_ult, [&ready] { ready.release(); });
+      auto waiter = ito::create_thread(ito::own_ult, [&ready] {
         ready.acquire();
         // Children of its own, child-first: thieves may take it over meanwhile.
         const long r = fib_ults(12);
@@ -208,14 +208,14 @@ TEST(join_inline, a_child_woken_on_another_worker_returns_the_main_ult_to_its_th
 TEST(join_inline, a_long_run_of_inline_joins_lets_a_sleeper_wake) {
   ito::start_main_thread_with_worker_size(1, [] {
     std::atomic<bool> woke{false};
-    auto sleeper = ito::create_thread([&woke] {
+    auto sleeper = ito::create_thread(ito::own_ult, [&woke] {
       ito::sleep_for(std::chrono::nanoseconds(1'000'000));
       woke.store(true);
     });
     ito::yield();  // let it start and sleep
     long joins = 0;
     while (!woke.load() && joins < 100'000'000) {
-      ito::join(ito::create_thread([] {}));
+      ito::join(ito::create_thread(ito::own_ult, [] {}));
       ++joins;
     }
     EXPECT_TRUE(woke.load()) << joins << " joins";

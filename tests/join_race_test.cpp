@@ -166,8 +166,8 @@ TEST(lowlevel_join_race, two_joins_of_one_id_one_wins_the_other_throws) {
           return e.code();
         }
       };
-      auto a = ito::create_thread(join_it);
-      auto b = ito::create_thread(join_it);
+      auto a = ito::create_thread(ito::own_ult, join_it);
+      auto b = ito::create_thread(ito::own_ult, join_it);
       int ra = ito::join(a), rb = ito::join(b);
       ASSERT_TRUE((ra == 0) != (rb == 0)) << "round " << r << ": " << ra << " " << rb;
       EXPECT_TRUE(is_loser_code(ra == 0 ? rb : ra)) << ra << " " << rb;
@@ -181,7 +181,7 @@ TEST(future_ownership, a_handle_from_ito_self_cannot_join_or_detach_a_future_s_u
   ito::start_main_thread_with_worker_size(2, [] {
     std::atomic<ito_ult_t> self{ITO_ULT_NULL};
     std::atomic<bool> go{false};
-    auto f = ito::create_thread([&] {
+    auto f = ito::create_thread(ito::own_ult, [&] {
       self = ito_self();
       while (!go.load()) ito::yield();
       return 7;

@@ -43,7 +43,7 @@ TEST_P(keys_at_workers, destructor_runs_exactly_once_per_ult_that_set_a_value) {
     std::vector<std::atomic<int>> calls(ults);
     std::vector<ito::future<void>> done;
     for (int i = 0; i < ults; ++i) {
-      done.push_back(ito::create_thread([&, i] {
+      done.push_back(ito::create_thread(ito::own_ult, [&, i] {
         EXPECT_EQ(ito::get_specific(key.k), nullptr);
         if (i % 2 == 0) ito::set_specific(key.k, &calls[static_cast<std::size_t>(i)]);
         ito::yield();
@@ -63,7 +63,7 @@ TEST_P(keys_at_workers, each_ult_sees_its_own_value_across_migrations) {
     std::atomic<int> mismatches{0};
     std::vector<ito::future<void>> done;
     for (int i = 0; i < ults; ++i) {
-      done.push_back(ito::create_thread([&, i] {
+      done.push_back(ito::create_thread(ito::own_ult, [&, i] {
         auto* mine = reinterpret_cast<void*>(static_cast<std::uintptr_t>(i + 1));
         ito::set_specific(second.k, mine);  // the higher key first: the table grows later
         ito::set_specific(first.k, &mismatches);
@@ -99,7 +99,7 @@ TEST(keys, destructors_rerun_while_values_are_set_again_up_to_four_rounds) {
     for (int resets : {0, 2, 100}) {
       resetting::calls = 0;
       resetting::resets = resets;
-      ito::create_thread([&] { ito::set_specific(key.k, &value); }).get();
+      ito::create_thread(ito::own_ult, [&] { ito::set_specific(key.k, &value); }).get();
       // Called once, then once per re-set value, but at most four rounds.
       EXPECT_EQ(resetting::calls.load(), std::min(resets + 1, 4)) << resets << " resets";
     }
@@ -122,7 +122,7 @@ TEST(keys, a_value_set_by_a_destructor_on_a_new_key_is_destroyed_next_round) {
     scoped_key later(&chained::count_later);
     chained::later = later.k;
     int value = 0;
-    ito::create_thread([&] { ito::set_specific(first.k, &value); }).get();
+    ito::create_thread(ito::own_ult, [&] { ito::set_specific(first.k, &value); }).get();
     EXPECT_EQ(chained::later_calls.load(), 1);
     for (ito::key k : filler) ito::key_delete(k);
   });
@@ -132,7 +132,7 @@ TEST(keys, delete_drops_values_without_destroying_them) {
   ito::start_main_thread_with_worker_size(2, [] {
     std::atomic<int> calls{0};
     ito::key k = ito::key_create(&count_call);
-    ito::create_thread([&] {
+    ito::create_thread(ito::own_ult, [&] {
       ito::set_specific(k, &calls);
       ito::key_delete(k);
       EXPECT_EQ(ito::get_specific(k), nullptr);
@@ -176,7 +176,7 @@ TEST(keys, plain_os_threads_and_the_main_ult_have_their_own_values) {
   ito::start_main_thread_with_worker_size(2, [&] {
     int mine = 0;
     ito::set_specific(key.k, &mine);
-    EXPECT_EQ(ito::create_thread([&] { return ito::get_specific(key.k); }).get(), nullptr);
+    EXPECT_EQ(ito::create_thread(ito::own_ult, [&] { return ito::get_specific(key.k); }).get(), nullptr);
     EXPECT_EQ(ito::get_specific(key.k), &mine);
     ito::set_specific(key.k, nullptr);
   });

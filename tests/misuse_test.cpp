@@ -156,7 +156,7 @@ void expect_usage_error(F&& f, int code, const char* what) {
 
 TEST_F(misuse, ult_only_calls_outside_a_ult_throw_eperm) {
   // No runtime at all.
-  expect_usage_error([] { (void)ito::create_thread([] {}); }, EPERM, "create_thread");
+  expect_usage_error([] { (void)ito::create_thread(ito::own_ult, [] {}); }, EPERM, "create_thread");
   expect_usage_error([] { ito::yield(); }, EPERM, "yield");
   expect_usage_error([] { ito::lowlevel::join(ito::ult_id{}); }, EPERM, "low-level join");
   expect_usage_error([] { (void)ito::lowlevel::allocate(64); }, EPERM, "allocate");
@@ -172,10 +172,10 @@ TEST_F(misuse, ult_only_calls_outside_a_ult_throw_eperm) {
 
   // A plain OS thread while a runtime runs.
   ito::start_main_thread_with_worker_size(2, [] {
-    auto f = ito::create_thread([] { return 9; });
+    auto f = ito::create_thread(ito::own_ult, [] { return 9; });
     std::thread([&] {
       EXPECT_FALSE(ito::in_ult());
-      expect_usage_error([] { (void)ito::create_thread([] {}); }, EPERM, "create_thread");
+      expect_usage_error([] { (void)ito::create_thread(ito::own_ult, [] {}); }, EPERM, "create_thread");
       expect_usage_error([] { ito::yield(true); }, EPERM, "yield");
       expect_usage_error([&] { (void)ito::join(f); }, EPERM, "join");
       expect_usage_error([&] { f.wait(); }, EPERM, "wait");
@@ -241,7 +241,7 @@ TEST_F(misuse, joining_a_detached_ult) {
 TEST_F(misuse, joining_twice) {
   ito::start_main_thread_with_worker_size(2, [] {
     // C++ futures: the second get() finds no ULT: usage_error(EINVAL).
-    auto f = ito::create_thread([] { return 1; });
+    auto f = ito::create_thread(ito::own_ult, [] { return 1; });
     EXPECT_EQ(f.get(), 1);
     expect_usage_error([&] { (void)f.get(); }, EINVAL, "second get");
     expect_usage_error([&] { (void)ito::join(f); }, EINVAL, "join after get");
@@ -282,7 +282,7 @@ TEST_F(misuse, a_second_runtime_while_one_runs_is_ebusy) {
       EXPECT_EQ(ito_init(nullptr), EBUSY);
     }).join();
     // The running one is unharmed.
-    EXPECT_EQ(ito::join(ito::create_thread([] { return 5; })), 5);
+    EXPECT_EQ(ito::join(ito::create_thread(ito::own_ult, [] { return 5; })), 5);
   });
   // And with the C API's runtime running.
   ASSERT_EQ(ito_init(nullptr), 0);
@@ -303,8 +303,8 @@ TEST(hang_report, the_end_of_a_runtime_names_the_ults_it_still_waits_for) {
         static ito::mutex m;
         ito::start_main_thread_with_worker_size(2, [] {
           m.lock();  // never unlocked: the ULT below waits for it forever
-          (void)ito::create_thread([] { std::lock_guard<ito::mutex> g(m); });
-          (void)ito::create_thread([] { ito::sleep_for(std::chrono::nanoseconds(1'000'000'000'000'000LL)); });
+          (void)ito::create_thread(ito::own_ult, [] { std::lock_guard<ito::mutex> g(m); });
+          (void)ito::create_thread(ito::own_ult, [] { ito::sleep_for(std::chrono::nanoseconds(1'000'000'000'000'000LL)); });
         });
       },
       ::testing::KilledBySignal(SIGALRM),
@@ -322,9 +322,9 @@ TEST(dump_ults, lists_live_ults_and_what_they_wait_on) {
   ito::start_main_thread_with_worker_size(2, [] {
     ito::mutex m;
     std::unique_lock<ito::mutex> hold(m);
-    auto waiter = ito::create_thread([&] { std::lock_guard<ito::mutex> g(m); });
-    auto sleeper = ito::create_thread([] { ito::sleep_for(std::chrono::nanoseconds(200'000'000)); });
-    auto joiner = ito::create_thread([&] { ito::join(sleeper); });
+    auto waiter = ito::create_thread(ito::own_ult, [&] { std::lock_guard<ito::mutex> g(m); });
+    auto sleeper = ito::create_thread(ito::own_ult, [] { ito::sleep_for(std::chrono::nanoseconds(200'000'000)); });
+    auto joiner = ito::create_thread(ito::own_ult, [&] { ito::join(sleeper); });
     ito::sleep_for(std::chrono::nanoseconds(20'000'000));
     char* text = nullptr;
     std::size_t size = 0;
@@ -349,7 +349,7 @@ TEST(dump_ults, the_dump_signal_lists_them_on_stderr) {
       {
         setenv("ITO_DUMP_SIGNAL", "SIGUSR2", 1);
         ito::start_main_thread_with_worker_size(2, [] {
-          auto sleeper = ito::create_thread([] { ito::sleep_for(std::chrono::nanoseconds(300'000'000)); });
+          auto sleeper = ito::create_thread(ito::own_ult, [] { ito::sleep_for(std::chrono::nanoseconds(300'000'000)); });
           ito::sleep_for(std::chrono::nanoseconds(20'000'000));
           raise(SIGUSR2);
           ito::sleep_for(std::chrono::nanoseconds(100'000'000));  // the dump thread writes meanwhile
@@ -371,7 +371,7 @@ TEST(dump_ults, a_dump_racing_a_stopping_runtime_sees_it_whole_or_not_at_all) {
   });
   for (int round = 0; round < 20; ++round)
     ito::start_main_thread_with_worker_size(2, [] {
-      auto child = ito::create_thread([] { ito::yield(); });
+      auto child = ito::create_thread(ito::own_ult, [] { ito::yield(); });
       ito::join(child);
     });
   done = true;

@@ -24,7 +24,7 @@ bool busy_until(const std::atomic<bool>& done, std::chrono::seconds limit) {
   const auto give_up = clock_type::now() + limit;
   while (!done.load(std::memory_order_acquire)) {
     if (clock_type::now() > give_up) return false;
-    ito::join(ito::create_thread([] { return 1; }));
+    ito::join(ito::create_thread(ito::own_ult, [] { return 1; }));
   }
   return true;
 }
@@ -33,7 +33,7 @@ TEST(outside_work, a_sleeper_wakes_while_another_ult_keeps_spawning) {
   for (bool busy_on_main : {true, false}) {  // help-first (bound main) and child-first paths
     ito::start_main_thread_with_worker_size(1, [busy_on_main] {
       std::atomic<bool> asleep{false}, woke{false};
-      auto sleeper = ito::create_thread([&] {
+      auto sleeper = ito::create_thread(ito::own_ult, [&] {
         asleep.store(true, std::memory_order_release);
         ito::sleep_for(std::chrono::nanoseconds(2'000'000));
         woke.store(true, std::memory_order_release);
@@ -42,7 +42,7 @@ TEST(outside_work, a_sleeper_wakes_while_another_ult_keeps_spawning) {
       while (!asleep.load(std::memory_order_acquire)) ito::yield();
       bool ended_by_wakeup = busy_on_main
                                  ? busy_until(woke, std::chrono::seconds(20))
-                                 : ito::join(ito::create_thread(
+                                 : ito::join(ito::create_thread(ito::own_ult, 
                                        [&] { return busy_until(woke, std::chrono::seconds(20)); }));
       EXPECT_TRUE(ended_by_wakeup) << (busy_on_main ? "main ULT" : "child ULT") << " kept spawning";
       ito::join(sleeper);
@@ -54,7 +54,7 @@ TEST(outside_work, a_ult_made_ready_by_an_os_thread_runs_while_the_worker_stays_
   ito::start_main_thread_with_worker_size(1, [] {
     std::atomic<bool> resumed{false};
     std::atomic<ito::sched::ult*> parked{nullptr};
-    auto waiter = ito::create_thread([&] {
+    auto waiter = ito::create_thread(ito::own_ult, [&] {
       ito::sched::suspend([](ito::sched::ult* self, void* slot) {
         static_cast<std::atomic<ito::sched::ult*>*>(slot)->store(self, std::memory_order_release);
       }, &parked);
@@ -67,7 +67,7 @@ TEST(outside_work, a_ult_made_ready_by_an_os_thread_runs_while_the_worker_stays_
       while (!(u = parked.load(std::memory_order_acquire))) std::this_thread::yield();
       ito::sched::make_ready(u);
     });
-    EXPECT_TRUE(ito::join(ito::create_thread(
+    EXPECT_TRUE(ito::join(ito::create_thread(ito::own_ult, 
         [&] { return busy_until(resumed, std::chrono::seconds(20)); })));
     waker.join();
     ito::join(waiter);
@@ -85,7 +85,7 @@ TEST(outside_work, waking_the_last_ult_races_safely_with_shutdown) {
       ito::options o;
       o.workers = 2;
       ito::runtime rt(o);
-      auto t = ito::create_thread([&] {
+      auto t = ito::create_thread(ito::own_ult, [&] {
         ito::sched::suspend([](ito::sched::ult* self, void* slot) {
           static_cast<std::atomic<ito::sched::ult*>*>(slot)->store(self, std::memory_order_release);
         }, &parked);

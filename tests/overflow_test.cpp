@@ -34,7 +34,7 @@ TEST_F(overflow, unbounded_recursion_in_a_ult_is_reported_and_aborts) {
   EXPECT_DEATH(
       {
         ito::start_main_thread_with_worker_size(2, [] {
-          ito::join(ito::create_thread([] { return recurse_forever(0); }));
+          ito::join(ito::create_thread(ito::own_ult, [] { return recurse_forever(0); }));
         });
       },
       overflow_message);
@@ -47,7 +47,7 @@ TEST_F(overflow, the_report_names_the_configured_stack_size) {
         o.workers = 1;
         o.stack_size = 32 * 1024;
         ito::runtime rt(o);
-        auto f = ito::create_thread([] { return recurse_forever(0); });
+        auto f = ito::create_thread(ito::own_ult, [] { return recurse_forever(0); });
         ito::yield();  // it starts on its own stack (joined first, it would run inline)
         ito::join(f);
       },
@@ -61,7 +61,7 @@ TEST_F(overflow, a_child_run_inline_by_the_main_ult_is_named_in_the_report) {
   EXPECT_DEATH(
       {
         ito::start_main_thread_with_worker_size(1, [] {
-          ito::join(ito::create_thread([] { return recurse_forever(0); }));
+          ito::join(ito::create_thread(ito::own_ult, [] { return recurse_forever(0); }));
         });
       },
       "ito: stack overflow in ULT [1-9][0-9]* \\(stack [0-9]+ bytes\\), on the stack of ULT 0, "
@@ -75,11 +75,11 @@ TEST_F(overflow, overflow_in_a_deeply_nested_ult_on_a_thief_worker) {
           struct nest {
             static int go(int level) {
               if (level == 0) return recurse_forever(0);
-              auto f = ito::create_thread(go, level - 1);
+              auto f = ito::create_thread(ito::own_ult, go, level - 1);
               return ito::join(f);
             }
           };
-          ito::join(ito::create_thread(nest::go, 10));
+          ito::join(ito::create_thread(ito::own_ult, nest::go, 10));
         });
       },
       overflow_message);
@@ -91,7 +91,7 @@ TEST_F(overflow, a_segfault_that_is_not_an_overflow_is_left_alone) {
   // sanitizer's (a SEGV report, exit status 1 for ASan, 66 for TSan).
   auto wild_write = [] {
     ito::start_main_thread_with_worker_size(1, [] {
-      ito::join(ito::create_thread([] {
+      ito::join(ito::create_thread(ito::own_ult, [] {
         volatile std::uintptr_t address = 16;  // opaque to the optimiser
         *reinterpret_cast<volatile int*>(address) = 1;
       }));

@@ -51,7 +51,7 @@ TEST_P(parallel_invoke_at, fib_matches_the_sequential_value) {
   for (long next = 1, i = 0; i < n; ++i) next = std::exchange(expected, next) + next;
   ito::start_main_thread_with_worker_size(GetParam(), [&] {
     EXPECT_EQ(fib(n), expected);
-    EXPECT_EQ(ito::join(ito::create_thread(fib, n)), expected);  // from an unbound ULT too
+    EXPECT_EQ(ito::join(ito::create_thread(ito::own_ult, fib, n)), expected);  // from an unbound ULT too
   });
 }
 
@@ -72,7 +72,7 @@ INSTANTIATE_TEST_SUITE_P(workers, parallel_invoke_at, ::testing::Values(1u, 2u, 
 // newest first, all on the caller's stack as the caller, and no ULT is made.
 TEST(parallel_invoke, one_worker_runs_branches_as_calls_of_the_caller_in_deque_order) {
   ito::start_main_thread_with_worker_size(1, [] {
-    ito::join(ito::create_thread([] {
+    ito::join(ito::create_thread(ito::own_ult, [] {
       const auto caller = ito::this_ult_id();
       const auto caller_frame = reinterpret_cast<std::uintptr_t>(__builtin_frame_address(0));
       std::string order;
@@ -182,7 +182,7 @@ TEST(parallel_invoke, exit_in_a_branch_ends_the_caller_once_every_branch_ran) {
   ito::start_main_thread_with_worker_size(2, [] {
     std::atomic<int> ran{0};
     bool after = false;
-    auto f = ito::create_thread([&] {
+    auto f = ito::create_thread(ito::own_ult, [&] {
       ito::parallel_invoke([&] { ++ran; },
                            [&] {
                              ++ran;
@@ -213,7 +213,7 @@ TEST(parallel_invoke, outside_a_ult_it_is_a_usage_error_and_runs_nothing) {
 // popping B's deque.
 TEST(parallel_invoke, a_caller_that_moved_to_another_worker_still_gets_its_branch_run) {
   ito::start_main_thread_with_worker_size(2, [] {
-    ito::join(ito::create_thread([] {
+    ito::join(ito::create_thread(ito::own_ult, [] {
       for (int round = 0; round < 5; ++round) {
         const auto caller = ito::this_ult_id();
         int start = -1, resumed_on = -1;
@@ -224,7 +224,7 @@ TEST(parallel_invoke, a_caller_that_moved_to_another_worker_still_gets_its_branc
         ito::parallel_invoke(
             [&] {
               start = ito::current_worker_index();
-              busy = ito::create_thread([&] {
+              busy = ito::create_thread(ito::own_ult, [&] {
                 const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(20);
                 while (!moved.load() && std::chrono::steady_clock::now() < give_up) {
                 }
@@ -274,7 +274,7 @@ long busy_tree(int depth, std::uint64_t seed, std::atomic<long>& forks) {
       [&] {
         if (seed % 5 == 0) {
           ++forks;
-          c = ito::join(ito::create_thread(busy_tree, depth - 1, seed + 11, std::ref(forks)));
+          c = ito::join(ito::create_thread(ito::own_ult, busy_tree, depth - 1, seed + 11, std::ref(forks)));
         } else {
           c = busy_tree(depth - 1, seed + 11, forks);
         }
@@ -290,7 +290,7 @@ TEST(parallel_invoke, nested_calls_with_yields_and_forks_count_every_node_on_fou
     ito::start_main_thread_with_worker_size(4, [&] {
       std::atomic<long> forks{0};
       EXPECT_EQ(busy_tree(depth, 12345 + round, forks), nodes);
-      auto in_a_ult = ito::create_thread(busy_tree, depth, 777 + round, std::ref(forks));
+      auto in_a_ult = ito::create_thread(ito::own_ult, busy_tree, depth, 777 + round, std::ref(forks));
       EXPECT_EQ(ito::join(in_a_ult), nodes);
       EXPECT_GT(forks.load(), 0);
     });

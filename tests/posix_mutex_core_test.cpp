@@ -36,9 +36,9 @@ TEST(posix_mutex_core, static_kinds_keep_their_codes) {
     ASSERT_EQ(ito_pthread_mutex_lock(&g_recursive), 0);
     ASSERT_EQ(ito_pthread_mutex_lock(&g_recursive), 0);
     ASSERT_EQ(ito_pthread_mutex_trylock(&g_recursive), 0);
-    EXPECT_EQ(ito::create_thread([] { return ito_pthread_mutex_trylock(&g_recursive); }).get(),
+    EXPECT_EQ(ito::create_thread(ito::own_ult, [] { return ito_pthread_mutex_trylock(&g_recursive); }).get(),
               EBUSY);
-    EXPECT_EQ(ito::create_thread([] { return ito_pthread_mutex_unlock(&g_recursive); }).get(),
+    EXPECT_EQ(ito::create_thread(ito::own_ult, [] { return ito_pthread_mutex_unlock(&g_recursive); }).get(),
               EPERM);
     EXPECT_EQ(ito_pthread_mutex_destroy(&g_recursive), EBUSY);
     for (int i = 0; i < 3; ++i) ASSERT_EQ(ito_pthread_mutex_unlock(&g_recursive), 0);
@@ -49,7 +49,7 @@ TEST(posix_mutex_core, static_kinds_keep_their_codes) {
     EXPECT_EQ(ito_pthread_mutex_trylock(&g_errorcheck), EBUSY);
     timespec soon = realtime_after_ns(1'000'000);
     EXPECT_EQ(ito_pthread_mutex_timedlock(&g_errorcheck, &soon), EDEADLK);
-    EXPECT_EQ(ito::create_thread([] {
+    EXPECT_EQ(ito::create_thread(ito::own_ult, [] {
                 timespec t = realtime_after_ns(2'000'000);
                 return ito_pthread_mutex_timedlock(&g_errorcheck, &t);
               }).get(),
@@ -67,7 +67,7 @@ TEST(posix_mutex_core, a_waiter_gets_in_while_a_ult_relocks_in_a_loop) {
     pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
     std::atomic<bool> stop{false};
     std::atomic<bool> hog_started{false};
-    auto hog = ito::create_thread([&] {
+    auto hog = ito::create_thread(ito::own_ult, [&] {
       std::uint64_t rounds = 0;
       hog_started = true;
       while (!stop.load(std::memory_order_relaxed)) {
@@ -77,7 +77,7 @@ TEST(posix_mutex_core, a_waiter_gets_in_while_a_ult_relocks_in_a_loop) {
       }
       return rounds;
     });
-    auto victim = ito::create_thread([&] {
+    auto victim = ito::create_thread(ito::own_ult, [&] {
       // A thief may take the hog and then lose its CPU for longer than the
       // victim's whole loop (seen under emulation on a loaded machine): wait
       // until the hog runs, so that the two really compete.
@@ -109,7 +109,7 @@ TEST(posix_mutex_core, timed_locks_racing_hand_overs_keep_exclusion) {
     std::atomic<int> timeouts{0};
     std::vector<ito::future<void>> done;
     for (unsigned u = 0; u < 16; ++u) {
-      done.push_back(ito::create_thread([&, u] {
+      done.push_back(ito::create_thread(ito::own_ult, [&, u] {
         std::minstd_rand rng(u + 1);
         for (int r = 0; r < rounds; ++r) {
           int rc;
@@ -153,7 +153,7 @@ TEST(posix_mutex_core, cond_wait_keeps_a_recursive_mutex_depth) {
     bool ready = false;
     ASSERT_EQ(ito_pthread_mutex_lock(&m), 0);
     ASSERT_EQ(ito_pthread_mutex_lock(&m), 0);
-    auto signaller = ito::create_thread([&] {
+    auto signaller = ito::create_thread(ito::own_ult, [&] {
       ito_pthread_mutex_lock(&m);  // gets in only if the wait released both levels
       ready = true;
       ito_pthread_cond_signal(&c);

@@ -38,7 +38,7 @@ void keep_mode(int mode, int rounds, std::atomic<int>& wrong) {
   for (int i = 0; i < rounds; ++i) {
     ito::yield(i % 2 == 0);
     wrong += std::fegetround() != mode || !(compute_thirds() == mine);
-    bool child_ok = ito::join(ito::create_thread([mode, &mine] {
+    bool child_ok = ito::join(ito::create_thread(ito::own_ult, [mode, &mine] {
       const bool inherited = std::fegetround() == mode && compute_thirds() == mine;
       std::fesetround(mode == FE_TOWARDZERO ? FE_UPWARD : FE_TOWARDZERO);
       ito::yield();
@@ -54,10 +54,10 @@ void run_four_modes(unsigned workers) {
     ASSERT_EQ(std::fegetround(), FE_TONEAREST);
     const thirds nearest = compute_thirds();
     std::atomic<int> wrong{0};
-    auto up = ito::create_thread(keep_mode, FE_UPWARD, 200, std::ref(wrong));
-    auto down = ito::create_thread(keep_mode, FE_DOWNWARD, 200, std::ref(wrong));
-    auto zero = ito::create_thread(keep_mode, FE_TOWARDZERO, 200, std::ref(wrong));
-    auto near = ito::create_thread(keep_mode, FE_TONEAREST, 200, std::ref(wrong));
+    auto up = ito::create_thread(ito::own_ult, keep_mode, FE_UPWARD, 200, std::ref(wrong));
+    auto down = ito::create_thread(ito::own_ult, keep_mode, FE_DOWNWARD, 200, std::ref(wrong));
+    auto zero = ito::create_thread(ito::own_ult, keep_mode, FE_TOWARDZERO, 200, std::ref(wrong));
+    auto near = ito::create_thread(ito::own_ult, keep_mode, FE_TONEAREST, 200, std::ref(wrong));
     up.get(), down.get(), zero.get(), near.get();
     EXPECT_EQ(wrong.load(), 0);
     // The main ULT's own, untouched by all of the above.
@@ -87,7 +87,7 @@ TEST(switch_state, a_child_the_main_ult_runs_inline_starts_with_the_defaults_and
   ito::start_main_thread_with_worker_size(1, [] {
     std::fesetround(FE_UPWARD);
     const thirds up = compute_thirds();
-    const bool started_with_defaults = ito::join(ito::create_thread([] {
+    const bool started_with_defaults = ito::join(ito::create_thread(ito::own_ult, [] {
       const bool defaults = std::fegetround() == FE_TONEAREST;
       std::fesetround(FE_DOWNWARD);
       return defaults;
@@ -139,7 +139,7 @@ void keep_words(control_words before, control_words mine, std::atomic<int>& wron
     if (i % 3 == 0) (void)compute_thirds();  // raises "inexact"
     ito::yield(i % 2 == 0);
     wrong += !(current_words() == mine);
-    const bool inherited = ito::join(ito::create_thread([&] {
+    const bool inherited = ito::join(ito::create_thread(ito::own_ult, [&] {
       const bool same = current_words() == mine;
       set_words(before);
       ito::yield();
@@ -161,9 +161,9 @@ TEST(switch_state, each_x86_control_word_is_carried_on_its_own) {
     ASSERT_FALSE(x87_only == defaults);
     ASSERT_FALSE(sse_only == defaults);
     std::atomic<int> wrong{0};
-    auto x87 = ito::create_thread(keep_words, defaults, x87_only, std::ref(wrong));
-    auto sse = ito::create_thread(keep_words, defaults, sse_only, std::ref(wrong));
-    auto plain = ito::create_thread(keep_words, defaults, defaults, std::ref(wrong));
+    auto x87 = ito::create_thread(ito::own_ult, keep_words, defaults, x87_only, std::ref(wrong));
+    auto sse = ito::create_thread(ito::own_ult, keep_words, defaults, sse_only, std::ref(wrong));
+    auto plain = ito::create_thread(ito::own_ult, keep_words, defaults, defaults, std::ref(wrong));
     x87.get(), sse.get(), plain.get();
     EXPECT_EQ(wrong.load(), 0);
     EXPECT_TRUE(current_words() == defaults);

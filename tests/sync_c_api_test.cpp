@@ -45,8 +45,8 @@ TEST(sync_c_api, mutex_codes) {
     EXPECT_EQ(ito_mutex_lock(&m), EDEADLK);
     EXPECT_EQ(ito_mutex_trylock(&m), EBUSY);
     EXPECT_EQ(ito_mutex_destroy(&m), EBUSY);
-    EXPECT_EQ(ito::create_thread([&] { return ito_mutex_unlock(&m); }).get(), EPERM);
-    EXPECT_EQ(ito::create_thread([&] { return ito_mutex_trylock(&m); }).get(), EBUSY);
+    EXPECT_EQ(ito::create_thread(ito::own_ult, [&] { return ito_mutex_unlock(&m); }).get(), EPERM);
+    EXPECT_EQ(ito::create_thread(ito::own_ult, [&] { return ito_mutex_trylock(&m); }).get(), EBUSY);
     EXPECT_EQ(ito_mutex_unlock(&m), 0);
     EXPECT_EQ(ito_mutex_trylock(&m), 0);
     EXPECT_EQ(ito_mutex_unlock(&m), 0);
@@ -62,7 +62,7 @@ TEST(sync_c_api, statically_initialised_mutex_and_cond_protect_a_counter) {
     long counter = 0;
     std::vector<ito::future<void>> done;
     for (int i = 0; i < ults; ++i) {
-      done.push_back(ito::create_thread([&] {
+      done.push_back(ito::create_thread(ito::own_ult, [&] {
         for (int r = 0; r < rounds; ++r) {
           ASSERT_EQ(ito_mutex_lock(&g_static_mutex), 0);
           ++counter;
@@ -99,7 +99,7 @@ TEST(sync_c_api, cond_timedwait_times_out_on_a_monotonic_deadline) {
     EXPECT_EQ(ito_cond_timedwait(&c, &m, &past), ETIMEDOUT);
     // Signalled before the deadline: 0.
     bool flag = false;
-    auto signaller = ito::create_thread([&] {
+    auto signaller = ito::create_thread(ito::own_ult, [&] {
       ito_mutex_lock(&m);
       flag = true;
       ito_cond_signal(&c);
@@ -128,7 +128,7 @@ TEST(sync_c_api, cond_timedwait_past_the_deadline_lets_the_producer_in) {
       ito_cond_t c = ITO_COND_INITIALIZER;
       bool ready = false;
       ASSERT_EQ(ito_mutex_lock(&m), 0);
-      auto producer = ito::create_thread([&] {
+      auto producer = ito::create_thread(ito::own_ult, [&] {
         ito_mutex_lock(&m);
         ready = true;
         ito_mutex_unlock(&m);
@@ -154,7 +154,7 @@ TEST(sync_c_api, cond_timedwait_with_a_far_deadline_waits_for_the_signal) {
     ito_cond_t c = ITO_COND_INITIALIZER;
     std::atomic<int> rc{-1};
     bool go = false;
-    auto waiter = ito::create_thread([&] {
+    auto waiter = ito::create_thread(ito::own_ult, [&] {
       ito_mutex_lock(&m);
       const timespec far{std::numeric_limits<time_t>::max(), 999'999'999};
       int r = 0;
@@ -178,7 +178,7 @@ TEST(sync_c_api, cond_destroy_is_busy_while_waited_on) {
     ito_mutex_t m = ITO_MUTEX_INITIALIZER;
     ito_cond_t c = ITO_COND_INITIALIZER;
     bool waiting = false, go = false;
-    auto waiter = ito::create_thread([&] {
+    auto waiter = ito::create_thread(ito::own_ult, [&] {
       ito_mutex_lock(&m);
       waiting = true;
       while (!go) ito_cond_wait(&c, &m);
@@ -210,7 +210,7 @@ TEST(sync_c_api, barrier_has_one_serial_caller_per_phase) {
     std::atomic<int> serials{0}, others{0};
     std::vector<ito::future<void>> done;
     for (int i = 0; i < ults; ++i) {
-      done.push_back(ito::create_thread([&] {
+      done.push_back(ito::create_thread(ito::own_ult, [&] {
         for (int p = 0; p < phases; ++p) {
           int rc = ito_barrier_wait(&b);
           if (rc == ITO_BARRIER_SERIAL_THREAD) serials.fetch_add(1);
@@ -232,7 +232,7 @@ TEST(sync_c_api, semaphore_codes_and_hand_over) {
     EXPECT_EQ(ito_sem_trywait(&s), 0);
     EXPECT_EQ(ito_sem_trywait(&s), EAGAIN);
     std::atomic<bool> through{false};
-    auto waiter = ito::create_thread([&] {
+    auto waiter = ito::create_thread(ito::own_ult, [&] {
       EXPECT_EQ(ito_sem_wait(&s), 0);
       through = true;
     });
@@ -271,7 +271,7 @@ TEST(sync_c_api, once_runs_its_function_once) {
   ito::start_main_thread_with_worker_size(4, [] {
     static ito_once_t once = ITO_ONCE_INIT;
     std::vector<ito::future<int>> done;
-    for (int i = 0; i < 100; ++i) done.push_back(ito::create_thread([] { return ito_once(&once, &count_once); }));
+    for (int i = 0; i < 100; ++i) done.push_back(ito::create_thread(ito::own_ult, [] { return ito_once(&once, &count_once); }));
     for (auto& f : done) EXPECT_EQ(f.get(), 0);
     EXPECT_EQ(g_once_calls.load(), 1);
     EXPECT_EQ(ito_once(nullptr, &count_once), EINVAL);
@@ -289,7 +289,7 @@ TEST(sync_c_api, keys_codes_and_destructors) {
     int value = 0;
     std::vector<ito::future<void>> done;
     for (int i = 0; i < 10; ++i) {
-      done.push_back(ito::create_thread([&] {
+      done.push_back(ito::create_thread(ito::own_ult, [&] {
         EXPECT_EQ(ito_key_getspecific(key), nullptr);
         EXPECT_EQ(ito_key_setspecific(key, &value), 0);
         ito::yield();

@@ -28,8 +28,8 @@ TEST(sync_c_rwlock, codes) {
     EXPECT_EQ(ito_rwlock_rdlock(&l), EDEADLK);
     EXPECT_EQ(ito_rwlock_trywrlock(&l), EDEADLK);
     EXPECT_EQ(ito_rwlock_tryrdlock(&l), EDEADLK);
-    EXPECT_EQ(ito::create_thread([&] { return ito_rwlock_tryrdlock(&l); }).get(), EBUSY);
-    EXPECT_EQ(ito::create_thread([&] { return ito_rwlock_unlock(&l); }).get(), EPERM);
+    EXPECT_EQ(ito::create_thread(ito::own_ult, [&] { return ito_rwlock_tryrdlock(&l); }).get(), EBUSY);
+    EXPECT_EQ(ito::create_thread(ito::own_ult, [&] { return ito_rwlock_unlock(&l); }).get(), EPERM);
     EXPECT_EQ(ito_rwlock_destroy(&l), EBUSY);
     ASSERT_EQ(ito_rwlock_unlock(&l), 0);
 
@@ -50,7 +50,7 @@ TEST(sync_c_rwlock, statically_initialised_lock_protects_a_pair) {
     std::atomic<int> torn{0};
     std::vector<ito::future<void>> done;
     for (int u = 0; u < 16; ++u) {
-      done.push_back(ito::create_thread([&, u] {
+      done.push_back(ito::create_thread(ito::own_ult, [&, u] {
         for (int r = 0; r < 500; ++r) {
           if ((r + u) % 5 == 0) {
             ASSERT_EQ(ito_rwlock_wrlock(&g_static_rwlock), 0);

@@ -34,7 +34,7 @@ TEST_P(mutex_at_workers, counter_incremented_by_many_ults_is_exact) {
     std::vector<ito::future<void>> done;
     done.reserve(ults);
     for (std::size_t i = 0; i < ults; ++i) {
-      done.push_back(ito::create_thread([&] {
+      done.push_back(ito::create_thread(ito::own_ult, [&] {
         for (std::size_t k = 0; k < increments; ++k) {
           std::lock_guard lock(m);
           ++counter;
@@ -54,9 +54,9 @@ TEST_P(mutex_at_workers, try_lock_fails_while_anyone_holds_it) {
     ito::mutex m;
     ASSERT_TRUE(m.try_lock());
     EXPECT_FALSE(m.try_lock());  // held by the caller itself
-    EXPECT_FALSE(ito::create_thread([&] { return m.try_lock(); }).get());
+    EXPECT_FALSE(ito::create_thread(ito::own_ult, [&] { return m.try_lock(); }).get());
     m.unlock();
-    EXPECT_TRUE(ito::create_thread([&] {
+    EXPECT_TRUE(ito::create_thread(ito::own_ult, [&] {
                   bool got = m.try_lock();
                   if (got) m.unlock();
                   return got;
@@ -71,7 +71,7 @@ TEST_P(mutex_at_workers, unlock_by_a_non_holder_throws_eperm) {
     ito::mutex m;
     EXPECT_EQ(usage_error_code([&] { m.unlock(); }), EPERM);  // not locked at all
     m.lock();
-    EXPECT_EQ(ito::create_thread([&] { return usage_error_code([&] { m.unlock(); }); }).get(),
+    EXPECT_EQ(ito::create_thread(ito::own_ult, [&] { return usage_error_code([&] { m.unlock(); }); }).get(),
               EPERM);
     m.unlock();  // still ours: the failed unlock changed nothing
     EXPECT_TRUE(m.try_lock());
@@ -98,7 +98,7 @@ TEST_P(mutex_at_workers, excludes_while_waiters_are_woken_handed_it_and_barged_p
     std::atomic<bool> overlap{false};
     std::vector<ito::future<void>> done;
     for (std::size_t i = 0; i < ults; ++i) {
-      done.push_back(ito::create_thread([&] {
+      done.push_back(ito::create_thread(ito::own_ult, [&] {
         for (std::size_t k = 0; k < rounds; ++k) {
           m.lock();
           if (inside.fetch_add(1) != 0) overlap = true;
@@ -117,7 +117,7 @@ TEST(mutex, a_waiter_is_not_starved_by_a_ult_relocking_in_a_loop) {
   ito::start_main_thread_with_worker_size(2, [] {
     ito::mutex m;
     std::atomic<bool> stop{false};
-    auto hog = ito::create_thread([&] {
+    auto hog = ito::create_thread(ito::own_ult, [&] {
       std::uint64_t rounds = 0;
       while (!stop.load(std::memory_order_relaxed)) {
         std::lock_guard lock(m);
@@ -127,7 +127,7 @@ TEST(mutex, a_waiter_is_not_starved_by_a_ult_relocking_in_a_loop) {
       }
       return rounds;
     });
-    auto victim = ito::create_thread([&] {
+    auto victim = ito::create_thread(ito::own_ult, [&] {
       // Barging alone gives no bound; past a millisecond of waiting the
       // mutex is handed over directly.
       std::int64_t worst_ns = 0;
@@ -162,7 +162,7 @@ TEST_P(mutex_at_workers, the_last_user_may_free_it_right_after_unlocking) {
     for (std::size_t i = 0; i < objects; ++i) {
       auto* o = new shared_object;
       for (int r = 0; r < 3; ++r) {
-        done.push_back(ito::create_thread([o] {
+        done.push_back(ito::create_thread(ito::own_ult, [o] {
           o->m.lock();
           bool last = --o->references == 0;
           o->m.unlock();
@@ -184,13 +184,13 @@ TEST(mutex, parked_lockers_get_it_in_arrival_order) {
   ito::start_main_thread_with_worker_size(1, [] {
     // From an unbound ULT each child runs at once and parks in lock() before
     // create_thread returns, so the queue order is the creation order.
-    ito::create_thread([] {
+    ito::create_thread(ito::own_ult, [] {
       ito::mutex m;
       std::vector<int> order;
       std::vector<ito::future<void>> done;
       m.lock();
       for (int i = 0; i < 50; ++i) {
-        done.push_back(ito::create_thread([&, i] {
+        done.push_back(ito::create_thread(ito::own_ult, [&, i] {
           std::lock_guard lock(m);
           order.push_back(i);
         }));
@@ -217,7 +217,7 @@ TEST(mutex, plain_os_threads_and_ults_share_it) {
     std::vector<std::thread> threads;
     for (int i = 0; i < 2; ++i) threads.emplace_back(work);
     std::vector<ito::future<void>> ults;
-    for (int i = 0; i < 4; ++i) ults.push_back(ito::create_thread(work));
+    for (int i = 0; i < 4; ++i) ults.push_back(ito::create_thread(ito::own_ult, work));
     for (auto& f : ults) f.get();
     for (auto& t : threads) t.join();
     EXPECT_EQ(counter, 6 * per_thread);

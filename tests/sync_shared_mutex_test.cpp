@@ -41,17 +41,17 @@ TEST(shared_mutex, readers_share_and_a_writer_excludes) {
   ito::start_main_thread_with_worker_size(1, [] {
     ito::shared_mutex m;
     m.lock_shared();
-    EXPECT_TRUE(ito::create_thread([&] {
+    EXPECT_TRUE(ito::create_thread(ito::own_ult, [&] {
                   if (!m.try_lock_shared()) return false;
                   m.unlock_shared();
                   return true;
                 }).get());
-    EXPECT_FALSE(ito::create_thread([&] { return m.try_lock(); }).get());
+    EXPECT_FALSE(ito::create_thread(ito::own_ult, [&] { return m.try_lock(); }).get());
     m.unlock_shared();
 
     m.lock();
-    EXPECT_FALSE(ito::create_thread([&] { return m.try_lock_shared(); }).get());
-    EXPECT_FALSE(ito::create_thread([&] { return m.try_lock(); }).get());
+    EXPECT_FALSE(ito::create_thread(ito::own_ult, [&] { return m.try_lock_shared(); }).get());
+    EXPECT_FALSE(ito::create_thread(ito::own_ult, [&] { return m.try_lock(); }).get());
     m.unlock();
     EXPECT_TRUE(m.try_lock());
     m.unlock();
@@ -66,13 +66,13 @@ TEST(shared_mutex, a_waiting_writer_keeps_new_readers_out) {
     std::atomic<int> order{0};
     int writer_at = 0, reader_at = 0;
     m.lock_shared();
-    auto writer = ito::create_thread([&] {
+    auto writer = ito::create_thread(ito::own_ult, [&] {
       std::unique_lock lock(m);
       writer_at = ++order;
     });
     ito::yield();
     EXPECT_FALSE(m.try_lock_shared());  // a writer waits: no barging past it
-    auto reader = ito::create_thread([&] {
+    auto reader = ito::create_thread(ito::own_ult, [&] {
       std::shared_lock lock(m);
       reader_at = ++order;
     });
@@ -95,7 +95,7 @@ TEST(shared_mutex, queued_readers_are_granted_together) {
     ito::barrier both(2);
     std::vector<ito::future<void>> readers;
     for (int i = 0; i < 2; ++i) {
-      readers.push_back(ito::create_thread([&] {
+      readers.push_back(ito::create_thread(ito::own_ult, [&] {
         std::shared_lock lock(m);
         int now = ++inside;
         int seen = most_inside.load();
@@ -121,7 +121,7 @@ TEST(shared_mutex, writers_are_not_starved_by_a_stream_of_readers) {
       // Overlapping readers: without writer preference one of them would
       // always hold the lock, and the writer would wait for ever.
       for (int i = 0; i < 4; ++i) {
-        readers.push_back(ito::create_thread([&] {
+        readers.push_back(ito::create_thread(ito::own_ult, [&] {
           while (!writer_done.load()) {
             std::shared_lock lock(m);
             ito::yield();
@@ -167,7 +167,7 @@ TEST(shared_mutex, misuse_is_reported) {
     EXPECT_EQ(usage_error_code([&] { m.lock_shared(); }), EDEADLK);
     EXPECT_EQ(usage_error_code([&] { m.unlock_shared(); }), EPERM);
     // Somebody else's write hold is not the caller's to release.
-    EXPECT_EQ(ito::create_thread([&] { return usage_error_code([&] { m.unlock(); }); }).get(),
+    EXPECT_EQ(ito::create_thread(ito::own_ult, [&] { return usage_error_code([&] { m.unlock(); }); }).get(),
               EPERM);
     m.unlock();
     m.lock_shared();
@@ -180,11 +180,11 @@ TEST(shared_mutex, timed_out_writer_lets_the_readers_behind_it_in) {
   ito::start_main_thread_with_worker_size(1, [] {
     ito::shared_mutex m;
     m.lock_shared();
-    auto writer = ito::create_thread([&] {
+    auto writer = ito::create_thread(ito::own_ult, [&] {
       return access::lock(m, true, ito::sched::monotonic_ns() + 20'000'000);
     });
     ito::yield();  // the writer queues
-    auto reader = ito::create_thread([&] {
+    auto reader = ito::create_thread(ito::own_ult, [&] {
       int rc = access::lock(m, false, access::never);
       if (rc == 0) m.unlock_shared();
       return rc;
@@ -228,7 +228,7 @@ TEST(shared_mutex, stress_with_random_yields_at_four_workers) {
     std::uint64_t a = 0, b = 0;  // plain: the lock alone protects them
     std::vector<ito::future<void>> done;
     for (int u = 0; u < ults; ++u) {
-      done.push_back(ito::create_thread([&, u] {
+      done.push_back(ito::create_thread(ito::own_ult, [&, u] {
         std::minstd_rand rng(static_cast<unsigned>(u) + 1);
         for (int r = 0; r < rounds; ++r) {
           const unsigned roll = rng() % 8;
@@ -303,7 +303,7 @@ TEST(shared_mutex, timed_locks_racing_hand_overs_keep_exclusion) {
       }
     };
     std::vector<ito::future<void>> done;
-    for (unsigned u = 0; u < 16; ++u) done.push_back(ito::create_thread(body, u + 1));
+    for (unsigned u = 0; u < 16; ++u) done.push_back(ito::create_thread(ito::own_ult, body, u + 1));
     std::thread outsider([&] {
       std::minstd_rand rng(99);
       for (int r = 0; r < rounds / 4; ++r) {

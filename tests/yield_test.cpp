@@ -42,7 +42,7 @@ TEST_P(yield_at_workers, random_yields_in_many_ults_all_finish_correctly) {
   ito::start_main_thread_with_worker_size(GetParam(), [&] {
     std::vector<ito::future<std::uint64_t>> fs;
     for (int i = 0; i < ults; ++i) {
-      fs.push_back(ito::create_thread([&finished, i] {
+      fs.push_back(ito::create_thread(ito::own_ult, [&finished, i] {
         std::uint64_t s = yielding_sum(static_cast<unsigned>(i) + 1, steps);
         finished.fetch_add(1);
         return s;
@@ -58,9 +58,9 @@ TEST_P(yield_at_workers, yielding_ults_nested_under_yielding_parents) {
   struct node {
     static int run(int depth, unsigned seed) {
       if (depth == 0) return static_cast<int>(yielding_sum(seed, 20) % 7);
-      auto a = ito::create_thread(run, depth - 1, seed * 2);
+      auto a = ito::create_thread(ito::own_ult, run, depth - 1, seed * 2);
       ito::yield(seed % 2 == 0);
-      auto b = ito::create_thread(run, depth - 1, seed * 2 + 1);
+      auto b = ito::create_thread(ito::own_ult, run, depth - 1, seed * 2 + 1);
       ito::yield(seed % 3 == 0);
       return ito::join(a) + ito::join(b);
     }
@@ -79,7 +79,7 @@ TEST(yield, a_lone_ult_yielding_keeps_running) {
       ito::yield(false);
       ito::yield(true);
     }
-    auto f = ito::create_thread([] {
+    auto f = ito::create_thread(ito::own_ult, [] {
       for (int i = 0; i < 1000; ++i) ito::yield(i % 2 == 0);
       return 1;
     });
@@ -99,8 +99,8 @@ void alternate(bool push_to_head) {
         ito::yield(push_to_head);
       }
     };
-    auto a = ito::create_thread(body, 'a');
-    auto b = ito::create_thread(body, 'b');
+    auto a = ito::create_thread(ito::own_ult, body, 'a');
+    auto b = ito::create_thread(ito::own_ult, body, 'b');
     ito::join(a);
     ito::join(b);
     ASSERT_EQ(log.size(), 2u * rounds);
@@ -116,7 +116,7 @@ void main_ult_alternates_with_a_child(bool push_to_head) {
   ito::start_main_thread_with_worker_size(1, [push_to_head] {
     std::string log;
     const int rounds = 300;
-    auto child = ito::create_thread([&] {  // queued: the main ULT forks help-first
+    auto child = ito::create_thread(ito::own_ult, [&] {  // queued: the main ULT forks help-first
       for (int i = 0; i < rounds; ++i) {
         log += 'c';
         ito::yield(push_to_head);
@@ -146,10 +146,10 @@ TEST(yield, two_ults_alternate_on_one_worker_yielding_to_head) { alternate(true)
 std::string queued_then_yield(bool push_to_head) {
   return ito::start_main_thread_with_worker_size(1, [push_to_head] {
     std::string log;
-    auto a = ito::create_thread([&] { log += 'A'; });
-    auto b = ito::create_thread([&] { log += 'B'; });
-    auto c = ito::create_thread([&] { log += 'C'; });
-    auto x = ito::create_thread([&] {
+    auto a = ito::create_thread(ito::own_ult, [&] { log += 'A'; });
+    auto b = ito::create_thread(ito::own_ult, [&] { log += 'B'; });
+    auto c = ito::create_thread(ito::own_ult, [&] { log += 'C'; });
+    auto x = ito::create_thread(ito::own_ult, [&] {
       log += "x1 ";
       ito::yield(push_to_head);
       log += " x2";
@@ -182,9 +182,9 @@ TEST(yield, plain_yield_lets_the_next_one_run_then_resumes) {
 std::string main_ult_yields_among_queued(bool push_to_head) {
   return ito::start_main_thread_with_worker_size(1, [push_to_head] {
     std::string log;
-    auto a = ito::create_thread([&] { log += 'A'; });
-    auto b = ito::create_thread([&] { log += 'B'; });
-    auto c = ito::create_thread([&] { log += 'C'; });
+    auto a = ito::create_thread(ito::own_ult, [&] { log += 'A'; });
+    auto b = ito::create_thread(ito::own_ult, [&] { log += 'B'; });
+    auto c = ito::create_thread(ito::own_ult, [&] { log += 'C'; });
     ito::yield(push_to_head);
     log += 'm';
     ito::join(a);

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The C++ ULT API: start_main_thread, create_thread, join, yield; futures
-// whose result lives at the top of the child's stack (no heap allocation).
+// whose result lives in the child's record (task_record.hpp) or at the top
+// of its stack (no heap allocation in steady state).
 #pragma once
 
 #include <cerrno>
@@ -17,6 +18,7 @@
 #include "ito/runtime.hpp"
 #include "ito/ult.hpp"
 #include "ito/detail/task_frame.hpp"
+#include "ito/detail/task_record.hpp"
 
 namespace ito {
 
@@ -25,23 +27,28 @@ class future;
 
 namespace detail {
 template <class F, class... A>
-auto start_thread(const void* near_data, F&& fn, A&&... args)
+auto start_thread(const void* near_data, bool make_ult, F&& fn, A&&... args)
     -> future<std::invoke_result_t<std::decay_t<F>, std::decay_t<A>...>>;
 }  // namespace detail
 
 // The result of create_thread. Move-only. Destroying a future that was never
-// waited for detaches its ULT.
+// waited for detaches its ULT (which still runs).
 template <class R>
 class future {
  public:
   future() = default;
-  future(future&& o) noexcept : id_(std::exchange(o.id_, {})), result_(o.result_), error_(o.error_) {}
+  future(future&& o) noexcept
+      : id_(std::exchange(o.id_, {})),
+        result_(o.result_),
+        error_(o.error_),
+        record_(std::exchange(o.record_, nullptr)) {}
   future& operator=(future&& o) noexcept {
     if (this != &o) {
       drop();
       id_ = std::exchange(o.id_, {});
       result_ = o.result_;
       error_ = o.error_;
+      record_ = std::exchange(o.record_, nullptr);
     }
     return *this;
   }
@@ -49,20 +56,24 @@ class future {
   future& operator=(const future&) = delete;
   ~future() { drop(); }
 
-  bool valid() const noexcept { return id_.p != nullptr; }
-  // True when the ULT has finished; never waits.
+  bool valid() const noexcept { return id_.p != nullptr || record_ != nullptr; }
+  // True when the ULT has finished; never waits. (A child still queued, not
+  // started, is not.)
   bool ready() const {
     check_valid("ready");
+    if (record_) return record_->state.load(std::memory_order_acquire) == detail::branch_finished;
     return detail::ult_finished(id_);
   }
   // Waits for the ULT to finish, keeping the result for get().
   void wait() const {
     check_valid("wait");
+    if (record_) return detail::wait_task_record(record_);
     detail::ult_wait(id_);
   }
   // Waits, then returns the result (or rethrows the ULT's exception). Once only.
   R get() {
     check_valid("get");
+    if (record_) return get_from_record();
     detail::ult_wait(id_);
     ult_id id = std::exchange(id_, {});
     struct releaser {
@@ -79,29 +90,77 @@ class future {
 
  private:
   template <class F, class... A>
-  friend auto detail::start_thread(const void* near_data, F&& fn, A&&... args)
+  friend auto detail::start_thread(const void* near_data, bool make_ult, F&& fn, A&&... args)
       -> future<std::invoke_result_t<std::decay_t<F>, std::decay_t<A>...>>;
 
   void check_valid(const char* what) const {
     if (!valid()) [[unlikely]] detail::throw_invalid_future(what);
   }
   void drop() noexcept {
-    if (valid()) detail::detach_quietly(std::exchange(id_, {}));
+    if (record_) detail::drop_task_record(std::exchange(record_, nullptr));
+    else if (valid()) detail::detach_quietly(std::exchange(id_, {}));
+  }
+  R get_from_record() {
+    detail::task_record_for<R>* r = record_;
+    detail::wait_task_record(r);
+    record_ = nullptr;
+    struct releaser {
+      detail::task_record* r;
+      ~releaser() { detail::free_task_record(r); }
+    };
+    if (r->error.has || !r->result.has) [[unlikely]] {
+      releaser release_at_exit{r};
+      if (r->error.has) detail::rethrow_stored(&r->error);
+      if constexpr (std::is_void_v<R>) return;
+      else detail::throw_no_result();
+    }
+    // Nothing left to destroy: only the memory goes back.
+    if constexpr (std::is_void_v<R>) {
+      detail::free_task_record_memory(r);
+    } else if constexpr (std::is_reference_v<R> || std::is_trivially_destructible_v<R>) {
+      R value = r->result.take();
+      detail::free_task_record_memory(r);
+      return value;
+    } else {
+      releaser release_at_exit{r};
+      return r->result.take();
+    }
   }
 
   ult_id id_{};
   detail::result_box<R>* result_ = nullptr;
   detail::result_box<std::exception_ptr>* error_ = nullptr;
+  // A queued record instead of a ULT (id_ empty then).
+  detail::task_record_for<R>* record_ = nullptr;
 };
 
 namespace detail {
 
-// create_thread's body; near_data: null, or near(p)'s p.
+// create_thread's body; near_data: null, or near(p)'s p; make_ult: never a
+// record (create_thread(own_ult, ...)).
 template <class F, class... A>
-auto start_thread(const void* near_data, F&& fn, A&&... args)
+auto start_thread(const void* near_data, bool make_ult, F&& fn, A&&... args)
     -> future<std::invoke_result_t<std::decay_t<F>, std::decay_t<A>...>> {
   using frame = task_frame<F, A...>;
   using R = typename frame::result_type;
+  if constexpr (fits_task_record<F, A...>) {
+    if (!near_data && !make_ult) {
+      if (void* memory = task_record_memory()) [[likely]] {
+        struct memory_guard {
+          void* m;
+          ~memory_guard() {
+            if (m) [[unlikely]] free_task_record_memory(m);
+          }
+        } guard{memory};
+        auto* r = ::new (memory) task_record_of<F, A...>(std::forward<F>(fn), std::forward<A>(args)...);
+        guard.m = nullptr;
+        queue_task_record(r);
+        future<R> result;
+        result.record_ = r;
+        return result;
+      }
+    }
+  }
   allocated_ult th = spawn_prepare(sizeof(frame), frame::trivial ? nullptr : &frame::cleanup,
                                    &frame::on_exception, frame::error_offset(),
                                    frame::result_local);
@@ -119,14 +178,48 @@ auto start_thread(const void* near_data, F&& fn, A&&... args)
 
 }  // namespace detail
 
-// Creates a ULT running fn(args...) (decay-copied, as std::thread does) and
-// switches to it at once; the caller continues when a worker resumes it.
-// The copies live at the top of the new ULT's stack: when they cannot fit it,
-// usage_error(E2BIG) is thrown before anything is copied.
+// Creates a ULT running fn(args...) (decay-copied, as std::thread does).
+//
+// Where the call and its result fit in a record (task_record.hpp: 192 bytes
+// with the record's own words; fib's take 80), the child is queued on the
+// caller's worker and the caller goes on (help-first); the future's get()
+// takes it back and runs it as a plain call on the caller's stack when
+// nobody took it first (a push, a pop and a call). A child that a thief, or
+// this worker while the caller blocks or yields, takes first runs as a ULT of
+// its own, and only then does get() wait. A child run by get() runs as part
+// of the ULT calling get(): its ULT id, ULT-local values and held locks are
+// that ULT's, and it runs on that ULT's stack when at least half a stack
+// size is left there (else it gets a ULT and a stack of its own). So a
+// caller that waits for a child must do it by a join, a lock, or a yield,
+// never by spinning (as with any cooperative ULT).
+//
+// Otherwise (a larger call, create_thread(own_ult, ...) below,
+// create_thread(near(...)), the distributed mode, a flow node's body) the
+// child is a ULT whose call lives at the top of its
+// stack, and it runs at once (child-first; help-first from the main ULT);
+// the caller continues when a worker resumes it. When the copies cannot fit
+// that stack, usage_error(E2BIG) is thrown before anything is copied.
 template <class F, class... A>
 auto create_thread(F&& fn, A&&... args)
     -> future<std::invoke_result_t<std::decay_t<F>, std::decay_t<A>...>> {
-  return detail::start_thread(nullptr, std::forward<F>(fn), std::forward<A>(args)...);
+  return detail::start_thread(nullptr, false, std::forward<F>(fn), std::forward<A>(args)...);
+}
+
+// create_thread(own_ult, fn, args...): the child is always a ULT of its own,
+// started at once (child-first; help-first from the main ULT), with its own
+// id, ULT-local values, lock ownership, exception state and stack, whoever
+// runs it and whenever it is joined: for a child that needs a thread's
+// identity (it takes a lock its creator holds, keeps ULT-locals, is named
+// in reports), or that must start before its creator goes on.
+struct own_ult_t {
+  explicit own_ult_t() = default;
+};
+inline constexpr own_ult_t own_ult{};
+
+template <class F, class... A>
+auto create_thread(own_ult_t, F&& fn, A&&... args)
+    -> future<std::invoke_result_t<std::decay_t<F>, std::decay_t<A>...>> {
+  return detail::start_thread(nullptr, true, std::forward<F>(fn), std::forward<A>(args)...);
 }
 
 // Where a new ULT should run: near(p) names the data it will work on. In the
@@ -144,7 +237,7 @@ struct near {
 template <class F, class... A>
 auto create_thread(near where, F&& fn, A&&... args)
     -> future<std::invoke_result_t<std::decay_t<F>, std::decay_t<A>...>> {
-  return detail::start_thread(where.data, std::forward<F>(fn), std::forward<A>(args)...);
+  return detail::start_thread(where.data, true, std::forward<F>(fn), std::forward<A>(args)...);
 }
 
 // Waits for the ULT and returns its result: decltype(fn(args...)), references kept.

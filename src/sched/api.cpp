@@ -184,8 +184,11 @@ void report_orphaned_exception(result_box<std::exception_ptr>* error,
   }
   int status = -1;
   char* demangled = abi::__cxa_demangle(type, nullptr, nullptr, &status);
-  std::fprintf(stderr, "ito: an exception escaped ULT %llu, whose future was dropped: %s%s\n",
-               ult_id, status == 0 ? demangled : type, what.c_str());
+  // A record has no id (ito/detail/task_record.hpp): 0.
+  char who[40] = "a ULT";
+  if (ult_id != 0) std::snprintf(who, sizeof who, "ULT %llu", ult_id);
+  std::fprintf(stderr, "ito: an exception escaped %s, whose future was dropped: %s%s\n", who,
+               status == 0 ? demangled : type, what.c_str());
   std::free(demangled);
   if (n == shown_orphaned_exceptions)
     std::fprintf(stderr, "ito: more such exceptions are counted, and the count is said at exit\n");
@@ -231,7 +234,10 @@ void yield(bool push_to_head) {
 
 void exit() {
   require_ult("ito::exit");
-  if (sched::current_ult()->bound)
+  // Inside a create_thread child that it runs as a call, even the main ULT
+  // may: the exit ends that child.
+  const sched::ult* self = sched::current_ult();
+  if (self->bound && self->records_running == 0)
     throw usage_error(EPERM, "ito::exit: the main ULT cannot exit; return from it instead");
   sched::exit_current(nullptr);
 }

@@ -22,12 +22,13 @@
 #include "sched/extension.hpp"
 #include "sched/idle.hpp"
 #include "sched/scheduler.hpp"
+#include "sched/task_records.hpp"
 
 namespace ito::sched {
 namespace {
 
 constexpr std::uintptr_t branch_running = 0;
-constexpr std::uintptr_t branch_finished = 1;
+using ito::detail::branch_finished;
 
 // A stolen branch's ULT.
 void run_taken_branch(void* frame) {
@@ -39,6 +40,7 @@ void run_taken_branch(void* frame) {
 }
 
 ult* as_ult(worker* w, ito::detail::branch* b) noexcept {
+  if (is_queued_record(b)) return record_as_ult(w, b);
   worker_stats::bump(w->stats.branches_made_ults);
   ult* u = make_detached(w, &run_taken_branch, b);
   // Its body reads its caller's stack, which lives in this process.
@@ -55,15 +57,16 @@ void register_waiter(ult* self, void* arg) {
     make_ready(self);  // it finished meanwhile
 }
 
-[[gnu::noinline]] void wait_for(ito::detail::branch* b) {
+}  // namespace
+
+void wait_for_branch(ito::detail::branch* b, const char* blocked_in) {
   while (b->state.load(std::memory_order_acquire) != branch_finished)
-    suspend(&register_waiter, b, "parallel_invoke", b);
+    suspend(&register_waiter, b, blocked_in, b);
 }
 
-// Takes b back if it is the bottom item of w's deque.
-inline bool take_back_from(worker* w, ito::detail::branch* b) noexcept {
-  return w->alone ? w->branches.pop_if_bottom_unshared(b) : w->branches.pop_if_bottom(b);
-}
+namespace {
+
+[[gnu::noinline]] void wait_for(ito::detail::branch* b) { wait_for_branch(b, "parallel_invoke"); }
 
 }  // namespace
 

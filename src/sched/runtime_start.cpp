@@ -31,6 +31,7 @@
 #include "sched/extension.hpp"
 #include "sched/program_eh.hpp"
 #include "sched/scheduler.hpp"
+#include "sched/task_records.hpp"
 #include "sched/ult_report.hpp"
 #include "sched/worker_signals.hpp"
 #include "trace/trace.hpp"
@@ -317,6 +318,7 @@ void stop_runtime(runtime_state* rt) {
     for (ult* u = w->free_ults; u; u = u->next) arch::sanitizer_destroy_fiber(u->fiber);
     w->stacks.drain(rt->stacks);  // the chunks are unmapped with the pool
     ult_tls::drain(w.get());
+    drain_task_records(w.get());
     if (rt->stack_provider) rt->stack_provider->drain(w.get());
   }
   rt->stack_provider.reset();  // after every worker's share went back to it

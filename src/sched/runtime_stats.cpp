@@ -13,16 +13,16 @@ void print_stats(runtime_state* rt, std::FILE* out) {
   std::fprintf(out,
                "ito: stats: %zu workers, %zu stacks mapped (%zu bytes each)\n"
                "ito: %6s %12s %12s %12s %12s %12s %8s %8s %12s %12s %12s %12s"
-               "\n",
+               " %12s\n",
                rt->workers.size(), rt->stacks.stacks_mapped(), rt->stacks.stack_size(), "worker",
                "spawns", "quick_res", "direct_wake", "inline_join", "steal_tries", "steals", "parks",
-               "late_wk", "stack_reuse", "stack_take", "branch_ult");
+               "late_wk", "stack_reuse", "stack_take", "branch_ult", "record_ult");
   if (rt->stack_provider) rt->stack_provider->print_stats(*rt, out);
   for (auto& w : rt->workers) {
     auto& s = w->stats;
     std::fprintf(out,
                  "ito: %6u %12llu %12llu %12llu %12llu %12llu %8llu %8llu %12llu %12llu %12llu "
-                 "%12llu\n",
+                 "%12llu %12llu\n",
                  w->index, static_cast<unsigned long long>(s.spawns.load()),
                  static_cast<unsigned long long>(s.quick_resumes.load()),
                  static_cast<unsigned long long>(s.direct_join_wakeups.load()),
@@ -33,7 +33,8 @@ void print_stats(runtime_state* rt, std::FILE* out) {
                  static_cast<unsigned long long>(s.late_wakeups.load()),
                  static_cast<unsigned long long>(s.stacks_reused.load()),
                  static_cast<unsigned long long>(s.stacks_taken.load()),
-                 static_cast<unsigned long long>(s.branches_made_ults.load()));
+                 static_cast<unsigned long long>(s.branches_made_ults.load()),
+                 static_cast<unsigned long long>(s.records_made_ults.load()));
   }
   // TLS blocks (ITO_ULT_TLS; sched/ult_tls.hpp), where any were given.
   std::uint64_t made = 0, reused = 0, freed = 0;

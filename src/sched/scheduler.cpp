@@ -11,6 +11,7 @@
 #include <new>
 
 #include "arch/context.hpp"
+#include "sched/branches.hpp"
 #include "sched/fork_child.hpp"
 #include "sched/handles.hpp"
 #include "sched/idle.hpp"
@@ -343,6 +344,10 @@ ult* pop_local_slow(worker* w) noexcept {
   if ((u = w->bound_here.pop())) return u;
   if (!w->inbox.looks_empty() && (u = w->inbox.pop())) return u;
   if (!w->rt->injector.looks_empty() && (u = w->rt->injector.pop())) return u;
+  // Queued branches and create_thread records before ULTs that yielded (or
+  // were preempted): a ULT that yields while it waits for a child it
+  // queued lets that child run, on one worker too.
+  if ((u = take_own_branch(w))) return u;
   if (w->yielded.steal(u) == chase_lev_deque<ult*>::steal_result::success) return u;
   return nullptr;
 }

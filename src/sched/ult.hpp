@@ -138,6 +138,9 @@ struct ult {
   // (its own field, written only by it): a sleep that a signal interrupted
   // compares it to say EINTR.
   std::uint32_t signal_handlers_run = 0;
+  // create_thread records it runs as calls right now (task_records.cpp): the
+  // main ULT may then ito::exit(), which ends the innermost record only.
+  std::uint32_t records_running = 0;
   // A resume action (a signal handler run as the ULT was switched in) asked
   // to end the ULT (pthread_exit) while it was suspended inside ito, where
   // it cannot unwind: the POSIX layer ends it at its next cancellation point

@@ -40,10 +40,14 @@ ITO_RACY_READ int running_on(runtime_state* rt, const ult* u) {
 
 // " (parallel_invoke branch 0x...)" for a ULT that runs a branch taken from
 // its caller's deque (its caller is "blocked in parallel_invoke on" the same
-// address), " (detached)" for another detached one.
+// address), " (create_thread record 0x...)" likewise for a record taken
+// from its creator's deque (its future's holder waits in "create_thread's
+// future" on it), " (detached)" for another detached one.
 ITO_RACY_READ void print_kind(const ult* u, std::uintptr_t s, const report& r) {
   if (!has_ended(s) && runs_taken_branch(u))
     std::fprintf(r.out, " (parallel_invoke branch %p)", taken_branch_record(u));
+  else if (!has_ended(s) && runs_taken_record(u))
+    std::fprintf(r.out, " (create_thread record %p)", taken_branch_record(u));
   else if (s == join_detached)
     std::fprintf(r.out, " (detached)");
 }
@@ -93,8 +97,9 @@ namespace {
 
 // What ULTs wait in (suspend's blocked_in) when only another ULT can wake
 // them: ito's own synchronisation objects (src/sync; "ito sync object" is
-// park()'s default), and a parallel_invoke caller waiting for a branch that
-// runs as a ULT elsewhere. Sleeps, I/O, delegated calls, flow futures
+// park()'s default), and a parallel_invoke caller waiting for a branch, or
+// a create_thread future's holder for its record, that runs as a ULT
+// elsewhere. Sleeps, I/O, delegated calls, flow futures
 // and the distributed mode's waits end by themselves or from outside: never
 // counted. Nor is the POSIX layer's sem_t: sem_post is async-signal-safe, so
 // a signal handler may be what the waiter waits for.
@@ -102,7 +107,7 @@ bool waits_for_another_ult(const char* in) {
   static constexpr const char* kinds[] = {"mutex",     "condition_variable", "shared_mutex",
                                           "barrier",   "counting_semaphore", "once_flag",
                                           "ito sync object",
-                                          "parallel_invoke"};
+                                          "parallel_invoke", "create_thread's future"};
   if (!in) return false;
   for (const char* k : kinds)
     if (!std::strcmp(in, k)) return true;

@@ -49,6 +49,9 @@ struct worker_stats {
   // as ULTs (those taken back are not counted: that path stays a few loads
   // and stores).
   std::atomic<std::uint64_t> branches_made_ults{0};
+  // create_thread's records taken by someone other than their future's
+  // holder (a thief, or this worker's scheduler meanwhile), run as ULTs.
+  std::atomic<std::uint64_t> records_made_ults{0};
   std::atomic<std::uint64_t> stacks_reused{0};  // a released descriptor+stack taken again
   std::atomic<std::uint64_t> stacks_taken{0};   // a stack taken from the cache or the pool
   // TLS blocks (ult_tls.hpp) for the ULTs made on this worker: new from ld.so,
@@ -112,6 +115,11 @@ struct alignas(64) worker {
   static constexpr unsigned max_free_ults = 64;
   ult* free_ults = nullptr;
   unsigned free_count = 0;
+  // Memory of create_thread's records (ito/detail/task_record.hpp) freed
+  // here, reused first; a list through each block's first word.
+  static constexpr unsigned max_free_task_records = 256;
+  void* free_task_records = nullptr;
+  unsigned free_task_record_count = 0;
   // The next ULT id made here: a count in the high bits, the worker's index
   // in the low 10, so ids of different workers never collide.
   static constexpr std::uint64_t id_step = 1u << 10;

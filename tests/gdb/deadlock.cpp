@@ -14,17 +14,17 @@ ito::condition_variable never_signalled;
 
 int main() {
   ito::start_main_thread_with_worker_size(2, [] {
-    auto a = ito::create_thread([] {
+    auto a = ito::create_thread(ito::own_ult, [] {
       std::lock_guard<ito::mutex> one(first);
       ito::sleep_for(std::chrono::nanoseconds(20'000'000));
       std::lock_guard<ito::mutex> two(second);
     });
-    auto b = ito::create_thread([] {
+    auto b = ito::create_thread(ito::own_ult, [] {
       std::lock_guard<ito::mutex> one(second);
       ito::sleep_for(std::chrono::nanoseconds(20'000'000));
       std::lock_guard<ito::mutex> two(first);
     });
-    auto c = ito::create_thread([] {
+    auto c = ito::create_thread(ito::own_ult, [] {
       std::unique_lock<ito::mutex> l(lonely);
       never_signalled.wait(l);
     });

@@ -51,7 +51,7 @@ TEST_P(split_deep, recursion_over_thousands_of_segments_in_many_ults) {
   ito::runtime rt(policy(s.stacks, s.workers, s.block));
   constexpr int ults = 48, depth = 2000;
   std::vector<ito::future<long>> all;
-  for (int u = 0; u < ults; ++u) all.push_back(ito::create_thread(deep_sum, depth, u));
+  for (int u = 0; u < ults; ++u) all.push_back(ito::create_thread(ito::own_ult, deep_sum, depth, u));
   for (auto& f : all) EXPECT_EQ(ito::join(f), long{depth + 1} * 128);
   // 1 MB of frames per ULT on blocks of 8-64 KiB: hundreds to thousands of segments.
   const std::uint64_t at_least = ults * (std::size_t{depth} * 512 / s.block) / 2;
@@ -98,10 +98,10 @@ TEST_P(split_lazy_child, blocked_child_on_parent_tail_survives_parent_growing_el
     // (under fair_use it could otherwise get a small pooled region, with no
     // tail to spare for a child).
     ito::runtime rt(policy(GetParam(), 2));
-    auto parent = ito::create_thread([] {
+    auto parent = ito::create_thread(ito::own_ult, [] {
       std::atomic<bool> go{false}, waiting{false};
       std::uint64_t tails_before = split_test::total(&stats::lazy_spawns);
-      auto child = ito::create_thread(hold_frames, 40, &go, &waiting);
+      auto child = ito::create_thread(ito::own_ult, hold_frames, 40, &go, &waiting);
       EXPECT_GT(split_test::total(&stats::lazy_spawns), tails_before);  // it ran on our tail
       while (!waiting.load()) ito::yield();
       // The child is blocked below us; we resume (maybe on the other worker) and grow.
@@ -117,10 +117,10 @@ TEST_P(split_lazy_child, blocked_child_on_parent_tail_survives_parent_growing_el
 
 TEST_P(split_lazy_child, ended_child_region_is_merged_back_when_the_parent_needs_room) {
   ito::runtime rt(policy(GetParam(), 2));
-  auto parent = ito::create_thread([] {
+  auto parent = ito::create_thread(ito::own_ult, [] {
     char* before = limit_word();
     std::atomic<bool> go{false}, waiting{false};
-    auto child = ito::create_thread(hold_frames, 3, &go, &waiting);
+    auto child = ito::create_thread(ito::own_ult, hold_frames, 3, &go, &waiting);
     while (!waiting.load()) ito::yield();
     char* raised = limit_word();
     EXPECT_GT(raised, before);  // the child's region lies below our limit now
@@ -148,13 +148,13 @@ TEST_P(split_lazy_child, ended_child_region_is_merged_back_when_the_parent_needs
 // reuse the child's memory at once, and every child's result is intact.
 TEST_P(split_lazy_child, a_child_ending_into_its_parent_gives_the_region_back_before_it_resumes) {
   ito::runtime rt(policy(GetParam(), 1));
-  auto parent = ito::create_thread([] {
+  auto parent = ito::create_thread(ito::own_ult, [] {
     char* before = limit_word();
     int bad = 0;
     for (int i = 0; i < 200; ++i) {
       std::uint64_t merged = split_test::total(&stats::segments_merged);
       std::uint64_t allocated = split_test::total(&stats::segments_allocated);
-      auto child = ito::create_thread(deep_sum, 8, i);  // 4.5 KB of frames on our tail
+      auto child = ito::create_thread(ito::own_ult, deep_sum, 8, i);  // 4.5 KB of frames on our tail
       // Child-first on one worker: it ran to its end and resumed us.
       bad += limit_word() != before;
       bad += split_test::total(&stats::segments_merged) != merged + 1;
@@ -178,10 +178,10 @@ INSTANTIATE_TEST_SUITE_P(policies, split_lazy_child,
 // next __morestack merges it and runs the frame in place (no new segment).
 TEST(split_merge, lazy_parent_merges_a_region_freed_while_it_was_busy) {
   ito::runtime rt(policy(stack_policy::lazy, 2));
-  auto parent = ito::create_thread([] {
+  auto parent = ito::create_thread(ito::own_ult, [] {
     char* before = limit_word();
     std::atomic<bool> go{false}, waiting{false};
-    auto child = ito::create_thread(hold_frames, 3, &go, &waiting);
+    auto child = ito::create_thread(ito::own_ult, hold_frames, 3, &go, &waiting);
     while (!waiting.load()) ito::yield();
     go.store(true);
     while (!child.ready()) {
@@ -203,8 +203,8 @@ TEST(split_merge, lazy_parent_merges_a_region_freed_while_it_was_busy) {
 TEST(split_pool, region_freed_by_one_ult_is_reused_by_an_unrelated_one) {
   ito::runtime rt(policy(stack_policy::fair_use, 2, 256 << 10));
   std::atomic<bool> go{false}, waiting{false};
-  auto parent = ito::create_thread([&] {
-    auto child = ito::create_thread(hold_frames, 3, &go, &waiting);
+  auto parent = ito::create_thread(ito::own_ult, [&] {
+    auto child = ito::create_thread(ito::own_ult, hold_frames, 3, &go, &waiting);
     while (!waiting.load()) ito::yield();
     go.store(true);
     while (!child.ready()) {
@@ -218,7 +218,7 @@ TEST(split_pool, region_freed_by_one_ult_is_reused_by_an_unrelated_one) {
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   EXPECT_GE(split_test::segments().pooled_regions(), 1u);  // both workers parked: shared
   std::uint64_t reused = split_test::total(&stats::segments_pool_reused);
-  auto stranger = ito::create_thread(deep_sum, 3000, 3);
+  auto stranger = ito::create_thread(ito::own_ult, deep_sum, 3000, 3);
   EXPECT_EQ(ito::join(stranger), 3001L * 128);
   EXPECT_GT(split_test::total(&stats::segments_pool_reused), reused);
 }
@@ -232,7 +232,7 @@ void chain_child(ito::counting_semaphore* flag) { flag->acquire(); }
   std::memset(const_cast<char*>(array), 0, sizeof array);
   ito::counting_semaphore flag(0);
   ito::future<void> child;
-  if (count > 0) child = ito::create_thread(chain_child, &flag);
+  if (count > 0) child = ito::create_thread(ito::own_ult, chain_child, &flag);
   prev_flag->release();
   ito::join(*prev);
   if (count > 0) chain_parent(count - 1, &child, &flag);
@@ -241,9 +241,9 @@ void chain_child(ito::counting_semaphore* flag) { flag->acquire(); }
 
 std::size_t chain_peak_bytes(stack_policy p, std::size_t block, int depth) {
   ito::runtime rt(policy(p, 2, block));
-  ito::join(ito::create_thread([depth] {
+  ito::join(ito::create_thread(ito::own_ult, [depth] {
     ito::counting_semaphore flag(0);
-    ito::future<void> first = ito::create_thread(chain_child, &flag);
+    ito::future<void> first = ito::create_thread(ito::own_ult, chain_child, &flag);
     chain_parent(depth, &first, &flag);
   }));
   return split_test::segments().peak_bytes();
@@ -268,7 +268,7 @@ TEST(split_pool, fair_use_peak_stays_flat_as_blocks_grow_and_lazy_does_not) {
     ito::yield();
     return n + frame[n % 256] - 1;
   }
-  auto child = ito::create_thread(yielding_fib, n - 1);
+  auto child = ito::create_thread(ito::own_ult, yielding_fib, n - 1);
   int rest = yielding_fib(n - 2);
   return ito::join(child) + rest;
 }
@@ -282,7 +282,7 @@ TEST(split_pool, worker_parts_of_the_pool_go_to_the_shared_pool_when_workers_par
   const std::size_t baseline = ito::stack::split_block_bytes_live();
   {
     ito::runtime rt(policy(stack_policy::fair_use, 4, 64 << 10));
-    for (int round = 0; round < 3; ++round) EXPECT_EQ(ito::join(ito::create_thread(yielding_fib, 16)), 987);
+    for (int round = 0; round < 3; ++round) EXPECT_EQ(ito::join(ito::create_thread(ito::own_ult, yielding_fib, 16)), 987);
     auto parts = [] {
       std::size_t n = 0;
       for (auto& w : ito::sched::g_runtime.load()->workers) {
@@ -301,7 +301,7 @@ TEST(split_pool, worker_parts_of_the_pool_go_to_the_shared_pool_when_workers_par
     // What the shared pool holds is used again, by whichever worker runs next.
     const bool shared = split_test::segments().pooled_regions() > 0;
     std::uint64_t reused = split_test::total(&stats::segments_pool_reused);
-    EXPECT_EQ(ito::join(ito::create_thread(yielding_fib, 16)), 987);
+    EXPECT_EQ(ito::join(ito::create_thread(ito::own_ult, yielding_fib, 16)), 987);
     if (shared) {
       EXPECT_GT(split_test::total(&stats::segments_pool_reused), reused);
     }
@@ -329,7 +329,7 @@ TEST_P(split_exceptions, cross_segments_running_every_destructor) {
   const int start = g_destroyed.load();
   std::vector<ito::future<int>> all;
   for (int u = 0; u < 16; ++u) {
-    all.push_back(ito::create_thread([] {
+    all.push_back(ito::create_thread(ito::own_ult, [] {
       int before = g_destroyed.load();
       std::uint64_t segments = segments_used();
       try {
@@ -346,7 +346,7 @@ TEST_P(split_exceptions, cross_segments_running_every_destructor) {
   for (auto& f : all) EXPECT_GE(ito::join(f), 1501);  // others' guards may land in between
   EXPECT_EQ(g_destroyed.load() - start, 16 * 1501);
   // An exception leaving the ULT reaches the joiner across segments too.
-  auto thrower = ito::create_thread([] { return throw_from(800); });
+  auto thrower = ito::create_thread(ito::own_ult, [] { return throw_from(800); });
   EXPECT_THROW(ito::join(thrower), std::runtime_error);
 }
 
@@ -371,7 +371,7 @@ struct first_cleanup {
 
 TEST_P(split_exceptions, cleanup_pads_near_a_segment_bottom_get_room_to_unwind) {
   ito::runtime rt(policy(GetParam(), 1, 8 << 10));
-  auto u = ito::create_thread([] {
+  auto u = ito::create_thread(ito::own_ult, [] {
     int before = g_destroyed.load();
     std::uint64_t segments_before = segments_used();
     try {
@@ -408,7 +408,7 @@ template <class Allocate>
 
 TEST_P(split_exceptions, malloc_and_new_near_a_segment_bottom_get_room_when_called) {
   ito::runtime rt(policy(GetParam(), 1, 64 << 10));
-  auto u = ito::create_thread([] {
+  auto u = ito::create_thread(ito::own_ult, [] {
     std::uint64_t taken = 0;
     void* m = allocate_near_the_bottom(&taken, [] { return std::malloc(100); });
     EXPECT_EQ(taken, 1u);
@@ -455,13 +455,13 @@ TEST(split_libc, printf_and_qsort_with_a_callback_from_deep_split_frames) {
   ito::runtime rt(policy(stack_policy::fair_use, 2, 8 << 10));
   std::vector<ito::future<bool>> all;
   // Many depths: the libc calls land at every offset from a segment boundary.
-  for (int depth = 0; depth < 400; depth += 3) all.push_back(ito::create_thread(libc_at_depth, depth));
+  for (int depth = 0; depth < 400; depth += 3) all.push_back(ito::create_thread(ito::own_ult, libc_at_depth, depth));
   for (auto& f : all) EXPECT_TRUE(ito::join(f));
 }
 
 long fib(int n) {
   if (n < 2) return n;
-  auto child = ito::create_thread(fib, n - 1);
+  auto child = ito::create_thread(ito::own_ult, fib, n - 1);
   long b = fib(n - 2);
   return ito::join(child) + b;
 }
@@ -471,9 +471,9 @@ TEST(split_memory, every_block_is_freed_when_the_runtime_stops) {
   for (stack_policy p : {stack_policy::lazy, stack_policy::fair_use}) {
     {
       ito::runtime rt(policy(p, 4, 8 << 10));
-      EXPECT_EQ(ito::join(ito::create_thread(fib, 20)), 6765);
+      EXPECT_EQ(ito::join(ito::create_thread(ito::own_ult, fib, 20)), 6765);
       std::vector<ito::future<long>> all;
-      for (int u = 0; u < 16; ++u) all.push_back(ito::create_thread(deep_sum, 500, u));
+      for (int u = 0; u < 16; ++u) all.push_back(ito::create_thread(ito::own_ult, deep_sum, 500, u));
       for (auto& f : all) EXPECT_EQ(ito::join(f), 501L * 128);
       EXPECT_GT(ito::stack::split_block_bytes_live(), baseline);
     }
@@ -483,8 +483,8 @@ TEST(split_memory, every_block_is_freed_when_the_runtime_stops) {
 
 TEST(split_fixed, a_split_stack_program_still_runs_the_fixed_policy) {
   ito::runtime rt(policy(stack_policy::fixed, 2));
-  EXPECT_EQ(ito::join(ito::create_thread(fib, 15)), 610);
-  EXPECT_EQ(ito::join(ito::create_thread(deep_sum, 20, 0)), 21L * 128);
+  EXPECT_EQ(ito::join(ito::create_thread(ito::own_ult, fib, 15)), 610);
+  EXPECT_EQ(ito::join(ito::create_thread(ito::own_ult, deep_sum, 20, 0)), 21L * 128);
 }
 
 void* c_deep_sum(void* depth) {

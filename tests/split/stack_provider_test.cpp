@@ -25,7 +25,7 @@ TEST(stack_provider, the_fixed_policy_has_none) {
     EXPECT_EQ(w->stack_provider, nullptr);
     EXPECT_EQ(w->stack_state, nullptr);
   }
-  bool from_pool = ito::join(ito::create_thread([] {
+  bool from_pool = ito::join(ito::create_thread(ito::own_ult, [] {
     return ito::sched::current_ult()->stack_from == ito::sched::stack_origin::pool;
   }));
   EXPECT_TRUE(from_pool);
@@ -51,7 +51,7 @@ TEST_P(stack_provider_split, one_per_runtime_with_state_per_worker) {
 
 TEST_P(stack_provider_split, its_ults_run_on_its_segments) {
   ito::runtime rt(policy(GetParam(), 1));
-  bool ok = ito::join(ito::create_thread([] {
+  bool ok = ito::join(ito::create_thread(ito::own_ult, [] {
     ito::sched::ult* self = ito::sched::current_ult();
     if (!self->from_provider()) return false;
     ito::sched::split::split_ult* record = ito::sched::split::ext(self);

@@ -13,6 +13,10 @@ namespace ito {
 
 namespace detail {
 
+// A branch's state once it has run (0 before; a waiter's descriptor while
+// its caller waits).
+inline constexpr std::uintptr_t branch_finished = 1;
+
 // One queued branch. `state` and `queued_on` belong to the library.
 struct branch {
   void (*run)(branch*) noexcept = nullptr;  // a thief's ULT runs the branch through it

@@ -12,7 +12,7 @@
 
 static long fib(int n) {
   if (n < 2) return n;
-  ito::future<long> child = ito::create_thread(fib, n - 1);  // the child runs at once
+  ito::future<long> child = ito::create_thread(fib, n - 1);  // queued: a thief may take it
   long b = fib(n - 2);                                        // the parent may be stolen
   return ito::join(std::move(child)) + b;
 }

@@ -1,0 +1,287 @@
+// SPDX-License-Identifier: Apache-2.0
+// create_thread's records (ito/detail/task_record.hpp): a child nobody else
+// takes runs as a call of its future's get(), with no ULT; one that a thief
+// or the worker's scheduler takes first runs as a ULT and get() waits for
+// it; results, exceptions and exit() reach get() either way; a dropped
+// future's child still runs (before the runtime ends) and is freed by
+// whoever runs it; futures move while their child is queued; a creator that
+// yields while it waits lets its child run on one worker; many workers,
+// random join orders, drops and yields count every child once.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdint>
+#include <algorithm>
+#include <memory>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "ito/error.hpp"
+#include "ito/thread.hpp"
+#include "ito/ult.hpp"
+#include "sched/runtime_control.hpp"
+#include "test_support.hpp"
+
+namespace {
+
+using ito::test::scaled;
+
+std::uint64_t records_made_ults() {
+  std::uint64_t n = 0;
+  for (auto& w : ito::sched::g_runtime.load()->workers) n += w->stats.records_made_ults.load();
+  return n;
+}
+
+long fib(int n) {
+  if (n < 2) return n;
+  auto child = ito::create_thread(fib, n - 1);
+  long b = fib(n - 2);
+  return ito::join(child) + b;
+}
+
+long fib_value(int n) {
+  long a = 0, b = 1;
+  for (int i = 0; i < n; ++i) a = std::exchange(b, a + b);
+  return a;
+}
+
+class task_record_at : public ::testing::TestWithParam<unsigned> {};
+
+TEST_P(task_record_at, fib_matches_the_sequential_value) {
+  const int n = ito::test::tsan ? 15 : 24;
+  ito::start_main_thread_with_worker_size(GetParam(), [&] {
+    EXPECT_EQ(fib(n), fib_value(n));                                  // from the main ULT
+    EXPECT_EQ(ito::join(ito::create_thread(fib, n)), fib_value(n));  // and from another
+  });
+}
+
+// Every child runs exactly once, whatever takes it: joins in random order
+// (so most are not the newest item when joined), dropped futures, yields in
+// the children, nested children.
+TEST_P(task_record_at, random_joins_drops_and_yields_run_every_child_once) {
+  std::atomic<long> ran{0};
+  long created = 0, wrong_values = 0;
+  const int rounds = static_cast<int>(scaled(60)), width = 40;
+  ito::start_main_thread_with_worker_size(GetParam(), [&] {
+    std::mt19937 rng(12345);
+    for (int round = 0; round < rounds; ++round) {
+      std::vector<std::pair<long, ito::future<long>>> children;
+      for (long i = 0; i < width; ++i) {
+        const bool yields = rng() % 4 == 0, nests = rng() % 8 == 0;
+        created += 1 + nests;
+        children.emplace_back(i, ito::create_thread([&ran, i, yields, nests] {
+                                if (yields) ito::yield();
+                                long extra = 0;
+                                if (nests)
+                                  extra = ito::join(ito::create_thread([&ran] {
+                                    ran.fetch_add(1);
+                                    return 0L;
+                                  }));
+                                ran.fetch_add(1);
+                                return i + extra;
+                              }));
+      }
+      std::shuffle(children.begin(), children.end(), rng);
+      for (auto& [i, c] : children) {
+        if (rng() % 5 == 0) {
+          c = ito::future<long>{};  // dropped: it still runs
+          continue;
+        }
+        wrong_values += ito::join(c) != i;
+      }
+    }
+  });
+  // The runtime ended only once every child had run, dropped ones included.
+  EXPECT_EQ(ran.load(), created);
+  EXPECT_EQ(wrong_values, 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(workers, task_record_at, ::testing::Values(1u, 2u, 4u));
+
+TEST(task_record, a_child_nobody_took_runs_as_a_call_of_get) {
+  ito::start_main_thread_with_worker_size(1, [] {
+    ito::join(ito::create_thread([] {
+      const std::uint64_t made_before = records_made_ults();
+      const unsigned long long self = ito::this_ult_id();
+      unsigned long long seen = 0;
+      auto child = ito::create_thread([&] {
+        seen = ito::this_ult_id();
+        return 7;
+      });
+      EXPECT_FALSE(child.ready());  // queued, not started
+      EXPECT_EQ(seen, 0u);
+      EXPECT_EQ(child.get(), 7);
+      EXPECT_EQ(seen, self);  // it ran as the caller
+      EXPECT_EQ(records_made_ults(), made_before);
+    }));
+  });
+}
+
+// a and then b are queued; joining a (not the newest) waits, so this
+// worker's scheduler takes b, then a, as ULTs of their own.
+TEST(task_record, a_child_joined_out_of_order_runs_as_a_ult) {
+  ito::start_main_thread_with_worker_size(1, [] {
+    ito::join(ito::create_thread([] {
+      const std::uint64_t made_before = records_made_ults();
+      const unsigned long long self = ito::this_ult_id();
+      unsigned long long in_a = 0, in_b = 0;
+      auto a = ito::create_thread([&] { in_a = ito::this_ult_id(); return std::string(100, 'a'); });
+      auto b = ito::create_thread([&] { in_b = ito::this_ult_id(); return std::string(100, 'b'); });
+      EXPECT_EQ(a.get(), std::string(100, 'a'));
+      EXPECT_TRUE(b.ready());  // ran while we waited for a
+      EXPECT_EQ(b.get(), std::string(100, 'b'));
+      EXPECT_NE(in_a, self);
+      EXPECT_NE(in_b, self);
+      EXPECT_NE(in_a, in_b);
+      EXPECT_EQ(records_made_ults(), made_before + 2);
+    }));
+  });
+}
+
+TEST(task_record, wait_then_get_runs_the_child_once) {
+  ito::start_main_thread_with_worker_size(1, [] {
+    int runs = 0;
+    auto child = ito::create_thread([&] { return ++runs; });
+    child.wait();
+    EXPECT_TRUE(child.ready());
+    child.wait();
+    EXPECT_EQ(child.get(), 1);
+    EXPECT_EQ(runs, 1);
+    EXPECT_FALSE(child.valid());
+    EXPECT_EQ(ito::test::usage_error_code([&] { child.get(); }), EINVAL);
+  });
+}
+
+TEST(task_record, exceptions_and_exit_reach_get_on_both_paths) {
+  ito::start_main_thread_with_worker_size(1, [] {
+    ito::join(ito::create_thread([] {
+      // Taken back and run as a call.
+      auto thrower = ito::create_thread([]() -> int { throw std::runtime_error("inline"); });
+      try {
+        thrower.get();
+        ADD_FAILURE() << "no exception";
+      } catch (const std::runtime_error& e) {
+        EXPECT_STREQ(e.what(), "inline");
+      }
+      // Run as a ULT (joined out of order).
+      auto first = ito::create_thread([]() -> int { throw std::runtime_error("as a ULT"); });
+      auto second = ito::create_thread([] { return 2; });
+      EXPECT_THROW(first.get(), std::runtime_error);
+      EXPECT_EQ(second.get(), 2);
+      // ito::exit() ends the child only: no result.
+      bool after_exit = false;
+      auto exits = ito::create_thread([&]() -> int {
+        ito::exit();
+        after_exit = true;
+        return 1;
+      });
+      EXPECT_EQ(ito::test::usage_error_code([&] { exits.get(); }), EINVAL);
+      EXPECT_FALSE(after_exit);
+      auto exits_void = ito::create_thread([] { ito::exit(); });
+      exits_void.get();  // void: nothing to miss
+    }));
+  });
+}
+
+TEST(task_record, futures_move_while_their_children_are_queued) {
+  ito::start_main_thread_with_worker_size(2, [] {
+    std::vector<ito::future<int>> children;
+    for (int i = 0; i < 1000; ++i) {
+      auto f = ito::create_thread([i] { return i * 3; });
+      children.push_back(std::move(f));  // the vector reallocates meanwhile
+    }
+    long sum = 0;
+    while (!children.empty()) {
+      ito::future<int> last = std::move(children.back());
+      children.pop_back();
+      sum += last.get();
+    }
+    EXPECT_EQ(sum, 3L * 999 * 1000 / 2);
+  });
+}
+
+TEST(task_record, a_dropped_future_s_child_runs_before_the_runtime_ends) {
+  std::atomic<int> ran{0};
+  auto counted = std::make_shared<int>(0);
+  ito::start_main_thread_with_worker_size(1, [&] {
+    for (int i = 0; i < 100; ++i)
+      ito::create_thread([&ran, counted] {  // dropped at once, never started
+        ran.fetch_add(1);
+        return std::string("a result nobody reads, freed by whoever ran it");
+      });
+  });
+  EXPECT_EQ(ran.load(), 100);
+  EXPECT_EQ(counted.use_count(), 1);  // every record's copy of it destroyed
+}
+
+TEST(task_record, an_exception_of_a_dropped_future_s_child_is_reported) {
+  testing::internal::CaptureStderr();
+  ito::start_main_thread_with_worker_size(1, [] {
+    ito::create_thread([]() -> int { throw std::logic_error("nobody joins me"); });
+  });
+  const std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_NE(err.find("an exception escaped a ULT, whose future was dropped: std::logic_error: nobody joins me"),
+            std::string::npos)
+      << err;
+}
+
+// A creator that yields while it waits for its child: the child runs, on one
+// worker too, though nothing joins it.
+TEST(task_record, a_creator_that_yields_lets_its_child_run) {
+  ito::start_main_thread_with_worker_size(1, [] {
+    ito::join(ito::create_thread([] {
+      std::atomic<bool> flag{false};
+      auto child = ito::create_thread([&] { flag.store(true); });
+      while (!flag.load()) ito::yield();
+      child.get();
+    }));
+  });
+}
+
+// A child that would not have room on its joiner's stack gets one of its
+// own: deep in a ULT's stack, joins still work, and the children run.
+[[gnu::noinline]] long deep(int depth) {
+  volatile char pad[1024];
+  pad[0] = static_cast<char>(depth);
+  if (depth == 0) {
+    long sum = 0;
+    for (int i = 0; i < 20; ++i) sum += ito::join(ito::create_thread([i] {
+      volatile char frame[8 * 1024];  // needs a stack of its own here
+      frame[0] = static_cast<char>(i);
+      return static_cast<long>(i) + frame[0] - frame[0];
+    }));
+    return sum + pad[0];
+  }
+  return deep(depth - 1) + pad[0] - pad[0];
+}
+
+TEST(task_record, a_join_deep_in_a_stack_gives_the_child_its_own) {
+  ito::start_main_thread_with_worker_size(1, [] {
+    // Frames over 60% of the stack: less than half is left.
+    const std::size_t stack = ito::sched::g_runtime.load()->opts.stack_size;
+    const int depth = static_cast<int>(stack * 6 / 10 / 1024);
+    const std::uint64_t made_before = records_made_ults();
+    // Joined out of order, `deeply` runs as a ULT on a pool stack (the main
+    // ULT would run it on its own, far larger one).
+    auto deeply = ito::create_thread(deep, depth);
+    auto newer = ito::create_thread([] { return 0L; });
+    EXPECT_EQ(deeply.get(), 190);
+    EXPECT_EQ(newer.get(), 0);
+    EXPECT_EQ(records_made_ults(), made_before + 2 + 20);
+  });
+}
+
+// ito::exit() in a child that the main ULT runs as a call ends the child.
+TEST(task_record, exit_in_a_child_the_main_ult_runs_ends_the_child) {
+  ito::start_main_thread_with_worker_size(1, [] {
+    auto exits = ito::create_thread([]() -> int { ito::exit(); });
+    EXPECT_EQ(ito::test::usage_error_code([&] { exits.get(); }), EINVAL);
+    EXPECT_EQ(ito::test::usage_error_code([] { ito::exit(); }), EPERM);  // the main ULT itself
+  });
+}
+
+}  // namespace
