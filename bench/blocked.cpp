@@ -112,7 +112,7 @@ void run_blocked(const blocked_params& p, reporter& out) {
       ito::start_main_thread_with_worker_size(w, [&] {
         // An ordinary ULT creates them, child-first: each child runs at once
         // up to its wait, then the creator continues.
-        ito::join(ito::create_thread([&] {
+        ito::join(ito::create_thread(ito::own_ult, [&] {
           std::vector<ito::future<void>> children;
           children.reserve(static_cast<std::size_t>(p.ults));
           for (int wave = 0; wave < 2; ++wave) {
@@ -120,7 +120,7 @@ void run_blocked(const blocked_params& p, reporter& out) {
             long before = current_rss_kb();
             std::int64_t t0 = now_ns();
             for (long long i = 0; i < p.ults; ++i)
-              children.push_back(ito::create_thread([&g] { g.wait(); }));
+              children.push_back(ito::create_thread(ito::own_ult, [&g] { g.wait(); }));
             std::int64_t t1 = now_ns();
             long after = current_rss_kb();
             g.release();

@@ -26,13 +26,19 @@ void empty_ult() { clobber_memory(); }
 volatile double dividend = 1.0, divisor = 3.0, quotient;
 void dividing_ult() { quotient = dividend / divisor; }
 
-// ns for `iters` child-first create+joins of `child` from a ULT (not the main one).
-std::int64_t child_first_loop(unsigned w, long long iters, void (*child)()) {
+// ns for `iters` create+joins of `child` from a ULT (not the main one):
+// child-first ULTs (create_thread(own_ult, ...)), or create_thread's
+// records, taken back and called by the join.
+std::int64_t create_join_loop(unsigned w, long long iters, void (*child)(), bool own_ult) {
   std::int64_t t = 0;
   ito::start_main_thread_with_worker_size(w, [&] {
-    ito::join(ito::create_thread([&] {
+    ito::join(ito::create_thread(ito::own_ult, [&] {
       std::int64_t t0 = now_ns();
-      for (long long i = 0; i < iters; ++i) ito::join(ito::create_thread(child));
+      if (own_ult) {
+        for (long long i = 0; i < iters; ++i) ito::join(ito::create_thread(ito::own_ult, child));
+      } else {
+        for (long long i = 0; i < iters; ++i) ito::join(ito::create_thread(child));
+      }
       t = now_ns() - t0;
     }));
   });
@@ -157,12 +163,20 @@ void run_create_join(const create_join_params& p, reporter& out) {
     const bool same = w == 1;
     const char* group = same ? "same worker/core" : "other worker/core";
     if (same) {
-      // A ULT that is not the main one spawns child-first: the child runs at
-      // once, the parent waits in the deque and is resumed when the child ends.
+      // create_thread's common case: the child is a record, queued, taken
+      // back by the join and called (no ULT, no switch).
+      result q = row(group, "ito, create_thread (record, from a ULT)", w, p.ito_iters);
+      q.reference = true;
+      q.note = "child queued; join takes it back and calls it";
+      measure(q, p.runs, [&] { return create_join_loop(w, p.ito_iters, empty_ult, false); });
+      out.add(std::move(q));
+
+      // A ULT of its own (create_thread(own_ult, ...)) from a ULT that is not
+      // the main one: child-first, the child runs at once, the parent waits
+      // in the deque and is resumed when the child ends.
       result r = row(group, "ito, child-first (from a ULT)", w, p.ito_iters);
-      r.reference = true;
-      r.note = "child runs at once; parent resumed when it ends";
-      measure(r, p.runs, [&] { return child_first_loop(w, p.ito_iters, empty_ult); });
+      r.note = "create_thread(own_ult): child runs at once; parent resumed when it ends";
+      measure(r, p.runs, [&] { return create_join_loop(w, p.ito_iters, empty_ult, true); });
       out.add(std::move(r));
 
       // The same with a child that raises a floating-point flag its parent
@@ -170,7 +184,7 @@ void run_create_join(const create_join_params& p, reporter& out) {
       // reading MXCSR soon after it changed, at every spawn.
       result fp = row(group, "ito, child-first, child divides", w, p.ito_iters);
       fp.note = "the child's one double division raises \"inexact\"";
-      measure(fp, p.runs, [&] { return child_first_loop(w, p.ito_iters, dividing_ult); });
+      measure(fp, p.runs, [&] { return create_join_loop(w, p.ito_iters, dividing_ult, true); });
       out.add(std::move(fp));
 
       // parallel_invoke(empty, empty): one branch queued as a record on the
@@ -180,7 +194,7 @@ void run_create_join(const create_join_params& p, reporter& out) {
       measure(pi, p.runs, [&] {
         std::int64_t t = 0;
         ito::start_main_thread_with_worker_size(w, [&] {
-          ito::join(ito::create_thread([&] {
+          ito::join(ito::create_thread(ito::own_ult, [&] {
             std::int64_t t0 = now_ns();
             for (long long i = 0; i < p.ito_iters; ++i) ito::parallel_invoke(empty_ult, empty_ult);
             t = now_ns() - t0;
@@ -194,8 +208,21 @@ void run_create_join(const create_join_params& p, reporter& out) {
       // queued, and join runs it inline (on the main ULT's stack) unless a
       // worker took it first.
       result h = row(group, "ito, help-first (main ULT)", w, p.ito_iters);
-      h.note = "child queued; join runs it inline if still queued";
+      h.note = "create_thread(own_ult): child queued; join runs it inline if still queued";
       measure(h, p.runs, [&] {
+        std::int64_t t = 0;
+        ito::start_main_thread_with_worker_size(w, [&] {
+          std::int64_t t0 = now_ns();
+          for (long long i = 0; i < p.ito_iters; ++i) ito::join(ito::create_thread(ito::own_ult, empty_ult));
+          t = now_ns() - t0;
+        });
+        return t;
+      });
+      out.add(std::move(h));
+
+      result hq = row(group, "ito, create_thread (record, main ULT)", w, p.ito_iters);
+      hq.note = "child queued; join takes it back and calls it";
+      measure(hq, p.runs, [&] {
         std::int64_t t = 0;
         ito::start_main_thread_with_worker_size(w, [&] {
           std::int64_t t0 = now_ns();
@@ -204,7 +231,7 @@ void run_create_join(const create_join_params& p, reporter& out) {
         });
         return t;
       });
-      out.add(std::move(h));
+      out.add(std::move(hq));
 
       // The C API's create and join (pthread_create's path), with and
       // without a TLS block per child (docs/POSIX.md, "TLS and errno").
@@ -275,11 +302,11 @@ void run_create_join(const create_join_params& p, reporter& out) {
         std::int64_t t = 0;
         moved = 0;
         ito::start_main_thread_with_worker_size(w, [&] {
-          ito::join(ito::create_thread([&] {
+          ito::join(ito::create_thread(ito::own_ult, [&] {
             std::int64_t t0 = now_ns();
             for (long long i = 0; i < p.ito_iters; ++i) {
               int before = ito::current_worker_index();
-              ito::join(ito::create_thread(empty_ult));
+              ito::join(ito::create_thread(ito::own_ult, empty_ult));
               moved += ito::current_worker_index() != before;
             }
             t = now_ns() - t0;

@@ -50,7 +50,7 @@ std::int64_t ults_delegating(unsigned workers, long long ults, long long each,
     std::vector<ito::future<void>> fs;
     fs.reserve(static_cast<std::size_t>(ults));
     for (long long u = 0; u < ults; ++u)
-      fs.push_back(ito::create_thread([&] {
+      fs.push_back(ito::create_thread(ito::own_ult, [&] {
         for (long long i = 0; i < each; ++i) do_not_optimize(ito::delegate(mode, job));
       }));
     for (auto& f : fs) ito::join(std::move(f));

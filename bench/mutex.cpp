@@ -116,7 +116,7 @@ void run_mutex(const mutex_params& p, reporter& out) {
           std::vector<int> where(w, -1);
           std::vector<ito::future<void>> ults;
           for (unsigned i = 0; i < w; ++i)
-            ults.push_back(ito::create_thread([&, i] {
+            ults.push_back(ito::create_thread(ito::own_ult, [&, i] {
               where[i] = ito::current_worker_index();
               if (ready.fetch_add(1) + 1 == w) t0.store(now_ns());
               while (ready.load(std::memory_order_acquire) < w) cpu_relax();

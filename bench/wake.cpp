@@ -79,7 +79,7 @@ sample ito_flow_once(unsigned n, bool ult_waiters) {
   if (ult_waiters) {
     for (unsigned k = 0; k < n; ++k) {
       flow::completion f = receive[k]->completion();
-      waiters.push_back(ito::create_thread([f, &ult_wakeups, &all_woken, &arrived] {
+      waiters.push_back(ito::create_thread(ito::own_ult, [f, &ult_wakeups, &all_woken, &arrived] {
         arrived.fetch_add(1, std::memory_order_relaxed);
         f.wait();
         ult_wakeups.fetch_add(1, std::memory_order_relaxed);
@@ -115,7 +115,7 @@ sample ito_shared_once(unsigned n) {
   s.done.assign(n, 0);
   std::vector<ito::future<void>> waiters;
   for (unsigned i = 0; i < n; ++i)
-    waiters.push_back(ito::create_thread([&s, i, n] {
+    waiters.push_back(ito::create_thread(ito::own_ult, [&s, i, n] {
       std::unique_lock lock(s.m);
       if (++s.waiting == n) s.settled.notify_one();
       while (!s.done[i]) {

@@ -67,7 +67,7 @@ std::int64_t c_yield_pair(long long each, bool own_tls) {
   o.ult_tls = own_tls;
   std::int64_t t = 0;
   ito::runtime rt(o);
-  ito::join(ito::create_thread([&] {
+  ito::join(ito::create_thread(ito::own_ult, [&] {
     std::int64_t t0 = now_ns();
     ito_ult_t a, b;
     ito_create(&a, c_yielder, &each);
@@ -93,8 +93,8 @@ void run_yield(const yield_params& p, reporter& out) {
     r.note = "two ULTs ping-pong on one worker";
     measure(r, p.runs, [&] {
       return timed_in_main_ult(w, [&] {
-        auto a = ito::create_thread(body);
-        auto b = ito::create_thread(body);
+        auto a = ito::create_thread(ito::own_ult, body);
+        auto b = ito::create_thread(ito::own_ult, body);
         ito::join(a);
         ito::join(b);
       });
@@ -108,7 +108,7 @@ void run_yield(const yield_params& p, reporter& out) {
     m.note = "the program's main ULT ping-pongs with a ULT it made";
     measure(m, p.runs, [&] {
       return timed_in_main_ult(w, [&] {
-        auto child = ito::create_thread(body);
+        auto child = ito::create_thread(ito::own_ult, body);
         body();
         ito::join(child);
       });

@@ -96,7 +96,10 @@ TEST(arch_fault, aarch64_walk_stays_inside_the_area) {
 }
 
 // Real faults: a load from a page without access, a store to a read-only one.
-char* g_page = nullptr;
+// Volatile: at -O3 GCC sank the store to g_page below the faulting load (it
+// cannot know that the load runs the handler), which then unprotected a null
+// page and the load faulted forever.
+char* volatile g_page = nullptr;
 volatile int g_was_write = -1;
 
 void on_segv(int, siginfo_t*, void* context) {
