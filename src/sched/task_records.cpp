@@ -25,6 +25,15 @@ using ito::detail::task_record_dropped;
 
 constexpr std::align_val_t record_alignment{ito::detail::task_record_align};
 
+// The heap's aligned new and delete are not split-stack code and have no
+// shim: in the split build, a function that calls them pays
+// __morestack_non_split (~8 ns) on every call, whichever path it takes
+// (docs/SPLIT_STACKS.md). So only these two call them, off the common path.
+[[gnu::noinline]] void* memory_from_heap() {
+  return ::operator new(ito::detail::task_record_bytes, record_alignment);
+}
+[[gnu::noinline]] void memory_to_heap(void* m) noexcept { ::operator delete(m, record_alignment); }
+
 void* take_cached(worker* w) noexcept {
   void* m = w->free_task_records;
   if (!m) [[unlikely]] return nullptr;
@@ -44,7 +53,7 @@ void give_back(void* m) noexcept {
     ++w->free_task_record_count;
     return;
   }
-  ::operator delete(m, record_alignment);
+  memory_to_heap(m);
 }
 
 void free_record(task_record* r, bool orphaned) noexcept {
@@ -106,7 +115,7 @@ __attribute__((no_sanitize("thread"))) bool runs_taken_record(const ult* u) noex
 }
 
 void drain_task_records(worker* w) noexcept {
-  while (void* m = take_cached(w)) ::operator delete(m, record_alignment);
+  while (void* m = take_cached(w)) memory_to_heap(m);
 }
 
 }  // namespace ito::sched
@@ -122,7 +131,7 @@ void* task_record_memory() {
   // node's body), or in the distributed mode: a ULT.
   if (!w || !w->current || sched::processes_extension()) [[unlikely]] return nullptr;
   if (void* m = sched::take_cached(w)) [[likely]] return m;
-  return ::operator new(task_record_bytes, sched::record_alignment);
+  return sched::memory_from_heap();
 }
 
 void free_task_record_memory(void* memory) noexcept { sched::give_back(memory); }
@@ -159,6 +168,11 @@ void free_task_record(task_record* r) noexcept { sched::free_record(r, /*orphane
 void drop_task_record(task_record* r) noexcept {
   if (r->state.exchange(task_record_dropped, std::memory_order_acq_rel) == branch_finished)
     sched::free_record(r, /*orphaned=*/true);
+}
+
+void drop_task_exception(task_record* r, bool orphaned) noexcept {
+  if (orphaned) report_orphaned_exception(&r->error, 0);
+  r->error.reset();
 }
 
 void keep_task_exception(task_record* r) noexcept {

@@ -78,6 +78,9 @@ void drop_task_record(task_record* r) noexcept;
 // Inside run's handler: keeps the exception being handled in r (or marks
 // r exited, for ito::exit()).
 void keep_task_exception(task_record* r) noexcept;
+// Destroys the exception r keeps, first reporting it when orphaned. Out of
+// line, as everything here that reaches libstdc++ (parallel_branch.hpp).
+void drop_task_exception(task_record* r, bool orphaned) noexcept;
 
 template <class F, class... A>
 struct task_record_of : task_record_for<std::invoke_result_t<std::decay_t<F>, std::decay_t<A>...>> {
@@ -112,9 +115,8 @@ struct task_record_of : task_record_for<std::invoke_result_t<std::decay_t<F>, st
   }
   static void destroy_held(task_record* r, bool orphaned) noexcept {
     auto* self = static_cast<task_record_of*>(r);
-    if (orphaned && self->error.has) [[unlikely]] report_orphaned_exception(&self->error, 0);
+    if (self->error.has) [[unlikely]] drop_task_exception(self, orphaned);
     self->result.reset();
-    self->error.reset();
     // The call was destroyed when it ran.
     self->~task_record_of();
   }
