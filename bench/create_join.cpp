@@ -44,6 +44,22 @@ std::int64_t create_join_loop(unsigned w, long long iters, void (*child)(), bool
   });
   return t;
 }
+// The same from the main ULT, which is bound to worker 0 and spawns ULTs
+// help-first.
+std::int64_t main_ult_loop(unsigned w, long long iters, bool own_ult) {
+  std::int64_t t = 0;
+  ito::start_main_thread_with_worker_size(w, [&] {
+    std::int64_t t0 = now_ns();
+    if (own_ult) {
+      for (long long i = 0; i < iters; ++i) ito::join(ito::create_thread(ito::own_ult, empty_ult));
+    } else {
+      for (long long i = 0; i < iters; ++i) ito::join(ito::create_thread(empty_ult));
+    }
+    t = now_ns() - t0;
+  });
+  return t;
+}
+
 void* empty_c_ult(void*) {
   clobber_memory();
   return nullptr;
@@ -209,28 +225,12 @@ void run_create_join(const create_join_params& p, reporter& out) {
       // worker took it first.
       result h = row(group, "ito, help-first (main ULT)", w, p.ito_iters);
       h.note = "create_thread(own_ult): child queued; join runs it inline if still queued";
-      measure(h, p.runs, [&] {
-        std::int64_t t = 0;
-        ito::start_main_thread_with_worker_size(w, [&] {
-          std::int64_t t0 = now_ns();
-          for (long long i = 0; i < p.ito_iters; ++i) ito::join(ito::create_thread(ito::own_ult, empty_ult));
-          t = now_ns() - t0;
-        });
-        return t;
-      });
+      measure(h, p.runs, [&] { return main_ult_loop(w, p.ito_iters, true); });
       out.add(std::move(h));
 
       result hq = row(group, "ito, create_thread (record, main ULT)", w, p.ito_iters);
       hq.note = "child queued; join takes it back and calls it";
-      measure(hq, p.runs, [&] {
-        std::int64_t t = 0;
-        ito::start_main_thread_with_worker_size(w, [&] {
-          std::int64_t t0 = now_ns();
-          for (long long i = 0; i < p.ito_iters; ++i) ito::join(ito::create_thread(empty_ult));
-          t = now_ns() - t0;
-        });
-        return t;
-      });
+      measure(hq, p.runs, [&] { return main_ult_loop(w, p.ito_iters, false); });
       out.add(std::move(hq));
 
       // The C API's create and join (pthread_create's path), with and
