@@ -26,14 +26,14 @@ const std::size_t barrier_ults = ito::test::tsan ? 200 : scaled(1'000'000);
 const std::size_t cv_ults = ito::test::tsan ? 100 : scaled(100'000);
 constexpr long rss_limit_kib = 6L << 20;  // 6 GiB
 
-// Creates n ULTs running body, each from an unbound ULT so that it runs at
+// Creates n ULTs (own_ult) running body, each from an unbound ULT so that it runs at
 // once (child first) and blocks before the next is created.
 template <class Body>
 std::vector<ito::future<void>> spawn_blocked(std::size_t n, Body body) {
-  return ito::create_thread([n, body] {
+  return ito::create_thread(ito::own_ult, [n, body] {
            std::vector<ito::future<void>> ults;
            ults.reserve(n);
-           for (std::size_t i = 0; i < n; ++i) ults.push_back(ito::create_thread(body));
+           for (std::size_t i = 0; i < n; ++i) ults.push_back(ito::create_thread(ito::own_ult, body));
            return ults;
          })
       .get();

@@ -41,7 +41,7 @@ TEST(spawn, five_million_create_join_pairs_all_counted) {
   std::atomic<std::size_t> ran{0};
   std::size_t right = 0;
   ito::start_main_thread_with_worker_size(1, [&] {
-    // From a ULT that is not the main one, so spawns are child-first.
+    // From a ULT that is not the main one: each child a queued record, taken back.
     ito::join(ito::create_thread([&] {
       for (std::size_t i = 0; i < pairs; ++i) {
         auto f = ito::create_thread([&ran, i] {
@@ -148,13 +148,13 @@ TEST(spawn, a_chain_deeper_than_the_first_deque_buffer_on_one_worker) {
   struct link {
     static long run(long depth) {
       if (depth == 0) return 0;
-      return ito::join(ito::create_thread(run, depth - 1)) + depth;
+      return ito::join(ito::create_thread(ito::own_ult, run, depth - 1)) + depth;
     }
   };
   if (ito::test::tsan) GTEST_SKIP() << "1,500 live ULTs: a TSan fiber each (~1 MB)";
   const long depth = 1500;
   EXPECT_EQ(ito::start_main_thread_with_worker_size(1, [depth] {
-              return ito::join(ito::create_thread(link::run, depth));
+              return ito::join(ito::create_thread(ito::own_ult, link::run, depth));
             }),
             depth * (depth + 1) / 2);
 }
