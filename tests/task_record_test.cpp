@@ -9,10 +9,10 @@
 // random join orders, drops and yields count every child once.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstdint>
-#include <algorithm>
 #include <memory>
 #include <random>
 #include <stdexcept>
@@ -24,6 +24,7 @@
 #include "ito/thread.hpp"
 #include "ito/ult.hpp"
 #include "sched/runtime_control.hpp"
+#include "sched/scheduler.hpp"
 #include "test_support.hpp"
 
 namespace {
@@ -243,31 +244,33 @@ TEST(task_record, a_creator_that_yields_lets_its_child_run) {
 }
 
 // A child that would not have room on its joiner's stack gets one of its
-// own: deep in a ULT's stack, joins still work, and the children run.
-[[gnu::noinline]] long deep(int depth) {
-  volatile char pad[1024];
-  pad[0] = static_cast<char>(depth);
-  if (depth == 0) {
+// own: deep in a ULT's stack, joins still work, and the children run. The
+// recursion goes on until 60% of the ULT's stack is used, whatever a frame
+// takes (sanitizers make them larger).
+[[gnu::noinline]] long deep(const char* floor) {
+  volatile char pad[512];
+  pad[0] = 1;
+  if (static_cast<const char*>(__builtin_frame_address(0)) < floor) {
     long sum = 0;
     for (int i = 0; i < 20; ++i) sum += ito::join(ito::create_thread([i] {
       volatile char frame[8 * 1024];  // needs a stack of its own here
       frame[0] = static_cast<char>(i);
       return static_cast<long>(i) + frame[0] - frame[0];
     }));
-    return sum + pad[0];
+    return sum + pad[0] - 1;
   }
-  return deep(depth - 1) + pad[0] - pad[0];
+  return deep(floor) + pad[0] - 1;
 }
 
 TEST(task_record, a_join_deep_in_a_stack_gives_the_child_its_own) {
   ito::start_main_thread_with_worker_size(1, [] {
-    // Frames over 60% of the stack: less than half is left.
-    const std::size_t stack = ito::sched::g_runtime.load()->opts.stack_size;
-    const int depth = static_cast<int>(stack * 6 / 10 / 1024);
     const std::uint64_t made_before = records_made_ults();
     // Joined out of order, `deeply` runs as a ULT on a pool stack (the main
     // ULT would run it on its own, far larger one).
-    auto deeply = ito::create_thread(deep, depth);
+    auto deeply = ito::create_thread([] {
+      const ito::sched::ult* self = ito::sched::current_ult();
+      return deep(self->stack.lo + self->stack.size() * 4 / 10);
+    });
     auto newer = ito::create_thread([] { return 0L; });
     EXPECT_EQ(deeply.get(), 190);
     EXPECT_EQ(newer.get(), 0);
