@@ -278,12 +278,125 @@ TEST(task_record, a_join_deep_in_a_stack_gives_the_child_its_own) {
   });
 }
 
+// The main ULT runs on its OS thread's stack: its joins follow that stack's
+// bounds as a pool ULT's do (runtime_state::main_record_floor).
+TEST(task_record, a_join_deep_in_the_main_ult_s_stack_gives_the_child_its_own) {
+  ito::start_main_thread_with_worker_size(1, [] {
+    const ito::stack::stack_block& s = ito::sched::g_runtime.load()->main_stack;
+    if (!s || s.size() > (std::size_t{64} << 20))
+      GTEST_SKIP() << "the main thread's stack bounds are unknown or unbounded";
+    const std::uint64_t made_before = records_made_ults();
+    EXPECT_EQ(deep(s.lo + s.size() * 4 / 10), 190);
+    EXPECT_EQ(records_made_ults(), made_before + 20);
+    // Near its top, the same joins run as calls.
+    EXPECT_EQ(deep(s.lo + s.size()), 190);
+    EXPECT_EQ(records_made_ults(), made_before + 20);
+  });
+}
+
 // ito::exit() in a child that the main ULT runs as a call ends the child.
 TEST(task_record, exit_in_a_child_the_main_ult_runs_ends_the_child) {
   ito::start_main_thread_with_worker_size(1, [] {
     auto exits = ito::create_thread([]() -> int { ito::exit(); });
     EXPECT_EQ(ito::test::usage_error_code([&] { exits.get(); }), EINVAL);
     EXPECT_EQ(ito::test::usage_error_code([] { ito::exit(); }), EPERM);  // the main ULT itself
+  });
+}
+
+// Every shape of child create_thread queues, on both paths (taken back and
+// run as a call; taken by the scheduler and run as a ULT), returning,
+// throwing and dropped. Calls of at most two trivially copyable words with a
+// word-sized result travel in the record's words (word_call); the others are
+// built in the record (task_record_of).
+struct small_pair {
+  short a;
+  char b;
+};
+struct four_words {
+  long v[4];
+};
+
+template <class Make, class Check>
+void check_both_paths(Make make, Check check) {
+  ito::start_main_thread_with_worker_size(1, [&] {
+    ito::join(ito::create_thread(ito::own_ult, [&] {
+      // Taken back: the newest when joined.
+      const std::uint64_t made_before = records_made_ults();
+      check(make(1).get(), 1);
+      EXPECT_EQ(records_made_ults(), made_before);
+      // Joined oldest first: both run as ULTs.
+      auto older = make(2);
+      auto newer = make(3);
+      check(older.get(), 2);
+      check(newer.get(), 3);
+      EXPECT_EQ(records_made_ults(), made_before + 2);
+      // Dropped, queued: run before the runtime ends, by whoever takes it.
+      make(4);
+    }));
+  });
+}
+
+template <class Make>
+void check_throws_on_both_paths(Make make) {
+  ito::start_main_thread_with_worker_size(1, [&] {
+    ito::join(ito::create_thread(ito::own_ult, [&] {
+      EXPECT_THROW(make().get(), std::out_of_range);
+      auto older = make();
+      auto newer = make();
+      EXPECT_THROW(older.get(), std::out_of_range);
+      EXPECT_THROW(newer.get(), std::out_of_range);
+    }));
+  });
+}
+
+int add_three(int a, int b, int c) { return a + b + c; }
+
+TEST(task_record, word_calls_carry_every_small_result) {
+  using namespace ito::detail;
+  static_assert(word_call<long (&)(int), int>::fits);
+  static_assert(!word_call<int (&)(int, int, int), int, int, int>::fits);  // four words
+  int x = -7;
+  double d = 0.5;
+  check_both_paths([&](int i) { return ito::create_thread([&x, i] { return x * i; }); },
+                   [](int got, int i) { EXPECT_EQ(got, -7 * i); });
+  check_both_paths([&](int i) { return ito::create_thread([&d, i] { return d * i; }); },
+                   [](double got, int i) { EXPECT_EQ(got, 0.5 * i); });
+  check_both_paths(
+      [](int i) { return ito::create_thread([i] { return small_pair{static_cast<short>(-i), 'q'}; }); },
+      [](small_pair got, int i) {
+        EXPECT_EQ(got.a, -i);
+        EXPECT_EQ(got.b, 'q');
+      });
+  check_both_paths([&](int i) { return ito::create_thread([&x, i] { return i == 1 ? &x : nullptr; }); },
+                   [&](int* got, int i) { EXPECT_EQ(got, i == 1 ? &x : nullptr); });
+  check_both_paths([](int i) { return ito::create_thread([i] { return i % 2 == 1; }); },
+                   [](bool got, int i) { EXPECT_EQ(got, i % 2 == 1); });
+  check_throws_on_both_paths([] {
+    return ito::create_thread([]() -> int { throw std::out_of_range("word"); });
+  });
+  check_throws_on_both_paths([] {
+    return ito::create_thread([] { throw std::out_of_range("void word"); });
+  });
+}
+
+TEST(task_record, built_records_carry_every_other_call_and_result) {
+  using namespace ito::detail;
+  const std::string text(100, 'x');  // not trivially copyable
+  auto captures_text = [text] { return 0; };
+  static_assert(!word_call<decltype(captures_text)>::fits);
+  check_both_paths([&](int i) { return ito::create_thread(add_three, i, i, i); },
+                   [](int got, int i) { EXPECT_EQ(got, 3 * i); });
+  check_both_paths([&](int i) { return ito::create_thread([text, i] { return text.size() + i; }); },
+                   [](std::size_t got, int i) { EXPECT_EQ(got, 100u + i); });
+  check_both_paths([&](int i) { return ito::create_thread([i] { return std::string(i, 'y'); }); },
+                   [](const std::string& got, int i) { EXPECT_EQ(got, std::string(i, 'y')); });
+  check_both_paths([](int i) { return ito::create_thread([i] { return four_words{{i, i, i, i}}; }); },
+                   [](four_words got, int i) { EXPECT_EQ(got.v[3], i); });
+  static int target = 5;
+  check_both_paths([](int) { return ito::create_thread([]() -> int& { return target; }); },
+                   [](int& got, int) { EXPECT_EQ(&got, &target); });
+  check_throws_on_both_paths([&] {
+    return ito::create_thread([text]() -> std::string { throw std::out_of_range(text); });
   });
 }
 

@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <exception>
 #include <functional>
 #include <new>
@@ -26,9 +27,7 @@ template <class R>
 class future;
 
 namespace detail {
-template <class F, class... A>
-auto start_thread(const void* near_data, bool make_ult, F&& fn, A&&... args)
-    -> future<std::invoke_result_t<std::decay_t<F>, std::decay_t<A>...>>;
+struct future_access;  // how create_thread fills a future
 }  // namespace detail
 
 // The result of create_thread. Move-only. Destroying a future that was never
@@ -74,6 +73,20 @@ class future {
   R get() {
     check_valid("get");
     if (record_) return get_from_record();
+    return get_from_ult();
+  }
+
+ private:
+  friend struct detail::future_access;
+
+  void check_valid(const char* what) const {
+    if (!valid()) [[unlikely]] detail::throw_invalid_future(what);
+  }
+  void drop() noexcept {
+    if (record_) detail::drop_task_record(std::exchange(record_, nullptr));
+    else if (valid()) detail::detach_quietly(std::exchange(id_, {}));
+  }
+  R get_from_ult() {
     detail::ult_wait(id_);
     ult_id id = std::exchange(id_, {});
     struct releaser {
@@ -87,43 +100,38 @@ class future {
     }
     return result_->take();
   }
-
- private:
-  template <class F, class... A>
-  friend auto detail::start_thread(const void* near_data, bool make_ult, F&& fn, A&&... args)
-      -> future<std::invoke_result_t<std::decay_t<F>, std::decay_t<A>...>>;
-
-  void check_valid(const char* what) const {
-    if (!valid()) [[unlikely]] detail::throw_invalid_future(what);
-  }
-  void drop() noexcept {
-    if (record_) detail::drop_task_record(std::exchange(record_, nullptr));
-    else if (valid()) detail::detach_quietly(std::exchange(id_, {}));
-  }
   R get_from_record() {
     detail::task_record_for<R>* r = record_;
-    detail::wait_task_record(r);
-    record_ = nullptr;
     struct releaser {
       detail::task_record* r;
       ~releaser() { detail::free_task_record(r); }
     };
-    if (r->error.has || !r->result.has) [[unlikely]] {
+    if constexpr (detail::result_fits_word<R>) {
+      // One call joins, copies the result out and frees the record.
+      const detail::joined_word j = detail::join_task_record_word(r);
+      record_ = nullptr;  // after the join, which throws outside a ULT
+      if (j.returned) [[likely]] return detail::result_from_word<R>(j.word);
       releaser release_at_exit{r};
       if (r->error.has) detail::rethrow_stored(&r->error);
       if constexpr (std::is_void_v<R>) return;
       else detail::throw_no_result();
-    }
-    // Nothing left to destroy: only the memory goes back.
-    if constexpr (std::is_void_v<R>) {
-      detail::free_task_record_memory(r);
-    } else if constexpr (std::is_reference_v<R> || std::is_trivially_destructible_v<R>) {
-      R value = r->result.take();
-      detail::free_task_record_memory(r);
-      return value;
     } else {
-      releaser release_at_exit{r};
-      return r->result.take();
+      detail::wait_task_record(r);
+      record_ = nullptr;
+      if (r->error.has || !r->result.has) [[unlikely]] {
+        releaser release_at_exit{r};
+        if (r->error.has) detail::rethrow_stored(&r->error);
+        detail::throw_no_result();
+      }
+      if constexpr (std::is_reference_v<R> || std::is_trivially_destructible_v<R>) {
+        // Nothing left to destroy: only the memory goes back.
+        R value = r->result.take();
+        detail::free_task_record_memory(r);
+        return value;
+      } else {
+        releaser release_at_exit{r};
+        return r->result.take();
+      }
     }
   }
 
@@ -136,44 +144,68 @@ class future {
 
 namespace detail {
 
-// create_thread's body; near_data: null, or near(p)'s p; make_ult: never a
-// record (create_thread(own_ult, ...)).
+struct future_access {
+  template <class R>
+  static future<R> of_record(task_record_for<R>* r) noexcept {
+    future<R> f;
+    f.record_ = r;
+    return f;
+  }
+  template <class R>
+  static future<R> of_ult(ult_id id, result_box<R>* result, result_box<std::exception_ptr>* error) noexcept {
+    future<R> f;
+    f.id_ = id;
+    f.result_ = result;
+    f.error_ = error;
+    return f;
+  }
+};
+
+// A child as a ULT of its own, child-first; near_data: null, or near(p)'s p.
 template <class F, class... A>
-auto start_thread(const void* near_data, bool make_ult, F&& fn, A&&... args)
+auto start_ult(const void* near_data, F&& fn, A&&... args)
     -> future<std::invoke_result_t<std::decay_t<F>, std::decay_t<A>...>> {
   using frame = task_frame<F, A...>;
-  using R = typename frame::result_type;
-  if constexpr (fits_task_record<F, A...>) {
-    if (!near_data && !make_ult) {
-      if (void* memory = task_record_memory()) [[likely]] {
-        struct memory_guard {
-          void* m;
-          ~memory_guard() {
-            if (m) [[unlikely]] free_task_record_memory(m);
-          }
-        } guard{memory};
-        auto* r = ::new (memory) task_record_of<F, A...>(std::forward<F>(fn), std::forward<A>(args)...);
-        guard.m = nullptr;
-        queue_task_record(r);
-        future<R> result;
-        result.record_ = r;
-        return result;
-      }
-    }
-  }
   allocated_ult th = spawn_prepare(sizeof(frame), frame::trivial ? nullptr : &frame::cleanup,
                                    &frame::on_exception, frame::error_offset(),
                                    frame::result_local);
   auto* f = ::new (th.ptr) frame;
   ::new (f->call_bytes) typename frame::call_type(std::forward<F>(fn), std::forward<A>(args)...);
   f->call_alive = true;
-  future<R> result;
-  result.id_ = th.id;
-  result.result_ = &f->result;
-  result.error_ = &f->error;
+  auto result = future_access::of_ult(th.id, &f->result, &f->error);
   if (near_data) spawn_start_near(th, &frame::run, near_data);
   else spawn_start(th, &frame::run);
   return result;
+}
+// create_thread's body: a record where the call and its result fit one,
+// else a ULT.
+template <class F, class... A>
+auto start_thread(F&& fn, A&&... args)
+    -> future<std::invoke_result_t<std::decay_t<F>, std::decay_t<A>...>> {
+  using R = std::invoke_result_t<std::decay_t<F>, std::decay_t<A>...>;
+  if constexpr (word_call<F, A...>::fits) {
+    // The elements are trivially copyable: copying them leaves them as they
+    // were for the ULT path.
+    if (task_record* r = word_call<F, A...>::queue(fn, args...)) [[likely]]
+      return future_access::of_record<R>(r);
+    return start_ult(nullptr, std::forward<F>(fn), std::forward<A>(args)...);
+  } else if constexpr (fits_task_record<F, A...>) {
+    if (void* memory = task_record_memory()) [[likely]] {
+      struct memory_guard {
+        void* m;
+        ~memory_guard() {
+          if (m) [[unlikely]] free_task_record_memory(m);
+        }
+      } guard{memory};
+      auto* r = ::new (memory) task_record_of<F, A...>(std::forward<F>(fn), std::forward<A>(args)...);
+      guard.m = nullptr;
+      queue_task_record(r);
+      return future_access::of_record<R>(r);
+    }
+    return start_ult(nullptr, std::forward<F>(fn), std::forward<A>(args)...);
+  } else {
+    return start_ult(nullptr, std::forward<F>(fn), std::forward<A>(args)...);
+  }
 }
 
 }  // namespace detail
@@ -181,12 +213,13 @@ auto start_thread(const void* near_data, bool make_ult, F&& fn, A&&... args)
 // Creates a ULT running fn(args...) (decay-copied, as std::thread does).
 //
 // Where the call and its result fit in a record (task_record.hpp: 192 bytes
-// with the record's own words; fib's take 80), the child is queued on the
-// caller's worker and the caller goes on (help-first); the future's get()
-// takes it back and runs it as a plain call on the caller's stack when
-// nobody took it first (a push, a pop and a call). A child that a thief, or
-// this worker while the caller blocks or yields, takes first runs as a ULT of
-// its own, and only then does get() wait. A child run by get() runs as part
+// with the record's own words; fib's call travels in two of them), the
+// child is queued on the caller's worker and the caller goes on
+// (help-first); the future's get() takes it back and runs it as a plain
+// call on the caller's stack when nobody took it first (a push, a pop and a
+// call). A child that a thief, or this worker while the caller blocks or
+// yields, takes first runs as a ULT of its own, and only then does get()
+// wait. A child run by get() runs as part
 // of the ULT calling get(): its ULT id, ULT-local values and held locks are
 // that ULT's, and it runs on that ULT's stack when at least half a stack
 // size is left there (else it gets a ULT and a stack of its own). So a
@@ -202,7 +235,7 @@ auto start_thread(const void* near_data, bool make_ult, F&& fn, A&&... args)
 template <class F, class... A>
 auto create_thread(F&& fn, A&&... args)
     -> future<std::invoke_result_t<std::decay_t<F>, std::decay_t<A>...>> {
-  return detail::start_thread(nullptr, false, std::forward<F>(fn), std::forward<A>(args)...);
+  return detail::start_thread(std::forward<F>(fn), std::forward<A>(args)...);
 }
 
 // create_thread(own_ult, fn, args...): the child is always a ULT of its own,
@@ -219,7 +252,7 @@ inline constexpr own_ult_t own_ult{};
 template <class F, class... A>
 auto create_thread(own_ult_t, F&& fn, A&&... args)
     -> future<std::invoke_result_t<std::decay_t<F>, std::decay_t<A>...>> {
-  return detail::start_thread(nullptr, true, std::forward<F>(fn), std::forward<A>(args)...);
+  return detail::start_ult(nullptr, std::forward<F>(fn), std::forward<A>(args)...);
 }
 
 // Where a new ULT should run: near(p) names the data it will work on. In the
@@ -237,7 +270,7 @@ struct near {
 template <class F, class... A>
 auto create_thread(near where, F&& fn, A&&... args)
     -> future<std::invoke_result_t<std::decay_t<F>, std::decay_t<A>...>> {
-  return detail::start_thread(where.data, true, std::forward<F>(fn), std::forward<A>(args)...);
+  return detail::start_ult(where.data, std::forward<F>(fn), std::forward<A>(args)...);
 }
 
 // Waits for the ULT and returns its result: decltype(fn(args...)), references kept.

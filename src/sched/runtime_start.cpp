@@ -255,6 +255,8 @@ runtime_state* start_runtime(const options& resolved, bool defer_others) {
   main.bound = w0;
   main.id = 0;
   rt->main_stack = this_thread_stack();
+  if (rt->main_stack && !rt->stack_provider)
+    rt->main_record_floor = rt->main_stack.lo + rt->main_stack.size() / 2;
   arch::sanitizer_adopt_current(main.fiber);
   w0->current = &main;
   handles::adopt_before_start(&main, os_thread_identity());  // its pthread_self from before

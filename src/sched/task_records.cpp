@@ -42,12 +42,10 @@ void* take_cached(worker* w) noexcept {
   return m;
 }
 
-// Back to the calling worker's cache, or to the heap (outside the runtime,
-// or a full cache: records made on one worker and freed on another).
-void give_back(void* m) noexcept {
-  worker* w = current_worker();
-  if (w && w->rt == g_runtime.load(std::memory_order_relaxed) &&
-      w->free_task_record_count < worker::max_free_task_records) [[likely]] {
+// Back to w's cache, or to the heap when it is full (records made on one
+// worker and freed on another).
+inline void recycle_on(worker* w, void* m) noexcept {
+  if (w->free_task_record_count < worker::max_free_task_records) [[likely]] {
     std::memcpy(m, &w->free_task_records, sizeof(void*));
     w->free_task_records = m;
     ++w->free_task_record_count;
@@ -56,8 +54,16 @@ void give_back(void* m) noexcept {
   memory_to_heap(m);
 }
 
+// Back to the calling worker's cache; to the heap outside the runtime.
+void give_back(void* m) noexcept {
+  worker* w = current_worker();
+  if (w && w->rt == g_runtime.load(std::memory_order_relaxed)) [[likely]] return recycle_on(w, m);
+  memory_to_heap(m);
+}
+
 void free_record(task_record* r, bool orphaned) noexcept {
-  r->destroy(r, orphaned);
+  if (r->error.has) [[unlikely]] ito::detail::drop_task_exception(r, orphaned);
+  if (r->destroy) r->destroy(r, orphaned);
   give_back(r);
 }
 
@@ -82,20 +88,108 @@ void run_taken_record(void* frame) {
 [[gnu::noinline]] bool room_on_other_stack(const worker* w, const ult* self,
                                            const char* here) noexcept {
   if (w->stack_provider) return true;
-  const stack::stack_block& s = stack_of(self);  // the main ULT's, a host's
+  const stack::stack_block& s = stack_of(self);  // a host's
   return !s || here >= s.lo + s.size() / 2;
 }
 inline bool room_to_run_here(const worker* w, const ult* self) noexcept {
-  const char* here = static_cast<const char*>(__builtin_frame_address(0));
+  // A local's address, not __builtin_frame_address: that would make every
+  // caller set up a frame pointer.
+  const char probe = 0;
+  const char* here = &probe;
   // A pool ULT's own stack (no provider gives one: its ULTs keep it empty).
   if (self->stack && !self->inline_host) [[likely]]
     return here >= self->stack.lo + self->stack.size() / 2;
+  if (self == &w->rt->main_ult) return here >= w->rt->main_record_floor;
   return room_on_other_stack(w, self, here);
 }
 
-[[gnu::noinline]] void queue_on_empty_deque(worker* w, ito::detail::branch* item) noexcept {
+// The common join: r is still the bottom item of the caller's worker's deque
+// and the stack has room, so the caller takes it back to run it as a call
+// (run_taken_back). Returns the caller, or null.
+inline ult* take_back_to_run(task_record* r) noexcept {
+  worker* w = current_worker();
+  if (r->queued_on != w) [[unlikely]] return nullptr;  // queued elsewhere, or not in a ULT
+  ult* self = w->current;
+  if (!self || !room_to_run_here(w, self) || !take_back_from(w, queued_item(r))) [[unlikely]]
+    return nullptr;
+  return self;
+}
+inline void run_taken_back(ult* self, task_record* r) noexcept {
+  ++self->records_running;
+  r->run(r);
+  // Read afresh: the call may have moved the caller to another worker.
+  worker* w = current_worker();
+  --w->current->records_running;
+  count_ended(w);
+  r->state.store(branch_finished, std::memory_order_relaxed);
+}
+
+// Returns once r has run: taken back and run here, or someone else runs it
+// (this worker's scheduler takes it while the caller waits).
+void wait_for(task_record* r) {
+  if (r->state.load(std::memory_order_acquire) == branch_finished) return;  // waited for before
+  if (ult* self = take_back_to_run(r)) [[likely]] return run_taken_back(self, r);
+  if (!current_ult()) ito::detail::throw_outside_ult("ito::join");
+  wait_for_branch(r, "create_thread's future");
+}
+
+// A result_fits_word record that has run: its word, and r freed.
+inline ito::detail::joined_word word_of_ran(task_record* r) noexcept {
+  if (r->error.has || r->exited) [[unlikely]] return {0, false};
+  const ito::detail::joined_word j{r->result_word, true};
+  // Nothing to destroy (destroy is null for these results; the call ended
+  // when it ran). The caller is a ULT of the live runtime.
+  recycle_on(current_worker(), r);
+  return j;
+}
+
+[[gnu::noinline]] ito::detail::joined_word join_word_elsewhere(task_record* r) {
+  wait_for(r);
+  return word_of_ran(r);
+}
+
+[[gnu::noinline]] task_record* queue_on_empty_deque(worker* w, task_record* r,
+                                                    ito::detail::branch* item) noexcept {
   // As push_ready: only a push onto an empty deque pays for a fence.
   if (w->branches.push(item) && !w->alone) notify_work(w->rt);
+  return r;
+}
+
+// Whether create_thread may queue a record on w: not outside a ULT (its ULT
+// path says so), on the scheduler's stack (a flow node's body), or in the
+// distributed mode (other processes' thieves take ULTs).
+inline bool records_used_by(const worker* w) noexcept {
+  return w && w->current && !processes_extension();
+}
+
+// From here on r counts as a ULT that has not finished (ended by
+// count_ended): the runtime does not stop before it has run.
+inline task_record* queue_on(worker* w, task_record* r) noexcept {
+  worker_stats::bump(w->stats.spawns);
+  r->queued_on = w;
+  ito::detail::branch* item = queued_item(r);
+  if (w->branches.push_behind_others(item)) [[likely]] return r;
+  return queue_on_empty_deque(w, r, item);
+}
+
+// A word call's record (ito::detail::queue_word_call), on w's deque.
+inline task_record* queue_word_call_on(worker* w, void* memory, void (*run)(ito::detail::branch*) noexcept,
+                                       std::uint64_t first, std::uint64_t second) noexcept {
+  auto* r = ::new (memory) task_record;
+  r->run = run;
+  r->call_words[0] = first;
+  r->call_words[1] = second;
+  return queue_on(w, r);
+}
+
+// queue_word_call past its common case: no memory cached, or no records.
+[[gnu::noinline]] task_record* queue_word_call_elsewhere(void (*run)(ito::detail::branch*) noexcept,
+                                                         std::uint64_t first, std::uint64_t second) {
+  worker* w = current_worker();
+  if (!records_used_by(w)) return nullptr;
+  void* m = take_cached(w);
+  if (!m) m = memory_from_heap();
+  return queue_word_call_on(w, m, run, first, second);
 }
 
 }  // namespace
@@ -127,40 +221,34 @@ using sched::worker;
 
 void* task_record_memory() {
   worker* w = current_worker();
-  // Outside a ULT (the ULT path says so), on the scheduler's stack (a flow
-  // node's body), or in the distributed mode: a ULT.
-  if (!w || !w->current || sched::processes_extension()) [[unlikely]] return nullptr;
+  if (!sched::records_used_by(w)) [[unlikely]] return nullptr;
   if (void* m = sched::take_cached(w)) [[likely]] return m;
   return sched::memory_from_heap();
 }
 
 void free_task_record_memory(void* memory) noexcept { sched::give_back(memory); }
 
-void queue_task_record(task_record* r) noexcept {
+void queue_task_record(task_record* r) noexcept { sched::queue_on(current_worker(), r); }
+
+task_record* queue_word_call(void (*run)(branch*) noexcept, std::uint64_t first,
+                             std::uint64_t second) {
   worker* w = current_worker();
-  sched::worker_stats::bump(w->stats.spawns);  // ended by count_ended
-  r->queued_on = w;
-  branch* item = sched::queued_item(r);
-  if (w->branches.push_behind_others(item)) [[likely]] return;
-  sched::queue_on_empty_deque(w, item);
+  // The common case calls nothing (no registers to save).
+  if (sched::records_used_by(w)) [[likely]] {
+    if (void* m = sched::take_cached(w)) [[likely]]
+      return sched::queue_word_call_on(w, m, run, first, second);
+  }
+  return sched::queue_word_call_elsewhere(run, first, second);
 }
 
-void wait_task_record(task_record* r) {
-  if (r->state.load(std::memory_order_acquire) == branch_finished) return;  // waited for before
-  worker* w = current_worker();
-  if (!w || !w->current) [[unlikely]] throw_outside_ult("ito::join");
-  if (r->queued_on == w && sched::room_to_run_here(w, w->current) &&
-      sched::take_back_from(w, sched::queued_item(r))) [[likely]] {
-    sched::ult* self = w->current;
-    ++self->records_running;
-    r->run(r);
-    --self->records_running;
-    sched::count_ended(current_worker());  // the call may have moved the caller
-    r->state.store(branch_finished, std::memory_order_relaxed);
-    return;
-  }
-  // Someone else runs it, or will: this worker's scheduler takes it while we wait.
-  sched::wait_for_branch(r, "create_thread's future");
+void wait_task_record(task_record* r) { sched::wait_for(r); }
+
+joined_word join_task_record_word(task_record* r) {
+  // (A record waited for before is no longer queued: not taken back.)
+  sched::ult* self = sched::take_back_to_run(r);
+  if (!self) [[unlikely]] return sched::join_word_elsewhere(r);
+  sched::run_taken_back(self, r);
+  return sched::word_of_ran(r);
 }
 
 void free_task_record(task_record* r) noexcept { sched::free_record(r, /*orphaned=*/false); }
