@@ -7,11 +7,11 @@
 # Each tree: a source checkout with a release build in build/release (its
 # include/, build/release/include/ and build/release/src/libito.a). Each
 # kernel (fib by create_thread, yield, create+join from a ULT and from the
-# main ULT, fib by parallel_invoke) is built against both, linked with
-# libito.a as a program built from
-# source would be, and run at two sizes under callgrind; the difference of
-# the two totals over the difference of the operations is the count per
-# operation (start-up cancels out). One worker.
+# main ULT, the same with a ULT of its own, fib by parallel_invoke) is built
+# against both, linked with libito.a as a program built from source would
+# be, and run at two sizes under callgrind; the difference of the two totals
+# over the difference of the operations is the count per operation
+# (start-up cancels out). One worker.
 set -euo pipefail
 command -v valgrind >/dev/null || { echo "instr_ab.sh: needs valgrind (apt-get install valgrind)" >&2; exit 77; }
 old=$(realpath "$1") new=$(realpath "$2")
@@ -75,6 +75,31 @@ int main(int, char** argv) {
   });
 }
 EOF
+cat > "$work/ult_join.cpp" <<'EOF'
+// a ULT of its own (create_thread(own_ult, ...); a tree from before own_ult
+// made one for every create_thread) created and joined, n times: from a ULT
+// (child-first) when the second argument is 0, from the main ULT
+// (help-first) when it is 1
+#include <ito/ito.hpp>
+#include <cstdlib>
+#ifdef HAS_OWN_ULT
+#define ULT ito::own_ult,
+#else
+#define ULT
+#endif
+static long loop(long n) {
+  long sum = 0;
+  for (long i = 0; i < n; ++i) sum += ito::join(ito::create_thread(ULT [i] { return i; }));
+  return sum == n * (n - 1) / 2 ? 0 : 1;
+}
+int main(int, char** argv) {
+  const long n = std::atol(argv[1]);
+  const bool from_main = std::atoi(argv[2]) == 1;
+  return ito::start_main_thread_with_worker_size(1, [&] {
+    return from_main ? loop(n) : ito::join(ito::create_thread(ULT [&] { return loop(n); }));
+  });
+}
+EOF
 cat > "$work/parallel_invoke.cpp" <<'EOF'
 // fib by parallel_invoke: a branch pair per internal node
 #include <ito/ito.hpp>
@@ -97,11 +122,13 @@ EOF
 build() {  # tree kernel label
   local extra=()
   [ -f "$1/cmake/ito-text.ld" ] && extra=(-Wl,-T,"$1/cmake/ito-text.ld")
+  grep -q own_ult_t "$1/include/ito/thread.hpp" && extra+=(-DHAS_OWN_ULT)
   g++ -O2 -std=c++20 -I"$1/include" -I"$1/build/release/include" "$work/$2.cpp" \
       -o "$work/$2.$3" "${extra[@]}" "$1/build/release/src/libito.a" -lpthread -ldl
 }
-instructions() {  # binary arg
-  valgrind --tool=callgrind --callgrind-out-file=/dev/null "$1" "$2" 2>&1 |
+instructions() {  # binary "args"
+  # shellcheck disable=SC2086 # the arguments split on purpose
+  valgrind --tool=callgrind --callgrind-out-file=/dev/null "$1" $2 2>&1 |
       sed -n 's/.*Collected : \([0-9]*\).*/\1/p'
 }
 fib_spawns() {  # internal nodes of fib(n)'s call tree: fib(n+1) - 1
@@ -115,7 +142,7 @@ per_op() {  # binary small large ops_small ops_large
   python3 -c "print(f'{($b - $a) / ($5 - $4):7.1f}')"
 }
 printf '%-44s %10s %10s\n' "instructions per operation (callgrind, 1 worker)" "old" "new"
-for kernel in fib yield create_join help_first parallel_invoke; do
+for kernel in fib yield create_join help_first ult_join parallel_invoke; do
   build "$old" $kernel old
   build "$new" $kernel new
 done
@@ -127,5 +154,7 @@ row() {  # label kernel small large ops_small ops_large
 row "fib: create_thread + join (a spawn)" fib 18 22 "$(fib_spawns 18)" "$(fib_spawns 22)"
 row "yield (two ULTs on one worker)" yield 50000 150000 100000 300000
 row "create + join of an empty child, from a ULT" create_join 50000 150000 50000 150000
-row "create + join from the main ULT (help-first)" help_first 50000 150000 50000 150000
+row "create + join from the main ULT" help_first 50000 150000 50000 150000
+row "create + join of a ULT (own_ult), from a ULT" ult_join "50000 0" "150000 0" 50000 150000
+row "the same from the main ULT (help-first)" ult_join "50000 1" "150000 1" 50000 150000
 row "fib by parallel_invoke (a branch pair)" parallel_invoke 18 22 "$(fib_spawns 18)" "$(fib_spawns 22)"
