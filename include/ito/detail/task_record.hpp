@@ -130,7 +130,11 @@ void store_task_result(task_record_for<R>* r, Call&& call) {
     std::forward<Call>(call)();
   } else if constexpr (result_fits_word<R>) {
     const R value = std::forward<Call>(call)();
-    std::memcpy(&r->result_word, &value, sizeof(R));
+    // One word store, as the join reads it (a narrower store would stall
+    // that load).
+    std::uint64_t word = 0;
+    std::memcpy(&word, &value, sizeof(R));
+    r->result_word = word;
   } else {
     r->result.emplace(std::forward<Call>(call)());
   }
@@ -175,10 +179,8 @@ struct word_call {
 
   static void run(branch* b) noexcept {
     auto* r = static_cast<task_record*>(b);
-    alignas(std::uint64_t) unsigned char bytes[16];
-    std::memcpy(bytes, r->call_words, sizeof bytes);
     try {
-      store_task_result<result_type>(r, [&] { return invoke(bytes, std::index_sequence_for<A...>{}); });
+      store_task_result<result_type>(r, [r] { return call(r, std::index_sequence_for<A...>{}); });
     } catch (...) {
       keep_task_exception(r);
     }
@@ -192,14 +194,27 @@ struct word_call {
     std::memcpy(words + word_of(I), &e, sizeof(E));
     if constexpr (sizeof...(Rest) > 0) put<I + 1>(words, std::forward<Rest>(rest)...);
   }
+  // Element I, read word by word: the record was often written a few
+  // instructions ago, by two word stores, and a wider load than the store
+  // it reads cannot take its value from the store buffer (a stall of a
+  // dozen cycles on every child).
   template <std::size_t I>
-  static auto& element(unsigned char* bytes) noexcept {
+  static auto element(const task_record* r) noexcept {
     using E = std::tuple_element_t<I, std::tuple<std::decay_t<F>, std::decay_t<A>...>>;
-    return *std::launder(reinterpret_cast<E*>(bytes + 8 * word_of(I)));
+    alignas(E) unsigned char bytes[sizeof(E)];
+    const std::uint64_t first = r->call_words[word_of(I)];
+    if constexpr (sizeof(E) <= 8) {
+      std::memcpy(bytes, &first, sizeof(E));
+    } else {
+      const std::uint64_t second = r->call_words[word_of(I) + 1];
+      std::memcpy(bytes, &first, 8);
+      std::memcpy(bytes + 8, &second, sizeof(E) - 8);
+    }
+    return *std::launder(reinterpret_cast<E*>(bytes));
   }
   template <std::size_t... I>
-  static result_type invoke(unsigned char* bytes, std::index_sequence<I...>) {
-    return std::invoke(std::move(element<0>(bytes)), std::move(element<I + 1>(bytes))...);
+  static result_type call(const task_record* r, std::index_sequence<I...>) {
+    return std::invoke(element<0>(r), element<I + 1>(r)...);
   }
 };
 
