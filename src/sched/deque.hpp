@@ -18,6 +18,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <new>
 #include <vector>
 
 #include "os/membarrier.hpp"
@@ -28,20 +29,44 @@ template <class T>
 class chase_lev_deque {
   static_assert(std::is_trivially_copyable_v<T> && sizeof(T) <= sizeof(void*));
 
+  // The slots follow the mask in the same allocation: reaching a slot takes
+  // one load less than through a pointer to a separate array (every push,
+  // pop and steal reads buffer_, then the slot).
   struct buffer {
-    explicit buffer(std::int64_t capacity)
-        : mask(capacity - 1), slots(new std::atomic<T>[static_cast<std::size_t>(capacity)]) {}
+    static buffer* make(std::int64_t capacity) {
+      void* memory = ::operator new(sizeof(buffer) + static_cast<std::size_t>(capacity) * sizeof(std::atomic<T>),
+                                    std::align_val_t{alignof(buffer)});
+      auto* b = ::new (memory) buffer(capacity - 1);
+      for (std::int64_t i = 0; i < capacity; ++i) ::new (b->slots() + i) std::atomic<T>();
+      return b;
+    }
+    struct deleter {
+      void operator()(buffer* b) const noexcept {
+        // The slots are trivially destructible atomics of trivially copyable T.
+        b->~buffer();
+        ::operator delete(b, std::align_val_t{alignof(buffer)});
+      }
+    };
     std::int64_t capacity() const noexcept { return mask + 1; }
-    T load(std::int64_t i) const noexcept { return slots[i & mask].load(std::memory_order_relaxed); }
-    void store(std::int64_t i, T v) noexcept { slots[i & mask].store(v, std::memory_order_relaxed); }
-    std::int64_t mask;
-    std::unique_ptr<std::atomic<T>[]> slots;
+    T load(std::int64_t i) const noexcept { return slots()[i & mask].load(std::memory_order_relaxed); }
+    void store(std::int64_t i, T v) noexcept { slots()[i & mask].store(v, std::memory_order_relaxed); }
+    std::atomic<T>* slots() noexcept { return reinterpret_cast<std::atomic<T>*>(this + 1); }
+    const std::atomic<T>* slots() const noexcept { return reinterpret_cast<const std::atomic<T>*>(this + 1); }
+
+    const std::int64_t mask;
+
+   private:
+    explicit buffer(std::int64_t m) noexcept : mask(m) {}
   };
+  static_assert(sizeof(buffer) % alignof(std::atomic<T>) == 0);
+  using owned_buffer = std::unique_ptr<buffer, typename buffer::deleter>;
 
  public:
   explicit chase_lev_deque(std::int64_t initial_capacity = 1024) {
-    retired_.push_back(std::make_unique<buffer>(initial_capacity));
+    retired_.push_back(owned_buffer(buffer::make(initial_capacity)));
     buffer_.store(retired_.back().get(), std::memory_order_relaxed);
+    own_slots_ = retired_.back()->slots();
+    own_mask_ = retired_.back()->mask;
   }
   chase_lev_deque(const chase_lev_deque&) = delete;
   chase_lev_deque& operator=(const chase_lev_deque&) = delete;
@@ -54,9 +79,8 @@ class chase_lev_deque {
   bool push(T item) {
     std::int64_t b = bottom_.load(std::memory_order_relaxed);
     std::int64_t t = top_.load(std::memory_order_acquire);
-    buffer* a = buffer_.load(std::memory_order_relaxed);
-    if (b - t > a->capacity() - 1) [[unlikely]] a = grow(a, t, b);
-    a->store(b, item);
+    if (b - t > own_mask_) [[unlikely]] grow(t, b);
+    own_store(b, item);
     // A release store (free on x86) rather than a fence: also what TSan models.
     bottom_.store(b + 1, std::memory_order_release);
     return b == t;
@@ -67,9 +91,8 @@ class chase_lev_deque {
   bool push_if_room(T item) noexcept {
     std::int64_t b = bottom_.load(std::memory_order_relaxed);
     std::int64_t t = top_.load(std::memory_order_acquire);
-    buffer* a = buffer_.load(std::memory_order_relaxed);
-    if (b - t > a->capacity() - 1) [[unlikely]] return false;
-    a->store(b, item);
+    if (b - t > own_mask_) [[unlikely]] return false;
+    own_store(b, item);
     bottom_.store(b + 1, std::memory_order_release);
     return true;
   }
@@ -80,9 +103,8 @@ class chase_lev_deque {
   bool push_behind_others(T item) noexcept {
     std::int64_t b = bottom_.load(std::memory_order_relaxed);
     std::int64_t t = top_.load(std::memory_order_acquire);
-    buffer* a = buffer_.load(std::memory_order_relaxed);
-    if (b == t || b - t > a->capacity() - 1) [[unlikely]] return false;
-    a->store(b, item);
+    if (b == t || b - t > own_mask_) [[unlikely]] return false;
+    own_store(b, item);
     bottom_.store(b + 1, std::memory_order_release);
     return true;
   }
@@ -90,7 +112,6 @@ class chase_lev_deque {
   // Owner only. Returns false when empty.
   bool pop(T& out) noexcept {
     std::int64_t b = bottom_.load(std::memory_order_relaxed) - 1;
-    buffer* a = buffer_.load(std::memory_order_relaxed);
     bottom_.store(b, std::memory_order_relaxed);
     if (asymmetric_) std::atomic_signal_fence(std::memory_order_seq_cst);  // steal() fences for us
     else std::atomic_thread_fence(std::memory_order_seq_cst);
@@ -99,7 +120,7 @@ class chase_lev_deque {
       bottom_.store(b + 1, std::memory_order_relaxed);
       return false;
     }
-    out = a->load(b);
+    out = own_load(b);
     if (t == b) {  // last item: race the thieves for it
       bool won = top_.compare_exchange_strong(t, t + 1, std::memory_order_seq_cst,
                                               std::memory_order_relaxed);
@@ -114,7 +135,7 @@ class chase_lev_deque {
   // below `top` is a stale copy: pop() then finds the deque empty.
   bool pop_if_bottom(T expected) noexcept {
     std::int64_t b = bottom_.load(std::memory_order_relaxed) - 1;
-    if (buffer_.load(std::memory_order_relaxed)->load(b) != expected) return false;
+    if (own_load(b) != expected) return false;
     T out;
     return pop(out);
   }
@@ -122,7 +143,7 @@ class chase_lev_deque {
   bool pop_if_bottom_unshared(T expected) noexcept {
     std::int64_t b = bottom_.load(std::memory_order_relaxed);
     if (b == top_.load(std::memory_order_relaxed)) return false;
-    if (buffer_.load(std::memory_order_relaxed)->load(b - 1) != expected) return false;
+    if (own_load(b - 1) != expected) return false;
     bottom_.store(b - 1, std::memory_order_relaxed);
     return true;
   }
@@ -133,7 +154,7 @@ class chase_lev_deque {
     std::int64_t b = bottom_.load(std::memory_order_relaxed);
     std::int64_t t = top_.load(std::memory_order_relaxed);
     if (b == t) return false;
-    out = buffer_.load(std::memory_order_relaxed)->load(b - 1);
+    out = own_load(b - 1);
     bottom_.store(b - 1, std::memory_order_relaxed);
     return true;
   }
@@ -143,9 +164,8 @@ class chase_lev_deque {
   bool swap_bottom_unshared(T item, T& out) noexcept {
     std::int64_t b = bottom_.load(std::memory_order_relaxed);
     if (b == top_.load(std::memory_order_relaxed)) return false;
-    buffer* a = buffer_.load(std::memory_order_relaxed);
-    out = a->load(b - 1);
-    a->store(b - 1, item);
+    out = own_load(b - 1);
+    own_store(b - 1, item);
     return true;
   }
 
@@ -182,20 +202,28 @@ class chase_lev_deque {
   }
 
  private:
-  [[gnu::noinline, gnu::cold]] buffer* grow(buffer* old, std::int64_t t, std::int64_t b) {
-    auto bigger = std::make_unique<buffer>(old->capacity() * 2);
-    for (std::int64_t i = t; i < b; ++i) bigger->store(i, old->load(i));
+  [[gnu::noinline, gnu::cold]] void grow(std::int64_t t, std::int64_t b) {
+    owned_buffer bigger(buffer::make((own_mask_ + 1) * 2));
+    for (std::int64_t i = t; i < b; ++i) bigger->store(i, own_load(i));
     buffer* raw = bigger.get();
     retired_.push_back(std::move(bigger));
     buffer_.store(raw, std::memory_order_release);
-    return raw;
+    own_slots_ = raw->slots();
+    own_mask_ = raw->mask;
   }
+  T own_load(std::int64_t i) const noexcept { return own_slots_[i & own_mask_].load(std::memory_order_relaxed); }
+  void own_store(std::int64_t i, T v) noexcept { own_slots_[i & own_mask_].store(v, std::memory_order_relaxed); }
 
   alignas(64) std::atomic<std::int64_t> top_{0};
   alignas(64) std::atomic<std::int64_t> bottom_{0};
+  // The owner's copy of buffer_'s slots and mask, on bottom_'s line: only
+  // the owner replaces the buffer, and its pushes and pops then reach a slot
+  // without first loading buffer_ from another line.
+  std::atomic<T>* own_slots_ = nullptr;
+  std::int64_t own_mask_ = 0;
   alignas(64) std::atomic<buffer*> buffer_{nullptr};
   bool asymmetric_ = false;  // beside buffer_: both sides read it with buffer_
-  std::vector<std::unique_ptr<buffer>> retired_;  // owner only
+  std::vector<owned_buffer> retired_;  // owner only
 };
 
 }  // namespace ito::sched
