@@ -108,44 +108,53 @@ inline bool room_to_run_here(const worker* w, const ult* self) noexcept {
 // (run_taken_back). Returns the caller, or null.
 inline ult* take_back_to_run(task_record* r) noexcept {
   worker* w = current_worker();
-  if (r->queued_on != w) [[unlikely]] return nullptr;  // queued elsewhere, or not in a ULT
+  if (!w) [[unlikely]] return nullptr;  // not in the runtime
+  // Only this worker pushes on its deque: its bottom item is r only if r
+  // was queued here (records need no queued_on).
   ult* self = w->current;
   if (!self || !room_to_run_here(w, self) || !take_back_from(w, queued_item(r))) [[unlikely]]
     return nullptr;
   return self;
 }
-inline void run_taken_back(ult* self, task_record* r) noexcept {
+// Runs r as the caller; returns the caller's worker after it (the call may
+// have moved the caller to another). r's state stays 0: a join frees it at
+// once, wait_for marks it finished.
+inline worker* run_taken_back(ult* self, task_record* r) noexcept {
   ++self->records_running;
   r->run(r);
-  // Read afresh: the call may have moved the caller to another worker.
-  worker* w = current_worker();
+  worker* w = current_worker();  // read afresh
   --w->current->records_running;
   count_ended(w);
-  r->state.store(branch_finished, std::memory_order_relaxed);
+  return w;
 }
 
 // Returns once r has run: taken back and run here, or someone else runs it
 // (this worker's scheduler takes it while the caller waits).
 void wait_for(task_record* r) {
   if (r->state.load(std::memory_order_acquire) == branch_finished) return;  // waited for before
-  if (ult* self = take_back_to_run(r)) [[likely]] return run_taken_back(self, r);
+  if (ult* self = take_back_to_run(r)) [[likely]] {
+    run_taken_back(self, r);
+    r->state.store(branch_finished, std::memory_order_relaxed);
+    return;
+  }
   if (!current_ult()) ito::detail::throw_outside_ult("ito::join");
   wait_for_branch(r, "create_thread's future");
 }
 
-// A result_fits_word record that has run: its word, and r freed.
-inline ito::detail::joined_word word_of_ran(task_record* r) noexcept {
-  if (r->error.has || r->exited) [[unlikely]] return {0, false};
+// A result_fits_word record that has run: its word, and r freed to w, the
+// caller's worker (a ULT of the live runtime).
+inline ito::detail::joined_word word_of_ran(worker* w, task_record* r) noexcept {
+  if (r->did_not_return) [[unlikely]] return {0, false};
   const ito::detail::joined_word j{r->result_word, true};
   // Nothing to destroy (destroy is null for these results; the call ended
-  // when it ran). The caller is a ULT of the live runtime.
-  recycle_on(current_worker(), r);
+  // when it ran).
+  recycle_on(w, r);
   return j;
 }
 
 [[gnu::noinline]] ito::detail::joined_word join_word_elsewhere(task_record* r) {
   wait_for(r);
-  return word_of_ran(r);
+  return word_of_ran(current_worker(), r);
 }
 
 [[gnu::noinline]] task_record* queue_on_empty_deque(worker* w, task_record* r,
@@ -166,7 +175,6 @@ inline bool records_used_by(const worker* w) noexcept {
 // count_ended): the runtime does not stop before it has run.
 inline task_record* queue_on(worker* w, task_record* r) noexcept {
   worker_stats::bump(w->stats.spawns);
-  r->queued_on = w;
   ito::detail::branch* item = queued_item(r);
   if (w->branches.push_behind_others(item)) [[likely]] return r;
   return queue_on_empty_deque(w, r, item);
@@ -247,8 +255,7 @@ joined_word join_task_record_word(task_record* r) {
   // (A record waited for before is no longer queued: not taken back.)
   sched::ult* self = sched::take_back_to_run(r);
   if (!self) [[unlikely]] return sched::join_word_elsewhere(r);
-  sched::run_taken_back(self, r);
-  return sched::word_of_ran(r);
+  return sched::word_of_ran(sched::run_taken_back(self, r), r);
 }
 
 void free_task_record(task_record* r) noexcept { sched::free_record(r, /*orphaned=*/false); }
@@ -264,10 +271,11 @@ void drop_task_exception(task_record* r, bool orphaned) noexcept {
 }
 
 void keep_task_exception(task_record* r) noexcept {
+  r->did_not_return = true;
   try {
     throw;
   } catch (const sched::exit_unwind&) {
-    r->exited = true;
+    // ito::exit(): no result, no exception.
   } catch (...) {
     r->error.emplace(std::current_exception());
   }

@@ -21,7 +21,7 @@ inline constexpr std::uintptr_t branch_finished = 1;
 struct branch {
   void (*run)(branch*) noexcept = nullptr;  // a thief's ULT runs the branch through it
   std::atomic<std::uintptr_t> state{0};     // 0: not finished; 1: finished; else its waiter
-  void* queued_on = nullptr;                // the worker whose deque holds it
+  void* queued_on = nullptr;                // the worker whose deque holds it (not for records)
   void* error = nullptr;                    // what the branch threw (keep_current_exception)
 };
 

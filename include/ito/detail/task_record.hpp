@@ -20,7 +20,7 @@
 // built here (task_record_of) and their results kept in a result_box.
 //
 //   state   0            queued, or running
-//           finished     ran (result, error or exited say how)
+//           finished     ran (did_not_return and error say how)
 //           detached     its future was dropped first: whoever runs it frees it
 //           waiter W     its future's holder suspended on it; its end wakes W
 #pragma once
@@ -61,7 +61,9 @@ struct task_record : branch {
   // Destroys what the derived record holds (its result, its object) before
   // its memory goes back; null: nothing. orphaned: nobody will read it.
   void (*destroy)(task_record*, bool orphaned) noexcept = nullptr;
-  bool exited = false;  // ended by ito::exit(): no result, no exception
+  // Ended without returning: it threw (error holds what) or called
+  // ito::exit() (error empty). One flag for the join to test.
+  bool did_not_return = false;
   // What the call threw; reported when orphaned (as for a dropped future's
   // ULT), then destroyed, before destroy runs.
   result_box<std::exception_ptr> error;
@@ -116,8 +118,8 @@ void free_task_record(task_record* r) noexcept;
 // The future was dropped: r is freed now if it has run, else by whoever
 // runs it.
 void drop_task_record(task_record* r) noexcept;
-// Inside run's handler: keeps the exception being handled in r (or marks
-// r exited, for ito::exit()).
+// Inside run's handler: keeps the exception being handled in r (nothing
+// for ito::exit()) and marks r did_not_return.
 void keep_task_exception(task_record* r) noexcept;
 // Destroys the exception r keeps, first reporting it when orphaned. Out of
 // line, as everything here that reaches libstdc++ (parallel_branch.hpp).
