@@ -203,8 +203,7 @@ inline task_record* queue_word_call_on(worker* w, void* memory, void (*run)(ito:
 }  // namespace
 
 ult* record_as_ult(worker* w, ito::detail::branch* item) noexcept {
-  auto* r = static_cast<task_record*>(
-      reinterpret_cast<ito::detail::branch*>(reinterpret_cast<std::uintptr_t>(item) & ~std::uintptr_t{1}));
+  task_record* r = record_of_item(item);
   worker_stats::bump(w->stats.records_made_ults);
   // The record's count as an unfinished ULT goes to the ULT made for it.
   ult* u = make_detached(w, &run_taken_record, r);

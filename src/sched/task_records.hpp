@@ -19,6 +19,10 @@ inline ito::detail::branch* queued_item(ito::detail::task_record* r) noexcept {
 inline bool is_queued_record(const ito::detail::branch* item) noexcept {
   return reinterpret_cast<std::uintptr_t>(item) & 1;
 }
+inline ito::detail::task_record* record_of_item(ito::detail::branch* item) noexcept {
+  return static_cast<ito::detail::task_record*>(
+      reinterpret_cast<ito::detail::branch*>(reinterpret_cast<std::uintptr_t>(item) & ~std::uintptr_t{1}));
+}
 
 // A queued record that someone other than its future's holder took: a
 // detached ULT that runs it, then frees it or wakes the holder.
