@@ -14,6 +14,7 @@
 #include <cerrno>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <random>
 #include <stdexcept>
 #include <string>
@@ -21,6 +22,7 @@
 #include <vector>
 
 #include "ito/error.hpp"
+#include "ito/sync.hpp"
 #include "ito/thread.hpp"
 #include "ito/ult.hpp"
 #include "sched/runtime_control.hpp"
@@ -291,6 +293,34 @@ TEST(task_record, a_join_deep_in_the_main_ult_s_stack_gives_the_child_its_own) {
     // Near its top, the same joins run as calls.
     EXPECT_EQ(deep(s.lo + s.size()), 190);
     EXPECT_EQ(records_made_ults(), made_before + 20);
+  });
+}
+
+// A child run by get() runs as the joining ULT, so it holds what its joiner
+// holds: locking a mutex the joiner holds is the owner's relock, refused with
+// EDEADLK (reaching get() as the child's exception) instead of a hang.
+TEST(task_record, a_child_run_by_get_relocking_its_joiner_s_mutex_gets_EDEADLK) {
+  ito::start_main_thread_with_worker_size(1, [] {
+    ito::join(ito::create_thread(ito::own_ult, [] {
+      ito::mutex m;
+      m.lock();
+      bool after_lock = false;
+      auto child = ito::create_thread([&] {
+        m.lock();
+        after_lock = true;
+        m.unlock();
+      });
+      EXPECT_EQ(ito::test::usage_error_code([&] { child.get(); }), EDEADLK);
+      EXPECT_FALSE(after_lock);
+      m.unlock();
+      // Unlocked, the same child runs through.
+      auto again = ito::create_thread([&] {
+        std::lock_guard<ito::mutex> hold(m);
+        after_lock = true;
+      });
+      again.get();
+      EXPECT_TRUE(after_lock);
+    }));
   });
 }
 
