@@ -101,27 +101,37 @@ void run_fib(const fib_params& p, reporter& out) {
   std::map<unsigned, double> invoke_ms;
   for (unsigned w : p.workers) {
     progress("fib(%d), %u worker(s)...", p.n, w);
+    std::vector<double> startstop;
+    // One run of the "ito" row: a fresh runtime, only fib timed.
+    const auto ito_once = [&] {
+      std::int64_t inner = 0;
+      std::int64_t t0 = now_ns();
+      long v = ito::start_main_thread_with_worker_size(w, [&] {
+        std::int64_t s = now_ns();
+        // The main ULT's child is a record that its join runs as a call:
+        // fib runs as the main ULT, every spawn below it a record.
+        long res = ito::join(ito::create_thread(ito_fib, static_cast<int>(vn)));
+        inner = now_ns() - s;
+        return res;
+      });
+      startstop.push_back(static_cast<double>(now_ns() - t0 - inner) / 1e6);
+      do_not_optimize(v);
+      check(v, p.n, "ito");
+      return inner;
+    };
+    const auto sequential_once = [&] {
+      std::int64_t t0 = now_ns();
+      long v = seq_fib(vn);
+      std::int64_t t = now_ns() - t0;
+      do_not_optimize(v);
+      check(v, p.n, "sequential");
+      return t;
+    };
     {
       result r = row(p, "ito", w);
       r.reference = true;
       r.ops += 1;  // the main ULT's create_thread(fib, n)
-      std::vector<double> startstop;
-      measure(r, p.runs, [&] {
-        std::int64_t inner = 0;
-        std::int64_t t0 = now_ns();
-        long v = ito::start_main_thread_with_worker_size(w, [&] {
-          std::int64_t s = now_ns();
-          // The main ULT is bound to worker 0 and spawns help-first; fib runs
-          // in an ordinary ULT so that every spawn below is child-first.
-          long res = ito::join(ito::create_thread(ito_fib, static_cast<int>(vn)));
-          inner = now_ns() - s;
-          return res;
-        });
-        startstop.push_back(static_cast<double>(now_ns() - t0 - inner) / 1e6);
-        do_not_optimize(v);
-        check(v, p.n, "ito");
-        return inner;
-      });
+      measure(r, p.runs, ito_once);
       r.extra.push_back({"runtime_start_stop_ms", median(startstop)});
       ito_ms[w] = r.median_ms;
       if (w != 1 && ito_ms.count(1)) r.extra.push_back({"time_vs_W1", r.median_ms / ito_ms[1]});
@@ -151,14 +161,18 @@ void run_fib(const fib_params& p, reporter& out) {
     {
       result r = row(p, "sequential", w);
       r.note = "one thread, plain recursion";
-      measure(r, p.runs, [&] {
-        std::int64_t t0 = now_ns();
-        long v = seq_fib(vn);
-        std::int64_t t = now_ns() - t0;
-        do_not_optimize(v);
-        check(v, p.n, "sequential");
-        return t;
-      });
+      measure(r, p.runs, sequential_once);
+      // On a host whose speed moves between runs, the ratio of two medians
+      // taken seconds apart moves with it: each ito run here is followed at
+      // once by a sequential run, and the median of the runs' ratios is kept.
+      if (selected("ito") && selected("sequential")) {
+        std::vector<double> ratios;
+        for (int i = 0; i < p.runs; ++i) {
+          const auto ito_ns = static_cast<double>(ito_once());
+          ratios.push_back(ito_ns / static_cast<double>(sequential_once()));
+        }
+        r.extra.push_back({"ito_over_this_paired", median(ratios)});
+      }
       out.add(std::move(r));
     }
 #if ITO_BENCH_HAVE_TBB
