@@ -100,39 +100,41 @@ class future {
     }
     return result_->take();
   }
+  // Frees a record when it goes out of scope.
+  struct record_releaser {
+    detail::task_record* r;
+    ~record_releaser() { detail::free_task_record(r); }
+  };
   R get_from_record() {
     detail::task_record_for<R>* r = record_;
-    struct releaser {
-      detail::task_record* r;
-      ~releaser() { detail::free_task_record(r); }
-    };
     if constexpr (detail::result_fits_word<R>) {
       // One call joins, copies the result out and frees the record.
       const detail::joined_word j = detail::join_task_record_word(r);
       record_ = nullptr;  // after the join, which throws outside a ULT
       if (j.returned) [[likely]] return detail::result_from_word<R>(j.word);
-      releaser release_at_exit{r};
-      if (r->error.has) detail::rethrow_stored(&r->error);
-      if constexpr (std::is_void_v<R>) return;
-      else detail::throw_no_result();
+      return from_record_that_did_not_return(r);
     } else {
       detail::wait_task_record(r);
       record_ = nullptr;
-      if (r->error.has || !r->result.has) [[unlikely]] {
-        releaser release_at_exit{r};
-        if (r->error.has) detail::rethrow_stored(&r->error);
-        detail::throw_no_result();
-      }
+      if (r->did_not_return) [[unlikely]] return from_record_that_did_not_return(r);
       if constexpr (std::is_reference_v<R> || std::is_trivially_destructible_v<R>) {
         // Nothing left to destroy: only the memory goes back.
         R value = r->result.take();
         detail::free_task_record_memory(r);
         return value;
       } else {
-        releaser release_at_exit{r};
+        record_releaser release_at_exit{r};
         return r->result.take();
       }
     }
+  }
+  // The child threw (rethrown here) or called ito::exit() (no result: an
+  // error, except for void); the record is freed either way.
+  static R from_record_that_did_not_return(detail::task_record* r) {
+    record_releaser release_at_exit{r};
+    if (r->error.has) detail::rethrow_stored(&r->error);
+    if constexpr (std::is_void_v<R>) return;
+    else detail::throw_no_result();
   }
 
   ult_id id_{};

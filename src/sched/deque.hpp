@@ -47,7 +47,6 @@ class chase_lev_deque {
         ::operator delete(b, std::align_val_t{alignof(buffer)});
       }
     };
-    std::int64_t capacity() const noexcept { return mask + 1; }
     T load(std::int64_t i) const noexcept { return slots()[i & mask].load(std::memory_order_relaxed); }
     void store(std::int64_t i, T v) noexcept { slots()[i & mask].store(v, std::memory_order_relaxed); }
     std::atomic<T>* slots() noexcept { return reinterpret_cast<std::atomic<T>*>(this + 1); }

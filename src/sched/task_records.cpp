@@ -193,11 +193,8 @@ inline task_record* queue_word_call_on(worker* w, void* memory, void (*run)(ito:
 // queue_word_call past its common case: no memory cached, or no records.
 [[gnu::noinline]] task_record* queue_word_call_elsewhere(void (*run)(ito::detail::branch*) noexcept,
                                                          std::uint64_t first, std::uint64_t second) {
-  worker* w = current_worker();
-  if (!records_used_by(w)) return nullptr;
-  void* m = take_cached(w);
-  if (!m) m = memory_from_heap();
-  return queue_word_call_on(w, m, run, first, second);
+  void* m = ito::detail::task_record_memory();
+  return m ? queue_word_call_on(current_worker(), m, run, first, second) : nullptr;
 }
 
 }  // namespace
