@@ -79,6 +79,28 @@ std::int64_t c_yield_pair(long long each, bool own_tls) {
   return t;
 }
 
+// Two ULTs of their own ping-pong on one worker whose ULTs share its
+// floating-point control words (options::fp_modes): no stmxcsr a switch.
+std::int64_t yield_pair_modes_per_worker(long long each) {
+  ito::options o;
+  o.workers = 1;
+  o.fp_modes = ito::fp_mode_scope::per_worker;
+  std::int64_t t = 0;
+  ito::runtime rt(o);
+  ito::join(ito::create_thread(ito::own_ult, [&] {
+    auto body = [each] {
+      for (long long i = 0; i < each; ++i) ito::yield();
+    };
+    std::int64_t t0 = now_ns();
+    auto a = ito::create_thread(ito::own_ult, body);
+    auto b = ito::create_thread(ito::own_ult, body);
+    ito::join(a);
+    ito::join(b);
+    t = now_ns() - t0;
+  }));
+  return t;
+}
+
 }  // namespace
 
 void run_yield(const yield_params& p, reporter& out) {
@@ -101,6 +123,10 @@ void run_yield(const yield_params& p, reporter& out) {
     });
     out.add(std::move(r));
     if (w != 1) continue;  // on more workers the child may be stolen: no ping-pong
+    result pw = row("ito::yield, FP modes per worker (ITO_FP_MODES=worker)", w, p.ito_yields);
+    pw.note = "as ito::yield; the switch reads no MXCSR";
+    measure(pw, p.runs, [&] { return yield_pair_modes_per_worker(each); });
+    out.add(std::move(pw));
     // The main ULT and a child run different code: the switch's return
     // into the other stack is mispredicted (BENCHMARKS.md), unlike two ULTs
     // running the same loop. On one worker both yield through the deque.

@@ -12,7 +12,10 @@
 #include <atomic>
 #include <cfenv>
 #include <cstdint>
+#include <cstdlib>
 
+#include "arch/context.hpp"
+#include "ito/runtime.hpp"
 #include "ito/thread.hpp"
 
 namespace {
@@ -168,6 +171,90 @@ TEST(switch_state, each_x86_control_word_is_carried_on_its_own) {
     EXPECT_EQ(wrong.load(), 0);
     EXPECT_TRUE(current_words() == defaults);
   });
+}
+
+// options::fp_modes = per_worker (ITO_FP_MODES=worker): the switch carries
+// nothing, so a mode one ULT sets is what the next ULT on its worker runs
+// with (the documented trade). A runtime started after it carries them again.
+TEST(switch_state, with_the_modes_per_worker_a_ult_runs_with_its_workers) {
+  ito::options o;
+  o.workers = 1;
+  o.fp_modes = ito::fp_mode_scope::per_worker;
+  {
+    ito::runtime rt(o);
+    const int seen = ito::join(ito::create_thread(ito::own_ult, [] {
+      std::atomic<bool> set{false};
+      auto setter = ito::create_thread(ito::own_ult, [&] {
+        std::fesetround(FE_UPWARD);
+        set = true;
+        ito::yield();
+        return 0;
+      });
+      while (!set) ito::yield();
+      const int mode = std::fegetround();  // the setter's, left on the worker
+      setter.get();
+      std::fesetround(FE_TONEAREST);
+      return mode;
+    }));
+    EXPECT_EQ(seen, FE_UPWARD);
+  }
+  EXPECT_EQ(std::fegetround(), FE_TONEAREST);
+  run_four_modes(1);  // carried again
+}
+
+TEST(switch_state, ito_fp_modes_is_read_and_checked) {
+  ::setenv("ITO_FP_MODES", "worker", 1);
+  EXPECT_EQ(ito::resolve_options({}).fp_modes, ito::fp_mode_scope::per_worker);
+  ::setenv("ITO_FP_MODES", "ult", 1);
+  EXPECT_EQ(ito::resolve_options({}).fp_modes, ito::fp_mode_scope::per_ult);
+  ito::options in_code;
+  in_code.fp_modes = ito::fp_mode_scope::per_worker;  // the program's choice wins
+  EXPECT_EQ(ito::resolve_options(in_code).fp_modes, ito::fp_mode_scope::per_worker);
+  ::setenv("ITO_FP_MODES", "shared", 1);
+  try {
+    (void)ito::resolve_options({});
+    ADD_FAILURE() << "ITO_FP_MODES=shared accepted";
+  } catch (const ito::config_error& e) {
+    EXPECT_TRUE(e.from_environment());
+    EXPECT_NE(std::string(e.what()).find("ITO_FP_MODES"), std::string::npos) << e.what();
+  }
+  ::unsetenv("ITO_FP_MODES");
+  EXPECT_EQ(ito::resolve_options({}).fp_modes, ito::fp_mode_scope::per_ult);
+}
+
+// A frame saved with the modes per worker holds no modes (it is marked), and
+// resuming it with the modes carried must load none: both ways a context is
+// resumed (a switch, and the exit of a context that ended). Loading the mark
+// as MXCSR would fault (#GP: reserved bits).
+alignas(64) unsigned char other_stack[2][64 * 1024];
+void* main_sp;
+void* other_sp[2];
+ito_exit_switch sets_upward_and_ends(void*) {
+  std::fesetround(FE_UPWARD);
+  ito::arch::carry_fp_modes(true);
+  return {main_sp, nullptr};
+}
+ito_exit_switch sets_downward_and_switches_back(void*) {
+  std::fesetround(FE_DOWNWARD);
+  ito::arch::carry_fp_modes(true);
+  ito_context_switch(&other_sp[1], main_sp, nullptr, nullptr);
+  std::abort();  // never resumed
+}
+TEST(switch_state, a_frame_saved_with_the_modes_per_worker_loads_none_when_carried_again) {
+  other_sp[0] = ito::arch::make_context(other_stack[0] + sizeof other_stack[0],
+                                        sets_upward_and_ends, nullptr);
+  ito::arch::carry_fp_modes(false);
+  ito_context_switch(&main_sp, other_sp[0], nullptr, nullptr);
+  EXPECT_TRUE(ito::arch::fp_modes_carried());
+  EXPECT_EQ(std::fegetround(), FE_UPWARD);  // the ended context's, not a mark
+
+  other_sp[1] = ito::arch::make_context(other_stack[1] + sizeof other_stack[1],
+                                        sets_downward_and_switches_back, nullptr);
+  ito::arch::carry_fp_modes(false);
+  ito_context_switch(&main_sp, other_sp[1], nullptr, nullptr);
+  EXPECT_TRUE(ito::arch::fp_modes_carried());
+  EXPECT_EQ(std::fegetround(), FE_DOWNWARD);
+  std::fesetround(FE_TONEAREST);
 }
 #endif
 

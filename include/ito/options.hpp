@@ -20,6 +20,15 @@ enum class stack_policy { fixed, lazy, fair_use };
 // How lazy/fair_use obtain their stack blocks.
 enum class stack_alloc { mmap, malloc };
 
+// Whose floating-point control words (rounding mode, exception masks,
+// flush-to-zero: MXCSR and the x87 control word) a ULT runs with.
+// per_ult: its own, carried by every switch, as each POSIX thread has its
+// own. per_worker: its worker's; the switch reads and loads none, so a ULT
+// that changes them changes them for whatever runs next on its worker. For
+// programs that leave the modes alone after start, and only on x86-64 (an
+// `stmxcsr` a switch, ~3 ns on AMD Zen 3; aarch64 always carries FPCR).
+enum class fp_mode_scope { per_ult, per_worker };
+
 struct options {
   unsigned workers = 0;          // 0: ITO_WORKERS, else the CPUs in the affinity mask
                                  // (under ito::dist: the rank's share of its host's CPUs)
@@ -42,6 +51,8 @@ struct options {
   // sanitizers, the lazy/fair_use policies or ito::dist: a config_error
   // at start otherwise (docs/POSIX.md, "TLS and errno").
   std::optional<bool> ult_tls;
+  // Unset: ITO_FP_MODES (`ult` or `worker`), else per_ult.
+  std::optional<fp_mode_scope> fp_modes;
 
   static constexpr std::size_t default_stack_size = 64 * 1024;
   static constexpr std::size_t min_stack_size = 16 * 1024;

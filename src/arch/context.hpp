@@ -23,6 +23,11 @@ void ito_context_start_split(void** save_sp, void* stack_top, void* data, void* 
 void ito_context_trampoline() noexcept;
 // Defined by the scheduler.
 void* ito_ult_exit_hook(void* arg) noexcept;
+#if defined(__x86_64__)
+// Nonzero: the switches neither save nor load the control words
+// (options::fp_modes, per_worker; context_x86_64.S).
+[[gnu::visibility("hidden")]] extern unsigned char ito_fp_modes_per_worker;
+#endif
 }
 
 namespace ito::arch {
@@ -105,6 +110,11 @@ inline void change_fp_modes(const fp_modes& now, const fp_modes& want) noexcept 
   }
   if (now.x87 != want.x87) asm volatile("fldcw %0" : : "m"(want.x87) : "memory");
 }
+// Whether switches carry each context's modes (options::fp_modes). Set by a
+// runtime's start, before its workers run; a frame saved under either
+// setting may be resumed under the other (the per-worker frame is marked).
+inline bool fp_modes_carried() noexcept { return ito_fp_modes_per_worker == 0; }
+inline void carry_fp_modes(bool carry) noexcept { ito_fp_modes_per_worker = carry ? 0 : 1; }
 #elif defined(__aarch64__)
 struct fp_modes {
   std::uint64_t fpcr;
@@ -118,6 +128,9 @@ inline fp_modes save_fp_modes() noexcept {
 inline void change_fp_modes(const fp_modes& now, const fp_modes& want) noexcept {
   if (now.fpcr != want.fpcr) asm volatile("msr fpcr, %0" : : "r"(want.fpcr) : "memory");
 }
+// FPCR is always carried here (an `mrs` is cheap); options::fp_modes is x86-64's.
+inline bool fp_modes_carried() noexcept { return true; }
+inline void carry_fp_modes(bool) noexcept {}
 #endif
 
 #if defined(__x86_64__)

@@ -21,7 +21,7 @@
  * words and limit, six registers, the return address), so one CFA rule holds
  * before and after rsp moves. A context started on a new stack marks its
  * return address undefined: a backtrace inside a ULT ends cleanly there. */
-    .macro  save_context
+    .macro  save_registers
     pushq   %rbp
     .cfi_adjust_cfa_offset 8
     .cfi_rel_offset rbp, 0
@@ -42,8 +42,25 @@
     .cfi_rel_offset r15, 0
     subq    $16, %rsp
     .cfi_adjust_cfa_offset 16
+    .endm
+
+    /* The frame's control words: read from the registers, or with the
+     * modes per worker (ito_fp_modes_per_worker) the mark `not saved`, all
+     * ones, which no real MXCSR is (its reserved high bits are zero) and
+     * which load_fp_modes never loads. */
+    .macro  save_fp_modes
+    cmpb    $0, ito_fp_modes_per_worker(%rip)
+    jne     5f
     stmxcsr (%rsp)
     fnstcw  4(%rsp)
+    jmp     6f
+5:  movq    $-1, (%rsp)
+6:
+    .endm
+
+    /* The split-stack limit, then the frame's address in *save_sp: from
+     * here on the context may be resumed. */
+    .macro  publish_frame
     movq    %fs:0x70, %r10
     movq    %r10, 8(%rsp)
     movq    %rsp, (%rdi)
@@ -61,6 +78,8 @@
     xorl    %eax, %r10d
     testl   $0xffc0, %r10d
     jz      8f
+    cmpl    $-1, (%rsp)         /* saved with the modes per worker: none */
+    je      9f
     xorl    %eax, %r10d         /* the frame's modes, with the flags in force */
     andl    $0x3f, %eax
     andl    $0xffffffc0, %r10d
@@ -69,11 +88,13 @@
     ldmxcsr (%rsp)
 8:  cmpw    4(%rsp), %r11w
     je      9f
+    cmpw    $-1, 4(%rsp)
+    je      9f
     fldcw   4(%rsp)
 9:
     .endm
 
-    /* Pops what save_context pushed (the control words and limit are
+    /* Pops what save_registers pushed (the control words and limit are
      * loaded first, by the caller). */
     .macro  restore_registers
     addq    $16, %rsp
@@ -104,12 +125,19 @@
     .p2align 4
 ito_context_switch:
     .cfi_startproc
-    save_context
+    save_registers
+    cmpb    $0, ito_fp_modes_per_worker(%rip)
+    jne     7f
+    .cfi_remember_state
+    stmxcsr (%rsp)
+    fnstcw  4(%rsp)
+    publish_frame
     movl    (%rsp), %eax        /* the modes this context runs in */
     movzwl  4(%rsp), %r11d
 
     movq    %rsi, %rsp
     load_fp_modes
+.Lresume:
     movq    8(%rsp), %r10
     movq    %r10, %fs:0x70
     restore_registers
@@ -124,6 +152,13 @@ ito_context_switch:
     addq    $8, %rsp
     .cfi_adjust_cfa_offset -8
     ret
+    /* The modes per worker: nothing read, nothing loaded (no stmxcsr,
+     * ~3 ns a switch on AMD Zen 3; docs/ARCHITECTURE.md, "The control words"). */
+7:  .cfi_restore_state
+    movq    $-1, (%rsp)
+    publish_frame
+    movq    %rsi, %rsp
+    jmp     .Lresume
     .cfi_endproc
     .size   ito_context_switch, .-ito_context_switch
 
@@ -150,7 +185,9 @@ ito_context_switch:
     .p2align 4
 \name:
     .cfi_startproc
-    save_context
+    save_registers
+    save_fp_modes
+    publish_frame
 
     movq    %rsi, %rsp          /* 16-byte aligned: calls below are aligned */
     /* The new stack's outermost frame: nothing to unwind into below it. */
@@ -191,7 +228,7 @@ ito_context_trampoline:
 .Lexit_to:
     /* rax: the context to resume; rdx: the exit hook's argument. */
     movq    %rax, %rsp
-    /* Now on the resumed context's saved frame (see save_context). */
+    /* Now on the resumed context's saved frame (see save_registers). */
     .cfi_def_cfa rsp, 72
     .cfi_offset rip, -8
     .cfi_offset rbp, -16
@@ -202,11 +239,13 @@ ito_context_trampoline:
     .cfi_offset r15, -56
     /* The finished context's modes, through the resumed stack's red zone
      * (nothing lives below a suspended context's frame). */
+    cmpb    $0, ito_fp_modes_per_worker(%rip)
+    jne     9f
     stmxcsr -8(%rsp)
     fnstcw  -4(%rsp)
     movl    -8(%rsp), %eax
     movzwl  -4(%rsp), %r11d
-    load_fp_modes
+    load_fp_modes               /* ends at its label 9 */
     movq    8(%rsp), %r10
     movq    %r10, %fs:0x70
     restore_registers
@@ -224,6 +263,16 @@ ito_context_trampoline:
     ret
     .cfi_endproc
     .size   ito_context_trampoline, .-ito_context_trampoline
+
+    /* Set at a runtime's start (options::fp_modes): nonzero when ULTs
+     * share their worker's control words instead of carrying their own. */
+    .bss
+    .globl  ito_fp_modes_per_worker
+    .hidden ito_fp_modes_per_worker
+    .type   ito_fp_modes_per_worker, @object
+    .size   ito_fp_modes_per_worker, 1
+ito_fp_modes_per_worker:
+    .zero   1
 
     .section .note.GNU-stack,"",@progbits
     /* For gold/lld in split-stack programs: calls into these switches are

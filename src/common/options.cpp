@@ -138,6 +138,10 @@ options resolve_options(options o) {
   if (!o.bind) o.bind = config::boolean_setting(setting_id::bind).value_or(false);
   if (!o.stats) o.stats = config::boolean_setting(setting_id::stats).value_or(false);
   if (!o.ult_tls) o.ult_tls = config::boolean_setting(setting_id::ult_tls).value_or(false);
+  if (!o.fp_modes) {
+    constexpr fp_mode_scope scopes[] = {fp_mode_scope::per_ult, fp_mode_scope::per_worker};
+    o.fp_modes = scopes[config::choice_setting(setting_id::fp_modes).value_or(0)];
+  }
   return o;
 }
 

@@ -29,7 +29,7 @@ enum class setting_id : unsigned {
   workers, stack_size, bind, stats, stack, stack_block_size, stack_alloc, deque_fence,
   pool_min, pool_max, pool_bias, dump_signal, deadlock, trace, preload_threads,
   delegate_mode, dsm_size, dsm_block, dsm_check, dist_progress_us, dist_idle_progress_us,
-  dist_heartbeat_ms, dist_watch, dist_reexec, dist_node, preempt, ult_tls,
+  dist_heartbeat_ms, dist_watch, dist_reexec, dist_node, preempt, ult_tls, fp_modes,
   count
 };
 
@@ -179,6 +179,13 @@ inline constexpr setting settings[] = {
             "(`__thread`, `thread_local`, errno), switched with it; x86-64 and glibc, not under "
             "the sanitizers, a split-stack policy or `ito::dist` ([POSIX.md](POSIX.md), "
             "\"TLS and errno\")"},
+    {.id = setting_id::fp_modes, .name = "ITO_FP_MODES", .kind = setting_kind::choice,
+     .choices = {"ult", "worker"}, .default_text = "`ult`",
+     .doc = "`ult`: each thread keeps its own floating-point control words (rounding mode, "
+            "exception masks, flush-to-zero), carried by every switch, as under NPTL; `worker`: "
+            "threads run with their worker's and a switch reads none (x86-64: saves an `stmxcsr`, "
+            "~3 ns a switch on AMD Zen 3), so a thread that changes them changes them for the next "
+            "on its worker ([ARCHITECTURE.md](ARCHITECTURE.md), \"The control words\")"},
 };
 // clang-format on
 

@@ -242,6 +242,8 @@ runtime_state* start_runtime(const options& resolved, bool defer_others) {
     rt->workers.push_back(std::move(w));
   }
   no_dump.unlock();
+  // Before any switch of this runtime; none of an earlier one is left to resume.
+  arch::carry_fp_modes(resolved.fp_modes.value_or(fp_mode_scope::per_ult) == fp_mode_scope::per_ult);
   trace::start();  // before any worker runs
   install_overflow_handler();
   install_dump_signal();

@@ -578,13 +578,15 @@ void run_inline(worker* w, ult* self, ult* child) noexcept {
   // The child starts with none; with ult_tls, on the worker's own thread
   // pointer (a child with a block is never run inline: join_inline).
   if (switch_eh(w, self->eh, child->eh)) [[unlikely]] ult_tls::arrive(w, child, nullptr);
-  // And with the default floating-point modes, as a context make_context built.
-  const arch::fp_modes own_modes = arch::save_fp_modes();
-  arch::change_fp_modes(own_modes, arch::default_fp_modes);
+  // And with the default floating-point modes, as a context make_context
+  // built (unless ULTs run with their worker's: options::fp_modes).
+  const bool carry_modes = arch::fp_modes_carried();
+  const arch::fp_modes own_modes = carry_modes ? arch::save_fp_modes() : arch::default_fp_modes;
+  if (carry_modes) arch::change_fp_modes(own_modes, arch::default_fp_modes);
   w->current = child;
   trace_switch(child);
   run_body(child);
-  arch::change_fp_modes(arch::save_fp_modes(), own_modes);
+  if (carry_modes) arch::change_fp_modes(arch::save_fp_modes(), own_modes);
   w = current_worker();  // it may have been stolen, or woken elsewhere
   // The thread of a child forked from a runtime: it has no worker to return
   // to (as in ult_main).
