@@ -39,17 +39,20 @@ int first_allowed_cpu() {
   return 0;
 }
 
-// The ns `fn` takes in the main ULT of a fresh runtime of w workers (its
-// start and stop untimed).
+// The ns `fn` takes in the main ULT of a fresh runtime with options `o`
+// (its start and stop untimed).
+template <class F>
+std::int64_t timed_in_main_ult(const ito::options& o, F fn) {
+  ito::runtime rt(o);
+  std::int64_t t0 = now_ns();
+  fn();
+  return now_ns() - t0;
+}
 template <class F>
 std::int64_t timed_in_main_ult(unsigned w, F fn) {
-  std::int64_t t = 0;
-  ito::start_main_thread_with_worker_size(w, [&] {
-    std::int64_t t0 = now_ns();
-    fn();
-    t = now_ns() - t0;
-  });
-  return t;
+  ito::options o;
+  o.workers = w;
+  return timed_in_main_ult(o, fn);
 }
 
 void* c_yielder(void* p) {
@@ -79,28 +82,6 @@ std::int64_t c_yield_pair(long long each, bool own_tls) {
   return t;
 }
 
-// Two ULTs of their own ping-pong on one worker whose ULTs share its
-// floating-point control words (options::fp_modes): no stmxcsr a switch.
-std::int64_t yield_pair_modes_per_worker(long long each) {
-  ito::options o;
-  o.workers = 1;
-  o.fp_modes = ito::fp_mode_scope::per_worker;
-  std::int64_t t = 0;
-  ito::runtime rt(o);
-  ito::join(ito::create_thread(ito::own_ult, [&] {
-    auto body = [each] {
-      for (long long i = 0; i < each; ++i) ito::yield();
-    };
-    std::int64_t t0 = now_ns();
-    auto a = ito::create_thread(ito::own_ult, body);
-    auto b = ito::create_thread(ito::own_ult, body);
-    ito::join(a);
-    ito::join(b);
-    t = now_ns() - t0;
-  }));
-  return t;
-}
-
 }  // namespace
 
 void run_yield(const yield_params& p, reporter& out) {
@@ -113,19 +94,23 @@ void run_yield(const yield_params& p, reporter& out) {
     result r = row("ito::yield", w, p.ito_yields);
     r.reference = true;
     r.note = "two ULTs ping-pong on one worker";
-    measure(r, p.runs, [&] {
-      return timed_in_main_ult(w, [&] {
-        auto a = ito::create_thread(ito::own_ult, body);
-        auto b = ito::create_thread(ito::own_ult, body);
-        ito::join(a);
-        ito::join(b);
-      });
-    });
+    auto two_ults = [&] {
+      auto a = ito::create_thread(ito::own_ult, body);
+      auto b = ito::create_thread(ito::own_ult, body);
+      ito::join(a);
+      ito::join(b);
+    };
+    measure(r, p.runs, [&] { return timed_in_main_ult(w, two_ults); });
     out.add(std::move(r));
     if (w != 1) continue;  // on more workers the child may be stolen: no ping-pong
+    // The same with ULTs that share their worker's floating-point control
+    // words (options::fp_modes): the switch reads no MXCSR.
     result pw = row("ito::yield, FP modes per worker (ITO_FP_MODES=worker)", w, p.ito_yields);
     pw.note = "as ito::yield; the switch reads no MXCSR";
-    measure(pw, p.runs, [&] { return yield_pair_modes_per_worker(each); });
+    ito::options per_worker;
+    per_worker.workers = w;
+    per_worker.fp_modes = ito::fp_mode_scope::per_worker;
+    measure(pw, p.runs, [&] { return timed_in_main_ult(per_worker, two_ults); });
     out.add(std::move(pw));
     // The main ULT and a child run different code: the switch's return
     // into the other stack is mispredicted (BENCHMARKS.md), unlike two ULTs

@@ -581,8 +581,11 @@ void run_inline(worker* w, ult* self, ult* child) noexcept {
   // And with the default floating-point modes, as a context make_context
   // built (unless ULTs run with their worker's: options::fp_modes).
   const bool carry_modes = arch::fp_modes_carried();
-  const arch::fp_modes own_modes = carry_modes ? arch::save_fp_modes() : arch::default_fp_modes;
-  if (carry_modes) arch::change_fp_modes(own_modes, arch::default_fp_modes);
+  arch::fp_modes own_modes{};
+  if (carry_modes) {
+    own_modes = arch::save_fp_modes();
+    arch::change_fp_modes(own_modes, arch::default_fp_modes);
+  }
   w->current = child;
   trace_switch(child);
   run_body(child);
