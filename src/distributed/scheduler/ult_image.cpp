@@ -3,10 +3,12 @@
 
 #include <mpi.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
 
 #include "arch/sanitizer.hpp"
 #include "distributed/dsm/dsm.hpp"
@@ -21,23 +23,36 @@
 namespace ito::dist::detail {
 namespace {
 
-// The fields of a home's copy of a descriptor that are this process's own:
-// kept when bytes from another process overwrite it.
-struct local_fields {
-  sched::ult_registry* registry;
-  sched::ult* prev;
-  sched::ult* next;
-  arch::sanitizer_fiber fiber;
-  explicit local_fields(const sched::ult* u)
-      : registry(u->registry), prev(u->registry_prev), next(u->registry_next), fiber(u->fiber) {}
-  void restore(sched::ult* u) const {
-    u->registry = registry;
-    u->registry_prev = prev;
-    u->registry_next = next;
-    u->fiber = fiber;
-    u->stack_from = sched::stack_origin::pool;
-  }
+// The bytes of a home's descriptor that an image coming back must never
+// write, not even for the moment between a copy and a fix-up: threads here
+// read them without the tables' lock. A joiner's first look at the join
+// word is lock-free (a copy ended elsewhere carries `remote|ended`, which
+// such a joiner took for another ULT's join: EINVAL, or for an end whose
+// frame was still being written); the registry links belong to the
+// registry's lock, under which neighbours update them; the sanitizer fiber
+// and the stack's origin are this process's own.
+struct byte_range {
+  char* lo;
+  std::size_t len;
 };
+
+template <class T>
+byte_range field_bytes(T* field) {
+  return {reinterpret_cast<char*>(field), sizeof(T)};
+}
+
+// Copies len bytes from `from` to `to`, leaving the bytes of `kept` (sorted,
+// disjoint, inside the destination) as they are.
+void copy_around(char* to, const char* from, std::size_t len, const byte_range* kept,
+                 std::size_t n_kept) {
+  char* at = to;
+  for (std::size_t i = 0; i < n_kept; ++i) {
+    const byte_range& k = kept[i];
+    std::memcpy(at, from + (at - to), static_cast<std::size_t>(k.lo - at));
+    at = k.lo + k.len;
+  }
+  std::memcpy(at, from + (at - to), len - static_cast<std::size_t>(at - to));
+}
 
 }  // namespace
 
@@ -56,9 +71,20 @@ char* frame_lo(const sched::ult* u) {
 }
 
 void write_home_copy(sched::ult* u, const header& h, const char* payload) {
-  const local_fields keep(u);
-  std::memcpy(ptr<char>(h.start), payload, h.len);
-  keep.restore(u);
+  byte_range kept[] = {
+      field_bytes(&u->join_state),
+      field_bytes(&u->stack_from),
+      field_bytes(&u->fiber),
+      {reinterpret_cast<char*>(&u->registry),
+       static_cast<std::size_t>(reinterpret_cast<char*>(&u->registry_next + 1) -
+                                reinterpret_cast<char*>(&u->registry))},
+  };
+  std::sort(std::begin(kept), std::end(kept),
+            [](const byte_range& a, const byte_range& b) { return a.lo < b.lo; });
+  char* to = ptr<char>(h.start);
+  if (reinterpret_cast<char*>(u) < to || reinterpret_cast<char*>(u + 1) > to + h.len)
+    fail_for(u, "an image of it came back without its descriptor");
+  copy_around(to, payload, h.len, kept, std::size(kept));
 }
 
 void write_foreign_copy(sched::ult* u, const header& h, const char* payload, const void* lo,

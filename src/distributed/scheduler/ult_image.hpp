@@ -20,8 +20,10 @@ namespace ito::dist::detail {
 // descriptor, whichever is lower) to its stack's top.
 char* frame_lo(const sched::ult* u);
 
-// Bytes of a descriptor this process is home to, sent back by another: the
-// fields that are this process's own (registry links, sanitizer fiber) stay.
+// Bytes of a descriptor this process is home to, sent back by another. Its
+// join word and the fields that are this process's own (registry links,
+// sanitizer fiber, stack origin) are never written, not even for a moment:
+// other threads read them meanwhile. The caller sets the join word after.
 void write_home_copy(sched::ult* u, const header& h, const char* payload);
 
 // Bytes of a foreign descriptor (and its frame, or its whole stack [lo, hi))
