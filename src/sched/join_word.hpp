@@ -41,6 +41,7 @@
 #pragma once
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 
 #include "sched/ult.hpp"
@@ -184,6 +185,11 @@ inline bool hand_over(ult* u, std::uintptr_t& s) noexcept {
                                              std::memory_order_acquire);
 }
 
+// The word's bytes in the descriptor, for the one copy that must go around
+// them: a ULT's image coming home from another process never writes the
+// word, which joiners here read without a lock (dist's ult_image.cpp).
+inline char* bytes_of(ult* u) noexcept { return reinterpret_cast<char*>(&u->join_state); }
+inline constexpr std::size_t size_in_bytes = sizeof(ult::join_state);
 // A copy of another process's ULT arrived here: its join lives at its home.
 inline void host_foreign(ult* u) noexcept {
   u->join_state.store(join_remote, std::memory_order_release);

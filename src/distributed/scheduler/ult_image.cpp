@@ -14,6 +14,7 @@
 #include "distributed/dsm/dsm.hpp"
 #include "distributed/scheduler/counts.hpp"
 #include "distributed/scheduler/stack_area.hpp"
+#include "sched/join_word.hpp"
 #include "sched/ult.hpp"
 
 #if ITO_ASAN
@@ -72,7 +73,7 @@ char* frame_lo(const sched::ult* u) {
 
 void write_home_copy(sched::ult* u, const header& h, const char* payload) {
   byte_range kept[] = {
-      field_bytes(&u->join_state),
+      {sched::join_word::bytes_of(u), sched::join_word::size_in_bytes},
       field_bytes(&u->stack_from),
       field_bytes(&u->fiber),
       {reinterpret_cast<char*>(&u->registry),
