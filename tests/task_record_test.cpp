@@ -333,6 +333,37 @@ TEST(task_record, exit_in_a_child_the_main_ult_runs_ends_the_child) {
   });
 }
 
+// The main ULT's ito::exit() is told apart by the frames of the join that
+// runs the record (no counter on the join path): every way a join runs one
+// as a call, nested records, and the main ULT itself once they have ended.
+TEST(task_record, main_ult_exit_ends_only_the_innermost_record_on_every_join_path) {
+  struct three_words {
+    long v[3];
+  };
+  ito::start_main_thread_with_worker_size(1, [] {
+    // A word result (join_task_record_word) and a larger one (wait_task_record).
+    auto word = ito::create_thread([]() -> long { ito::exit(); });
+    EXPECT_EQ(ito::test::usage_error_code([&] { word.get(); }), EINVAL);
+    auto big = ito::create_thread([]() -> three_words { ito::exit(); });
+    EXPECT_EQ(ito::test::usage_error_code([&] { big.get(); }), EINVAL);
+    auto waited = ito::create_thread([]() -> std::string { ito::exit(); });
+    waited.wait();  // wait() runs it; get() then reports it
+    EXPECT_EQ(ito::test::usage_error_code([&] { waited.get(); }), EINVAL);
+    // Nested: the inner exit ends the inner record; the outer goes on.
+    auto outer = ito::create_thread([]() -> int {
+      auto inner = ito::create_thread([]() -> int { ito::exit(); });
+      const int code = ito::test::usage_error_code([&] { inner.get(); });
+      auto deeper = ito::create_thread([] { return 7; });
+      return code * 100 + deeper.get();
+    });
+    EXPECT_EQ(outer.get(), EINVAL * 100 + 7);
+    // A void record: exit() is its end, get() returns.
+    auto ends = ito::create_thread([] { ito::exit(); });
+    ends.get();
+    EXPECT_EQ(ito::test::usage_error_code([] { ito::exit(); }), EPERM);
+  });
+}
+
 // Every shape of child create_thread queues, on both paths (taken back and
 // run as a call; taken by the scheduler and run as a ULT), returning,
 // throwing and dropped. Calls of at most two trivially copyable words with a

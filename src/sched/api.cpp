@@ -15,6 +15,7 @@
 #include "ito/ult.hpp"
 #include "sched/extension.hpp"
 #include "sched/scheduler.hpp"
+#include "sched/task_records.hpp"
 #include "stack/provider.hpp"
 
 namespace ito {
@@ -237,7 +238,7 @@ void exit() {
   // Inside a create_thread child that it runs as a call, even the main ULT
   // may: the exit ends that child.
   const sched::ult* self = sched::current_ult();
-  if (self->bound && self->records_running == 0)
+  if (self->bound && !sched::runs_record_as_call())
     throw usage_error(EPERM, "ito::exit: the main ULT cannot exit; return from it instead");
   sched::exit_current(nullptr);
 }

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <utility>
 #include <new>
 
 #include "arch/context.hpp"
@@ -377,6 +378,7 @@ ult* place_descriptor(stack::stack_block s, stack_origin origin) {
   auto top = reinterpret_cast<std::uintptr_t>(s.hi - sizeof(std::uint64_t));
   auto* u = new (reinterpret_cast<void*>((top - sizeof(ult)) & ~std::uintptr_t{63})) ult;
   u->stack = s;
+  u->record_floor = reinterpret_cast<std::uintptr_t>(s.lo + s.size() / 2);
   u->stack_from = origin;
   // The sanitizer fiber stays with the descriptor while it is reused (TSan's
   // fibers cost far too much to create per spawn).
@@ -571,6 +573,8 @@ void run_inline(worker* w, ult* self, ult* child) noexcept {
   self->join_target = child;
   child->unstarted.store(false, std::memory_order_relaxed);
   child->inline_host = self;
+  // Its records run on the host's stack meanwhile: the full test decides.
+  const std::uintptr_t own_record_floor = std::exchange(child->record_floor, ult::unknown_record_floor);
   // Sanitizers see the host's stack (and TSan its fiber's call stack) until it ends.
   const arch::sanitizer_fiber own_fiber = child->fiber;
   child->fiber = self->fiber;
@@ -597,6 +601,7 @@ void run_inline(worker* w, ult* self, ult* child) noexcept {
   worker_stats::bump(w->stats.finished);
   child->fiber = own_fiber;
   child->inline_host = nullptr;
+  child->record_floor = own_record_floor;
   install_eh(w, self->eh, self);
   w->current = self;
   ++self->resumes;

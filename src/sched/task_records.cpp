@@ -10,6 +10,8 @@
 #include <exception>
 #include <new>
 
+#include <unwind.h>
+
 #include "ito/thread.hpp"
 #include "sched/branches.hpp"
 #include "sched/extension.hpp"
@@ -85,55 +87,56 @@ void run_taken_record(void* frame) {
 // would have a whole stack of its own: run here only while at least half of
 // the caller's stack is left below its frame. (Segments of the split-stack
 // policies grow: always; a stack of unknown size: as parallel_invoke does.)
-[[gnu::noinline]] bool room_on_other_stack(const worker* w, const ult* self,
-                                           const char* here) noexcept {
+// The full test, for a ULT whose record_floor is unknown or below the frame.
+[[gnu::noinline]] bool room_to_run_here_slow(const worker* w, const ult* self,
+                                             const char* here) noexcept {
+  if (self->stack && !self->inline_host) return here >= self->stack.lo + self->stack.size() / 2;
+  if (self == &w->rt->main_ult) return here >= w->rt->main_record_floor;
   if (w->stack_provider) return true;
   const stack::stack_block& s = stack_of(self);  // a host's
   return !s || here >= s.lo + s.size() / 2;
 }
+// The common case is one load and a compare: the floor was worked out when
+// the ULT got its stack (ult::record_floor).
 inline bool room_to_run_here(const worker* w, const ult* self) noexcept {
   // A local's address, not __builtin_frame_address: that would make every
   // caller set up a frame pointer.
   const char probe = 0;
   const char* here = &probe;
-  // A pool ULT's own stack (no provider gives one: its ULTs keep it empty).
-  if (self->stack && !self->inline_host) [[likely]]
-    return here >= self->stack.lo + self->stack.size() / 2;
-  if (self == &w->rt->main_ult) return here >= w->rt->main_record_floor;
-  return room_on_other_stack(w, self, here);
+  if (reinterpret_cast<std::uintptr_t>(here) >= self->record_floor) [[likely]] return true;
+  return room_to_run_here_slow(w, self, here);
 }
 
 // The common join: r is still the bottom item of the caller's worker's deque
 // and the stack has room, so the caller takes it back to run it as a call
-// (run_taken_back). Returns the caller, or null.
-inline ult* take_back_to_run(task_record* r) noexcept {
+// (run_taken_back). Returns whether it did.
+inline bool take_back_to_run(task_record* r) noexcept {
   worker* w = current_worker();
-  if (!w) [[unlikely]] return nullptr;  // not in the runtime
+  if (!w) [[unlikely]] return false;  // not in the runtime
   // Only this worker pushes on its deque: its bottom item is r only if r
   // was queued here (records need no queued_on).
-  ult* self = w->current;
-  if (!self || !room_to_run_here(w, self) || !take_back_from(w, queued_item(r))) [[unlikely]]
-    return nullptr;
-  return self;
+  const ult* self = w->current;
+  return self && room_to_run_here(w, self) && take_back_from(w, queued_item(r));
 }
 // Runs r as the caller; returns the caller's worker after it (the call may
 // have moved the caller to another). r's state stays 0: a join frees it at
-// once, wait_for marks it finished.
-inline worker* run_taken_back(ult* self, task_record* r) noexcept {
-  ++self->records_running;
+// once, wait_for marks it finished. Inlined into join_task_record_word and
+// wait_for only: runs_record_as_call finds a record's call by those frames.
+inline worker* run_taken_back(task_record* r) noexcept {
   r->run(r);
   worker* w = current_worker();  // read afresh
-  --w->current->records_running;
   count_ended(w);
   return w;
 }
 
 // Returns once r has run: taken back and run here, or someone else runs it
-// (this worker's scheduler takes it while the caller waits).
-void wait_for(task_record* r) {
+// (this worker's scheduler takes it while the caller waits). noipa: its
+// frame must be this function, neither inlined nor cloned
+// (runs_record_as_call compares the frame's start with its address).
+[[gnu::noipa]] void wait_for(task_record* r) {
   if (r->state.load(std::memory_order_acquire) == branch_finished) return;  // waited for before
-  if (ult* self = take_back_to_run(r)) [[likely]] {
-    run_taken_back(self, r);
+  if (take_back_to_run(r)) [[likely]] {
+    run_taken_back(r);
     r->state.store(branch_finished, std::memory_order_relaxed);
     return;
   }
@@ -208,6 +211,32 @@ ult* record_as_ult(worker* w, ito::detail::branch* item) noexcept {
   return u;
 }
 
+// A frame of join_task_record_word or wait_for on the caller's stack is a
+// record's call in progress: the caller runs user code (it calls this), and
+// user code runs below those two only through the record's call. The
+// unwinder tells each frame's function by its start, as an exception does;
+// no counter on the join path (two stores on every join: ~0.9 ns of fib's
+// 13, bench/ab.sh).
+bool runs_record_as_call() noexcept {
+  struct search {
+    std::uintptr_t join, wait;
+    bool found = false;
+  } s{reinterpret_cast<std::uintptr_t>(&ito::detail::join_task_record_word),
+      reinterpret_cast<std::uintptr_t>(&wait_for)};
+  _Unwind_Backtrace(
+      [](_Unwind_Context* frame, void* arg) {
+        auto* s = static_cast<search*>(arg);
+        const std::uintptr_t start = _Unwind_GetRegionStart(frame);
+        if (start == s->join || start == s->wait) {
+          s->found = true;
+          return _URC_NORMAL_STOP;
+        }
+        return _URC_NO_REASON;
+      },
+      &s);
+  return s.found;
+}
+
 __attribute__((no_sanitize("thread"))) bool runs_taken_record(const ult* u) noexcept {
   return u->body == &run_taken_record;
 }
@@ -249,9 +278,8 @@ void wait_task_record(task_record* r) { sched::wait_for(r); }
 
 joined_word join_task_record_word(task_record* r) {
   // (A record waited for before is no longer queued: not taken back.)
-  sched::ult* self = sched::take_back_to_run(r);
-  if (!self) [[unlikely]] return sched::join_word_elsewhere(r);
-  return sched::word_of_ran(sched::run_taken_back(self, r), r);
+  if (!sched::take_back_to_run(r)) [[unlikely]] return sched::join_word_elsewhere(r);
+  return sched::word_of_ran(sched::run_taken_back(r), r);
 }
 
 void free_task_record(task_record* r) noexcept { sched::free_record(r, /*orphaned=*/false); }

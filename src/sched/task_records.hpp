@@ -28,6 +28,11 @@ inline ito::detail::task_record* record_of_item(ito::detail::branch* item) noexc
 // detached ULT that runs it, then frees it or wakes the holder.
 ult* record_as_ult(worker* w, ito::detail::branch* item) noexcept;
 
+// Whether the calling ULT runs a record as a call right now (its join took
+// it back): ito::exit() then ends that record, even on the main ULT. Walks
+// the caller's frames: for that rare call only, never on a join.
+bool runs_record_as_call() noexcept;
+
 // The records' memory cached on w, freed at the runtime's end.
 void drain_task_records(worker* w) noexcept;
 

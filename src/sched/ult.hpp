@@ -134,13 +134,6 @@ struct ult {
   // at this ULT) runs on it before its own code runs again, the next time a
   // worker switches to it (sched/resume_action.hpp).
   std::atomic<bool> resume_action_pending{false};
-  // Bumped by the POSIX layer each time a signal handler ran on this ULT
-  // (its own field, written only by it): a sleep that a signal interrupted
-  // compares it to say EINTR.
-  std::uint32_t signal_handlers_run = 0;
-  // create_thread records it runs as calls right now (task_records.cpp): the
-  // main ULT may then ito::exit(), which ends the innermost record only.
-  std::uint32_t records_running = 0;
   // A resume action (a signal handler run as the ULT was switched in) asked
   // to end the ULT (pthread_exit) while it was suspended inside ito, where
   // it cannot unwind: the POSIX layer ends it at its next cancellation point
@@ -155,6 +148,18 @@ struct ult {
   // Written by any thread (pthread_setschedparam of another): atomics.
   std::atomic<std::uint64_t> sched_for{0};
   std::atomic<std::uint32_t> sched_value{0};
+  // Bumped by the POSIX layer each time a signal handler ran on this ULT
+  // (its own field, written only by it): a sleep that a signal interrupted
+  // compares it to say EINTR.
+  std::uint32_t signal_handlers_run = 0;
+  // (Last, after the two 4-byte fields: sizeof(ult) stays 312 bytes.)
+  // The lowest address at which a create_thread record may still run as a
+  // call on this ULT's stack (task_records.cpp; 0: anywhere). A join above
+  // it runs the record without another look; below it, or while unknown
+  // (all ones, the default), the full test decides. Set with the stack it
+  // derives from, and kept while a released descriptor is reused.
+  std::uintptr_t record_floor = unknown_record_floor;
+  static constexpr std::uintptr_t unknown_record_floor = ~std::uintptr_t{0};
 };
 
 // An OS thread's identity: its thread pointer (glibc's thread control

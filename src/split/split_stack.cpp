@@ -263,6 +263,7 @@ region leave_segment(worker* w, ult* u, ito::sched::split_frame* rec, void* seg_
   ult* u = new (p) ult;
   new (ext(u)) split_ult;
   u->stack_from = stack_origin::provided;
+  u->record_floor = 0;  // its segments grow: records run as calls anywhere
   ext(u)->big_chunk = frame_bytes > inline_frame_bytes;
   registry_add(current_worker(), u);
   return u;
