@@ -19,7 +19,7 @@ namespace {
 // included, whose handler calls MPI: a fault served while MPI also handled
 // an incoming active message (ucp_am_handler) overflowed 64 KiB. Reserved,
 // not committed: a worker pays for the pages its handlers touched.
-constexpr std::size_t altstack_size = 1024 * 1024;
+constexpr std::size_t altstack_size = altstack_bytes;
 struct sigaction g_previous {};
 std::mutex g_install_lock;
 // Set while this thread hands a fault on: a handler that chains back here

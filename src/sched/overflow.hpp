@@ -11,7 +11,9 @@ namespace ito::sched {
 struct worker;
 
 void install_overflow_handler();
-// Gives the calling OS thread an alternate signal stack; returns it.
+// Gives the calling OS thread an alternate signal stack of altstack_bytes
+// (reserved, not committed); returns it, or null.
+inline constexpr std::size_t altstack_bytes = 1024 * 1024;
 void* install_overflow_altstack();
 void remove_overflow_altstack(void* altstack);
 
