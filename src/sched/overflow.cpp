@@ -15,11 +15,6 @@
 namespace ito::sched {
 namespace {
 
-// Every SIGSEGV of a worker runs here, the distributed mode's DSM faults
-// included, whose handler calls MPI: a fault served while MPI also handled
-// an incoming active message (ucp_am_handler) overflowed 64 KiB. Reserved,
-// not committed: a worker pays for the pages its handlers touched.
-constexpr std::size_t altstack_size = altstack_bytes;
 struct sigaction g_previous {};
 std::mutex g_install_lock;
 // Set while this thread hands a fault on: a handler that chains back here
@@ -120,14 +115,14 @@ void install_overflow_handler() {
 }
 
 void* install_overflow_altstack() {
-  void* mem = mmap(nullptr, altstack_size, PROT_READ | PROT_WRITE,
+  void* mem = mmap(nullptr, altstack_bytes, PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (mem == MAP_FAILED) return nullptr;
   stack_t ss{};
   ss.ss_sp = mem;
-  ss.ss_size = altstack_size;
+  ss.ss_size = altstack_bytes;
   if (sigaltstack(&ss, &t_previous_altstack) != 0) {
-    munmap(mem, altstack_size);
+    munmap(mem, altstack_bytes);
     return nullptr;
   }
   return mem;
@@ -139,7 +134,7 @@ void remove_overflow_altstack(void* altstack) {
   stack_t ss = t_previous_altstack;
   if (ss.ss_sp == nullptr) ss.ss_flags = SS_DISABLE;
   sigaltstack(&ss, nullptr);
-  munmap(altstack, altstack_size);
+  munmap(altstack, altstack_bytes);
 }
 
 }  // namespace ito::sched

@@ -13,6 +13,10 @@ struct worker;
 void install_overflow_handler();
 // Gives the calling OS thread an alternate signal stack of altstack_bytes
 // (reserved, not committed); returns it, or null.
+// Every SIGSEGV of a worker runs there, the distributed mode's DSM faults
+// included, whose handler calls MPI: a fault served while MPI also handled
+// an incoming active message (ucp_am_handler) overflowed 64 KiB. A worker
+// pays only for the pages its handlers touched.
 inline constexpr std::size_t altstack_bytes = 1024 * 1024;
 void* install_overflow_altstack();
 void remove_overflow_altstack(void* altstack);

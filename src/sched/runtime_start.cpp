@@ -257,9 +257,11 @@ runtime_state* start_runtime(const options& resolved, bool defer_others) {
   main.bound = w0;
   main.id = 0;
   rt->main_stack = this_thread_stack();
-  if (rt->main_stack && !rt->stack_provider)
-    rt->main_record_floor = rt->main_stack.lo + rt->main_stack.size() / 2;
-  main.record_floor = reinterpret_cast<std::uintptr_t>(rt->main_record_floor);
+  // Records run as calls above half the main stack; anywhere (0) when its
+  // size is unknown or a stack provider's segments grow.
+  main.record_floor = rt->main_stack && !rt->stack_provider
+                          ? reinterpret_cast<std::uintptr_t>(rt->main_stack.lo + rt->main_stack.size() / 2)
+                          : 0;
   arch::sanitizer_adopt_current(main.fiber);
   w0->current = &main;
   handles::adopt_before_start(&main, os_thread_identity());  // its pthread_self from before

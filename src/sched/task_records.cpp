@@ -91,7 +91,6 @@ void run_taken_record(void* frame) {
 [[gnu::noinline]] bool room_to_run_here_slow(const worker* w, const ult* self,
                                              const char* here) noexcept {
   if (self->stack && !self->inline_host) return here >= self->stack.lo + self->stack.size() / 2;
-  if (self == &w->rt->main_ult) return here >= w->rt->main_record_floor;
   if (w->stack_provider) return true;
   const stack::stack_block& s = stack_of(self);  // a host's
   return !s || here >= s.lo + s.size() / 2;

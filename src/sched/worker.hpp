@@ -231,10 +231,6 @@ struct runtime_state {
   // process's main thread, as deep as RLIMIT_STACK lets it grow); empty when
   // unknown. Children it joins inline run there (scheduler.cpp, join_inline).
   stack::stack_block main_stack;
-  // The lowest frame address at which main_ult may still run a create_thread
-  // record as a call (half its stack left: task_records.cpp); null: anywhere
-  // (a stack provider's segments grow, or the stack's size is unknown).
-  const char* main_record_floor = nullptr;
 
   explicit runtime_state(const options& o)
       : opts(o),
