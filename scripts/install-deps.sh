@@ -56,7 +56,11 @@ apt-get install -y -qq --no-install-recommends "${missing[@]}"
 for name in "${!mpi_keep[@]}"; do
   now=$(update-alternatives --query "$name" 2>/dev/null | sed -n 's/^Value: //p' || true)
   want=${mpi_keep[$name]}
-  if [ -n "$now" ] && [ "$now" != "$want" ] && update-alternatives --list "$name" | grep -qxF "$want"; then
+  # The list read whole, not piped into grep -q: grep leaving at its first
+  # match could end update-alternatives by SIGPIPE, which pipefail counts
+  # as no match (a fresh machine kept Open MPI's mpicc and mpirun so).
+  choices=$(update-alternatives --list "$name" 2>/dev/null || true)
+  if [ -n "$now" ] && [ "$now" != "$want" ] && grep -qxF "$want" <<<"$choices"; then
     echo "ito: keeping $want as $name"
     update-alternatives --set "$name" "$want" >/dev/null
   fi
