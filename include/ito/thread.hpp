@@ -71,8 +71,8 @@ class future {
   }
   // Waits, then returns the result (or rethrows the ULT's exception). Once only.
   R get() {
+    if (record_) [[likely]] return get_from_record();
     check_valid("get");
-    if (record_) return get_from_record();
     return get_from_ult();
   }
 
@@ -179,6 +179,15 @@ auto start_ult(const void* near_data, F&& fn, A&&... args)
   else spawn_start(th, &frame::run);
   return result;
 }
+// create_thread's ULT where it had a record in mind but got no memory for
+// one (records are not used: the distributed mode). Out of line: inlined,
+// it made fib's create_thread save three more registers and run 20% slower
+// (BENCHMARKS.md, "create_thread's ULT fallback out of line").
+template <class F, class... A>
+[[gnu::noinline, gnu::cold]] auto start_ult_without_record(F&& fn, A&&... args)
+    -> future<std::invoke_result_t<std::decay_t<F>, std::decay_t<A>...>> {
+  return start_ult(nullptr, std::forward<F>(fn), std::forward<A>(args)...);
+}
 // create_thread's body: a record where the call and its result fit one,
 // else a ULT.
 template <class F, class... A>
@@ -190,7 +199,7 @@ auto start_thread(F&& fn, A&&... args)
     // were for the ULT path.
     if (task_record* r = word_call<F, A...>::queue(fn, args...)) [[likely]]
       return future_access::of_record<R>(r);
-    return start_ult(nullptr, std::forward<F>(fn), std::forward<A>(args)...);
+    return start_ult_without_record(std::forward<F>(fn), std::forward<A>(args)...);
   } else if constexpr (fits_task_record<F, A...>) {
     if (void* memory = task_record_memory()) [[likely]] {
       struct memory_guard {
@@ -204,7 +213,7 @@ auto start_thread(F&& fn, A&&... args)
       queue_task_record(r);
       return future_access::of_record<R>(r);
     }
-    return start_ult(nullptr, std::forward<F>(fn), std::forward<A>(args)...);
+    return start_ult_without_record(std::forward<F>(fn), std::forward<A>(args)...);
   } else {
     return start_ult(nullptr, std::forward<F>(fn), std::forward<A>(args)...);
   }
