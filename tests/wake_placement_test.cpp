@@ -122,6 +122,51 @@ TEST(wake_placement, bound_workers_are_left_on_their_cpus) {
   for (const auto& cpus : seen) EXPECT_EQ(cpus.size(), 1u);
 }
 
+// A worker's OS thread starts on another CPU than the thread that started it
+// (which goes on with the work that made it start the others), then runs
+// with the CPUs it would have inherited.
+TEST(wake_placement, a_new_worker_starts_off_its_creators_cpu_and_keeps_its_cpus) {
+  const std::vector<int> allowed = cpus_of(0);
+  if (allowed.size() < 2) GTEST_SKIP() << "needs two CPUs: with one, a new thread has one place";
+  const unsigned n = 2;
+  for (int round = 0; round < 5; ++round) {
+    ito::options o;
+    o.workers = n;
+    ito::runtime rt(o);
+    // A child that waits for a second worker makes the runtime start the others.
+    std::atomic<int> started{0};
+    std::vector<ito::future<void>> children;
+    for (unsigned i = 0; i < n; ++i)
+      children.push_back(ito::create_thread(ito::own_ult, [&] {
+        started.fetch_add(1);
+        const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+        while (started.load() < static_cast<int>(n) && std::chrono::steady_clock::now() < give_up)
+          ito::yield();
+      }));
+    for (auto& c : children) ito::join(c);
+    ito::sched::runtime_state* state = ito::sched::g_runtime.load();
+    for (std::size_t i = 1; i < state->workers.size(); ++i) {
+      ito::sched::worker* w = state->workers[i].get();
+      const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+      while (w->first_cpu.load() < 0 && std::chrono::steady_clock::now() < give_up)
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      ASSERT_GE(w->creator_cpu, 0) << "worker " << i;
+      ASSERT_GE(w->first_cpu.load(), 0) << "worker " << i << " never started";
+      EXPECT_NE(w->first_cpu.load(), w->creator_cpu) << "worker " << i;
+      // Its mask with no wake-up narrowing it (as in the first test).
+      std::vector<int> mask;
+      while (mask.empty() && std::chrono::steady_clock::now() < give_up) {
+        {
+          std::lock_guard lock(state->idle_mutex);
+          if (!w->narrowed) mask = cpus_of(w->tid.load());
+        }
+        if (mask.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      }
+      EXPECT_EQ(mask, allowed) << "worker " << i;
+    }
+  }
+}
+
 // The main thread is worker 0 and the program's own: a mask the program
 // gives it while the runtime runs is the one it keeps through parks and
 // wake-ups (a one-CPU mask is never narrowed; a wider one comes back as

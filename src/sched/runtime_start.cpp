@@ -33,6 +33,7 @@
 #include "sched/scheduler.hpp"
 #include "sched/task_records.hpp"
 #include "sched/ult_report.hpp"
+#include "sched/wake_placement.hpp"
 #include "sched/worker_signals.hpp"
 #include "trace/trace.hpp"
 
@@ -93,6 +94,10 @@ void enter_worker_thread(worker* w) {
 
 void* worker_thread_main(void* p) {
   auto* w = static_cast<worker*>(p);
+  // Started off its creator's CPU (wake_placement.hpp): settled, it may run anywhere.
+  const int first_cpu = sched_getcpu();
+  if (take_narrowed(w)) restore_park_cpus(w);
+  w->first_cpu.store(first_cpu, std::memory_order_release);
   // Named for top -H, gdb and perf (at most 15 characters). Worker 0 is the
   // user's own main thread: its name is left alone.
   char name[16];
@@ -187,7 +192,12 @@ void start_other_workers_slow(runtime_state* rt) {
     return;
   for (unsigned i = 1; i < rt->workers.size(); ++i) {
     worker* w = rt->workers[i].get();
-    if (int err = pthread_create(&w->os_thread, nullptr, &worker_thread_main, w); err != 0) {
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    start_off_creator_cpu(w, &attr);
+    const int err = pthread_create(&w->os_thread, &attr, &worker_thread_main, w);
+    pthread_attr_destroy(&attr);
+    if (err != 0) {
       std::fprintf(stderr, "ito: cannot start worker %u: %s\n", i, std::strerror(err));
       std::abort();
     }

@@ -148,6 +148,10 @@ struct alignas(64) worker {
   cpu_set_t park_cpus{};
   bool park_cpus_known = false;
   bool narrowed = false;
+  // Where its OS thread was started from and where it first ran (-1:
+  // unknown); start_off_creator_cpu keeps them apart where it can.
+  int creator_cpu = -1;
+  std::atomic<int> first_cpu{-1};
 
   // Whether a ULT bound to this worker waits to run (a hint from other threads).
   bool bound_ready_looks_empty() const noexcept {
