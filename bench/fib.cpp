@@ -29,7 +29,8 @@ namespace {
 // time by up to a quarter on the 2-core Intel guest (seq_fib: 4.6 ms at a
 // line's start, 5.9 ms 16 bytes into one), so an unrelated change that
 // shifts the code would otherwise move the ratios (BENCHMARKS.md,
-// "fib kernels at a fixed alignment").
+// "create_thread's ULT fallback out of line, fib's kernels on a cache
+// line, ...").
 #define FIB_KERNEL gnu::aligned(64)
 
 [[FIB_KERNEL]] long ito_fib(int n) {

@@ -133,7 +133,9 @@ TEST(wake_placement, a_new_worker_starts_off_its_creators_cpu_and_keeps_its_cpus
     ito::options o;
     o.workers = n;
     ito::runtime rt(o);
-    // A child that waits for a second worker makes the runtime start the others.
+    // Some work first (children that yield until both started), so that
+    // the other worker has looked for work, and may have parked and been
+    // woken, before its mask is read.
     std::atomic<int> started{0};
     std::vector<ito::future<void>> children;
     for (unsigned i = 0; i < n; ++i)
@@ -153,14 +155,16 @@ TEST(wake_placement, a_new_worker_starts_off_its_creators_cpu_and_keeps_its_cpus
       ASSERT_GE(w->creator_cpu, 0) << "worker " << i;
       ASSERT_GE(w->first_cpu.load(), 0) << "worker " << i << " never started";
       EXPECT_NE(w->first_cpu.load(), w->creator_cpu) << "worker " << i;
-      // Its mask with no wake-up narrowing it (as in the first test).
+      // Its mask once no wake-up narrows it: read again while a wake-up may
+      // be under way (a woken worker widens its mask just after it leaves
+      // the idle list), until it is the full one or 30 s have passed.
       std::vector<int> mask;
-      while (mask.empty() && std::chrono::steady_clock::now() < give_up) {
+      while (mask != allowed && std::chrono::steady_clock::now() < give_up) {
         {
           std::lock_guard lock(state->idle_mutex);
           if (!w->narrowed) mask = cpus_of(w->tid.load());
         }
-        if (mask.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        if (mask != allowed) std::this_thread::sleep_for(std::chrono::milliseconds(1));
       }
       EXPECT_EQ(mask, allowed) << "worker " << i;
     }
