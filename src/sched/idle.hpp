@@ -25,6 +25,12 @@ void wake_all(runtime_state* rt);
 // Returns true if the park timeout ran out (no wake-up, no timer).
 bool sleep_idle_worker(worker* w);
 
+// An idle worker looks for work idle_spin_rounds times, idle_round_pauses
+// `pause`s apart (60-75 us on the project's VMs), before it parks.
+inline constexpr int idle_spin_rounds = 200;
+inline constexpr int idle_round_pauses = 32;
+inline constexpr int idle_spin_pauses = idle_spin_rounds * idle_round_pauses;
+
 // The longest a parked worker sleeps without a wake-up before looking again.
 inline constexpr long park_timeout_ns = 10'000'000;
 

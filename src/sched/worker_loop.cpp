@@ -19,9 +19,6 @@
 namespace ito::sched {
 namespace {
 
-constexpr int spin_rounds = 200;       // steal rounds before parking (~tens of µs)
-constexpr int pauses_per_round = 32;
-
 // One ULT from victim's deques: yielded ones first (they asked to run
 // elsewhere), then the oldest of its ready ones.
 ult* steal_from(worker* victim) noexcept {
@@ -235,12 +232,12 @@ void scheduler_loop(worker* w) {
       if (spinning) rt->spinning.fetch_sub(1, std::memory_order_relaxed);
       return;
     }
-    if (++idle_rounds < spin_rounds) {
+    if (++idle_rounds < idle_spin_rounds) {
       if (!spinning) {
         spinning = true;
         rt->spinning.fetch_add(1, std::memory_order_relaxed);
       }
-      for (int i = 0; i < pauses_per_round; ++i) arch::cpu_relax();
+      for (int i = 0; i < idle_round_pauses; ++i) arch::cpu_relax();
       continue;
     }
     if (spinning) {
@@ -251,7 +248,7 @@ void scheduler_loop(worker* w) {
     // finding work passes the wake-up on. Timed out: look once, and park
     // again at once if there is still nothing (an idle runtime stays idle).
     after_timeout = sleep_idle_worker(w);
-    idle_rounds = after_timeout ? spin_rounds - 1 : 0;
+    idle_rounds = after_timeout ? idle_spin_rounds - 1 : 0;
     if (!after_timeout) {
       spinning = true;
       rt->spinning.fetch_add(1, std::memory_order_relaxed);

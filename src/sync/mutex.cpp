@@ -23,6 +23,7 @@
 // the waiter it wakes instead; with time-outs it cannot know who that is.
 // Unlike Go's, unlock releases the mutex and claims the wake-up in the same
 // CAS: C++ code may free a mutex as soon as its last user has unlocked it.
+#include <algorithm>
 #include <cerrno>
 #include <cstddef>
 #include <limits>
@@ -52,24 +53,43 @@ constexpr std::int64_t no_deadline = std::numeric_limits<std::int64_t>::max();
 static_assert(no_deadline == sched::timer_queue::never);
 
 constexpr std::int64_t starvation_threshold_ns = 1'000'000;
-constexpr int spin_rounds = 4;  // Go's: long enough to cover a short critical section
-constexpr int pauses_per_round = 30;
-constexpr int idle_spin_rounds = 32;  // ~9 us of `pause` on the project's EPYC VM
+// A spinning locker looks at state_ after each round of `pause`s: Go's 30
+// (~0.3 us) first, then twice as many each round up to 256 (~3 us). Each look
+// takes the cache line from a holder that keeps it busy: its next lock or
+// unlock then misses (~130 ns on the project's Intel VM).
+constexpr int first_round_pauses = 30;
+constexpr int longest_round_pauses = 256;
+constexpr int busy_spin_pauses = 120;  // Go's 4 rounds of 30: covers a short critical section
+// A mutex still held after this many looks keeps changing hands under
+// pressure: a spinner that then finds it free looks once more before taking
+// it, so that a holder that let go only to take it again at once keeps it
+// and its cache line, rather than both paying a hand-off's cache misses.
+constexpr int rounds_before_second_look = 3;
+constexpr int second_look_pauses = 8;
 
 std::uint32_t waiters_in(std::uint32_t state) noexcept { return state >> waiter_shift; }
 
+void pause_for(int pauses) noexcept {
+  for (int i = 0; i < pauses; ++i) arch::cpu_relax();
+}
+
+// How many `pause`s the next spinning round may take, 0 to stop spinning.
 // Spinning helps only if the holder can be running meanwhile: not when the
-// caller's worker is the runtime's only one. Past Go's few rounds, a ULT
-// whose worker has nothing else queued spins on: parking would only idle the
-// worker, and the wake-up (a futex wake of that worker, a steal) costs more
-// than the ~9 us the extra rounds take. Two workers hammering one mutex
-// parked ~2,500 times per 2*10^6 pairs, and ran 12% slower (BENCHMARKS.md,
-// "The contended mutex spins on while its worker is idle").
-bool may_spin(int rounds) noexcept {
+// caller's worker is the runtime's only one. A ULT whose worker has other
+// work spins Go's few rounds. One whose worker has nothing else queued spins
+// on as long as an idle worker looks for work before parking: parking the
+// ULT would leave its worker just as idle, then cost a wake-up and a steal
+// (the thief's membarrier interrupts the holder's CPU too). BENCHMARKS.md,
+// "The contended mutex spins on while its worker is idle" and "Spinners back
+// off, and spin on as long as an idle worker". A timed lock, which reads no
+// clock while it spins, keeps to Go's rounds.
+int next_spin_round(int round, int pauses_spent, bool timed) noexcept {
   sched::worker* w = sched::current_worker();
-  if (w && w->rt->workers.size() <= 1) return false;
-  if (rounds < spin_rounds) return true;
-  return w && rounds < idle_spin_rounds && w->deque.looks_empty() && w->yielded.looks_empty();
+  if (w && w->rt->workers.size() <= 1) return 0;
+  const bool idle = w && !timed && w->deque.looks_empty() && w->yielded.looks_empty();
+  const int budget = idle ? sched::idle_spin_pauses : busy_spin_pauses;
+  const int doubled = first_round_pauses << std::min(round, 4);
+  return std::max(0, std::min({doubled, longest_round_pauses, budget - pauses_spent}));
 }
 
 }  // namespace
@@ -126,17 +146,25 @@ void mutex::unlock() {
   bool is_starving = false;
   bool awoke = false;    // we own the `woken` flag: clear it when we next update state_
   bool counted = false;  // we are in state_'s waiter count
-  int spins = 0;
+  const bool timed = deadline_ns != no_deadline;
+  int spin_rounds = 0;
+  int spun = 0;  // pauses since we last woke
   std::uint32_t old = state_.load(std::memory_order_relaxed);
   for (;;) {
-    if ((old & (locked | starving)) == locked && may_spin(spins)) {
+    const int pauses =
+        (old & (locked | starving)) == locked ? next_spin_round(spin_rounds, spun, timed) : 0;
+    if (pauses > 0) {
       // Spinning counts as a wake-up on its way: unlock need not wake a sleeper.
       if (!awoke && !(old & woken) && waiters_in(old) != 0 &&
           state_.compare_exchange_weak(old, old | woken, std::memory_order_relaxed))
         awoke = true;
-      for (int i = 0; i < pauses_per_round; ++i) arch::cpu_relax();
-      ++spins;
+      pause_for(pauses);
+      spun += pauses;
       old = state_.load(std::memory_order_relaxed);
+      if (++spin_rounds >= rounds_before_second_look && !(old & (locked | starving))) {
+        pause_for(second_look_pauses);
+        old = state_.load(std::memory_order_relaxed);
+      }
       continue;
     }
     const bool free_now = !(old & (locked | starving));
@@ -167,7 +195,8 @@ void mutex::unlock() {
       break;
     }
     awoke = true;
-    spins = 0;
+    spin_rounds = 0;
+    spun = 0;
   }
   owner_.store(self, std::memory_order_relaxed);
   detail::count_held_lock(1);

@@ -23,12 +23,6 @@ void arrive_after_suspend(sched::ult* self, void* arg) {
 
 sched::ult* calling_ult() noexcept { return sched::current_ult(); }
 
-const void* caller_identity() noexcept {
-  sched::ult* u = sched::current_ult();
-  if (u && !u->bound) return u;
-  return sched::os_thread_identity();
-}
-
 void count_held_lock_slow(int delta) noexcept {
   if (sched::ult* u = sched::current_ult()) u->must_stay += static_cast<std::uint32_t>(delta);
 }

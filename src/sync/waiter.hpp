@@ -16,6 +16,7 @@
 #include "ito/sync.hpp"
 #include "sched/extension.hpp"
 #include "sched/interrupt.hpp"
+#include "sched/scheduler.hpp"
 #include "sched/timers.hpp"
 #include "sched/ult.hpp"
 #include "sync/fork_generation.hpp"
@@ -59,7 +60,12 @@ sched::ult* calling_ult() noexcept;
 // takes before the runtime starts is still its own once it runs as the main
 // ULT, and after the runtime stops (the POSIX layer starts the runtime only
 // when something needs it, not at the first lock).
-const void* caller_identity() noexcept;
+// Inline: every lock and unlock asks.
+inline const void* caller_identity() noexcept {
+  sched::ult* u = sched::current_ult();
+  if (u && !u->bound) return u;
+  return sched::os_thread_identity();
+}
 // Worker 0 outside any ULT (a signal handler that interrupted its scheduler)
 // therefore counts as the main ULT: a handler must not take locks anyway
 // (they are not async-signal-safe).
