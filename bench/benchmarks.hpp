@@ -63,6 +63,7 @@ void run_yield(const yield_params& p, reporter& out);
 struct mutex_params {
   long long uncontended = 10'000'000;  // lock/unlock pairs
   long long contended = 1'000'000;     // lock/unlock pairs per thread
+  long long work_between = 0;  // contended: empty-loop iterations after each unlock
   int runs = 5;
   std::vector<unsigned> workers{1, 2, 4};  // for the contended part
 };

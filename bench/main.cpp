@@ -38,9 +38,10 @@ const char* const usage_text =
     "  yield        [--iters N] [--os-iters N] [--fiber-iters N]\n"
     "                                      two ULTs on one worker yielding (1e7 in total) vs\n"
     "                                      sched_yield on one CPU (2e6) and Boost.Fiber (1e7)\n"
-    "  mutex        [--iters N] [--contended-iters N]\n"
+    "  mutex        [--iters N] [--contended-iters N] [--work-between N]\n"
     "                                      uncontended ito::mutex lock/unlock (1e7) vs\n"
-    "                                      pthread_mutex; contended, 1e6 per thread (W: 1,2,4)\n"
+    "                                      pthread_mutex; contended, 1e6 per thread (W: 1,2,4),\n"
+    "                                      each thread looping N times after each unlock (0)\n"
     "  blocked      [--ults N] [--os-threads N]\n"
     "                                      1e6 blocked ULTs: create, release, peak RSS vs\n"
     "                                      1e4 pthreads blocked on a condition variable\n"
@@ -190,6 +191,7 @@ int run(int argc, char** argv) {
     bench::mutex_params p;
     p.uncontended = a.take_int("--iters", p.uncontended, 1, 10'000'000'000);
     p.contended = a.take_int("--contended-iters", p.contended, 1, 1'000'000'000);
+    p.work_between = a.take_int("--work-between", p.work_between, 0, 1'000'000);
     a.finish();
     apply_common(p, c);
     bench::run_mutex(p, out);

@@ -38,14 +38,17 @@ void check(long long got, long long want, const char* impl) {
                              ", expected " + std::to_string(want) + " (mutual exclusion broken)");
 }
 
-// The critical section: a counter no compiler may keep in a register.
+// The critical section: a counter no compiler may keep in a register. Then
+// `work` iterations of an empty loop outside the lock, in which another
+// thread may take it.
 template <class Lock, class Unlock>
-void pairs(long long n, long long& counter, Lock&& lock, Unlock&& unlock) {
+void pairs(long long n, long long& counter, Lock&& lock, Unlock&& unlock, long long work = 0) {
   for (long long i = 0; i < n; ++i) {
     lock();
     ++counter;
     clobber_memory();
     unlock();
+    for (long long j = 0; j < work; ++j) clobber_memory();
   }
 }
 
@@ -96,7 +99,8 @@ void run_mutex(const mutex_params& p, reporter& out) {
 
   for (unsigned w : p.workers) {
     progress("mutex, contended, %u thread(s)...", w);
-    const std::string group = "contended, " + std::to_string(w) + " thread(s)";
+    std::string group = "contended, " + std::to_string(w) + " thread(s)";
+    if (p.work_between > 0) group += ", work " + std::to_string(p.work_between);
     {
       // One ULT per worker. The main ULT spawns them help-first and joins
       // (parking itself), so worker 0 is free too; each ULT spins without
@@ -120,7 +124,8 @@ void run_mutex(const mutex_params& p, reporter& out) {
               where[i] = ito::current_worker_index();
               if (ready.fetch_add(1) + 1 == w) t0.store(now_ns());
               while (ready.load(std::memory_order_acquire) < w) cpu_relax();
-              pairs(p.contended, counter, [&] { m.lock(); }, [&] { m.unlock(); });
+              pairs(p.contended, counter, [&] { m.lock(); }, [&] { m.unlock(); },
+                    p.work_between);
             }));
           for (auto& f : ults) ito::join(f);
           t = now_ns() - t0.load();
@@ -144,7 +149,7 @@ void run_mutex(const mutex_params& p, reporter& out) {
           threads.emplace_back([&] {
             start.arrive_and_wait();
             pairs(p.contended, counter, [&] { pthread_mutex_lock(&m); },
-                  [&] { pthread_mutex_unlock(&m); });
+                  [&] { pthread_mutex_unlock(&m); }, p.work_between);
           });
         std::int64_t t0 = now_ns();
         start.arrive_and_wait();
