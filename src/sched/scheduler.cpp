@@ -488,7 +488,7 @@ namespace {
   arch::on_top_fn publish_parent = parent_pushed ? nullptr : &hook_push_parent;
   arch::sanitizer_before_switch(parent->fiber, child->fiber, false);
   // Last (the child's thread pointer, with ult_tls); the child starts with none.
-  if (switch_eh(w, parent->eh, child->eh)) [[unlikely]]
+  if (switch_eh(w, parent->eh, no_eh_state)) [[unlikely]]
     return start_child_tls(w, parent, child, publish_parent);
   if (child->from_provider()) [[unlikely]] {
     // Its stack lies apart from its frame: the provider left the top in sp,
@@ -581,7 +581,7 @@ void run_inline(worker* w, ult* self, ult* child) noexcept {
   ++child->resumes;
   // The child starts with none; with ult_tls, on the worker's own thread
   // pointer (a child with a block is never run inline: join_inline).
-  if (switch_eh(w, self->eh, child->eh)) [[unlikely]] ult_tls::arrive(w, child, nullptr);
+  if (switch_eh(w, self->eh, no_eh_state)) [[unlikely]] ult_tls::arrive(w, child, nullptr);
   // And with the default floating-point modes, as a context make_context
   // built (unless ULTs run with their worker's: options::fp_modes).
   const bool carry_modes = arch::fp_modes_carried();

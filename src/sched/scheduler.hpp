@@ -148,6 +148,11 @@ inline void renew(worker* w, ult* u) noexcept {
   u->id = w->next_id;
   w->next_id += worker::id_step;
 }
+// A ULT that has not started has this exception state (renew's). The start
+// paths install it instead of reading the child's copy: renew has just
+// written that copy with 8-byte stores, which a 16-byte load cannot take
+// from the store buffer (a store-forwarding stall).
+inline constexpr eh_state no_eh_state{};
 // Hands the OS thread's C++ exception globals from the context leaving
 // (saved into `out`) to the one arriving (`in`). Behind one test of the
 // worker's line (a predicted branch where there is neither), what only some
