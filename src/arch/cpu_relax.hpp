@@ -15,4 +15,9 @@ inline void cpu_relax() noexcept { asm volatile("isb" ::: "memory"); }
 #error "ito: no cpu_relax for this architecture"
 #endif
 
+// A spin round: `times` hints in a row.
+inline void cpu_relax(int times) noexcept {
+  for (int i = 0; i < times; ++i) cpu_relax();
+}
+
 }  // namespace ito::arch

@@ -237,7 +237,7 @@ void scheduler_loop(worker* w) {
         spinning = true;
         rt->spinning.fetch_add(1, std::memory_order_relaxed);
       }
-      for (int i = 0; i < idle_round_pauses; ++i) arch::cpu_relax();
+      arch::cpu_relax(idle_round_pauses);
       continue;
     }
     if (spinning) {

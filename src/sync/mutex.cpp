@@ -69,10 +69,6 @@ constexpr int second_look_pauses = 8;
 
 std::uint32_t waiters_in(std::uint32_t state) noexcept { return state >> waiter_shift; }
 
-void pause_for(int pauses) noexcept {
-  for (int i = 0; i < pauses; ++i) arch::cpu_relax();
-}
-
 // How many `pause`s the next spinning round may take, 0 to stop spinning.
 // Spinning helps only if the holder can be running meanwhile: not when the
 // caller's worker is the runtime's only one. A ULT whose worker has other
@@ -88,7 +84,7 @@ int next_spin_round(int round, int pauses_spent, bool timed) noexcept {
   if (w && w->rt->workers.size() <= 1) return 0;
   const bool idle = w && !timed && w->deque.looks_empty() && w->yielded.looks_empty();
   const int budget = idle ? sched::idle_spin_pauses : busy_spin_pauses;
-  const int doubled = first_round_pauses << std::min(round, 4);
+  const int doubled = first_round_pauses << std::min(round, 4);  // 480: past the cap
   return std::max(0, std::min({doubled, longest_round_pauses, budget - pauses_spent}));
 }
 
@@ -158,11 +154,11 @@ void mutex::unlock() {
       if (!awoke && !(old & woken) && waiters_in(old) != 0 &&
           state_.compare_exchange_weak(old, old | woken, std::memory_order_relaxed))
         awoke = true;
-      pause_for(pauses);
+      arch::cpu_relax(pauses);
       spun += pauses;
       old = state_.load(std::memory_order_relaxed);
       if (++spin_rounds >= rounds_before_second_look && !(old & (locked | starving))) {
-        pause_for(second_look_pauses);
+        arch::cpu_relax(second_look_pauses);
         old = state_.load(std::memory_order_relaxed);
       }
       continue;
