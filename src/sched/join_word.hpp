@@ -163,6 +163,14 @@ inline void host_inline(ult* child, ult* joiner) noexcept {
   child->join_state.store(reinterpret_cast<std::uintptr_t>(joiner), std::memory_order_relaxed);
 }
 
+// joiner → joiner|ended, for a child run inline as its body returns: the
+// host registered itself and, running the child rather than waiting, has no
+// wait to withdraw from; a J has no other writer. A plain store, where
+// publish_end would read the word and the joiner's may_withdraw_joins.
+inline void end_hosted(ult* child, const ult* host) noexcept {
+  child->join_state.store(reinterpret_cast<std::uintptr_t>(host) | join_ended_bit, std::memory_order_release);
+}
+
 // finished → released (the caller owns the descriptor now). On failure `s`
 // holds the state found.
 inline bool claim_finished(ult* child, std::uintptr_t& s) noexcept {

@@ -606,7 +606,7 @@ void run_inline(worker* w, ult* self, ult* child) noexcept {
   w->current = self;
   ++self->resumes;
   trace_switch(self);
-  join_word::publish_end(child);  // we are its joiner: a plain store
+  join_word::end_hosted(child, self);
   // A bound host (the main ULT) goes back to its worker.
   if (self->bound && self->bound != w) [[unlikely]]
     switch_to(w, self, next_local(w, ++w->picks_since_poll), &hook_push_ready, self);
@@ -615,11 +615,12 @@ void run_inline(worker* w, ult* self, ult* child) noexcept {
 // True when child ran (and ended) here, with self its registered joiner.
 // Only a child on a pool stack (not a provider's, not the caller's memory of
 // pthread_attr_setstack, not a dedicated or foreign one) and without the
-// processes extension (a ULT that runs elsewhere may move).
-[[gnu::always_inline]] inline bool join_inline(worker* w, ult* self, ult* child) noexcept {
+// processes extension (a ULT that runs elsewhere may move): `local`, when the
+// caller knows there is none.
+[[gnu::always_inline]] inline bool join_inline(worker* w, ult* self, ult* child, bool local) noexcept {
   // Nor a child with a TLS block of its own (ult_tls), whose end frees it in
   // finish().
-  if (child->stack_from != stack_origin::pool || processes_extension() || child->tls) return false;
+  if (child->stack_from != stack_origin::pool || (!local && processes_extension()) || child->tls) return false;
   const char* floor = inline_floor(self);
   if (!floor || reinterpret_cast<const char*>(__builtin_frame_address(0)) - floor <
                     static_cast<std::ptrdiff_t>(child->stack.size()))
@@ -650,10 +651,10 @@ void run_inline(worker* w, ult* self, ult* child) noexcept {
 // switching away as its joiner; the caller reads its join word again.
 // Every 64th pick goes the long way, past timers and the inbox, as a switch
 // would (next_local): a host joining children inline never switches.
-[[gnu::always_inline]] inline void run_or_wait_for(worker* w, ult* self, ult* child) {
+[[gnu::always_inline]] inline void run_or_wait_for(worker* w, ult* self, ult* child, bool local = false) {
   const std::uint64_t tick = ++w->picks_since_poll;
   if (child->unstarted.load(std::memory_order_relaxed) && (tick & (poll_interval - 1)) != 0 &&
-      join_inline(w, self, child))
+      join_inline(w, self, child, local))
     return;
   wait_as_joiner(w, self, child, tick);
 }
@@ -693,7 +694,7 @@ void* hook_register_interruptible_joiner(void* p) noexcept {
 bool wait_as_interruptible_joiner(worker* w, ult* self, ult* child) {
   const std::uint64_t tick = ++w->picks_since_poll;
   if (child->unstarted.load(std::memory_order_relaxed) && (tick & (poll_interval - 1)) != 0 &&
-      join_inline(w, self, child))
+      join_inline(w, self, child, false))
     return false;
   self->may_withdraw_joins = true;  // before it registers: its child's end reads it
   join_interrupt_record r;
@@ -730,9 +731,13 @@ struct joining_here {
 
 }  // namespace
 
-void wait_finished(ult* child) {
+namespace {
+
+// wait_finished with the processes extension: the child may be, or go, in
+// another process.
+[[gnu::noinline]] void wait_finished_among_processes(ult* child) {
   const joining_here stay;
-  if (is_foreign(child)) [[unlikely]] {
+  if (is_foreign(child)) {
     if (processes_extension()->wait(child) != 0) fatal("a future's ULT is joined by someone else (distributed mode)");
     // Known here now, unless this ULT went to the child's process instead
     // (a result that stays there): then it waits as a local joiner.
@@ -742,12 +747,24 @@ void wait_finished(ult* child) {
     std::uintptr_t s = join_word::read(child);
     if (has_ended(s)) return;
     // It migrated (or did and came back) while we were about to wait.
-    if (s == join_remote) [[unlikely]] {
+    if (s == join_remote) {
       if (processes_extension()->wait(child) != 0) fatal("a future's ULT is joined by someone else (distributed mode)");
       continue;
     }
     worker* w = current_worker();
     run_or_wait_for(w, w->current, child);
+  }
+}
+
+}  // namespace
+
+void wait_finished(ult* child) {
+  if (processes_extension()) [[unlikely]] return wait_finished_among_processes(child);
+  // One process (the extension comes and goes only around a runtime).
+  for (;;) {
+    if (has_ended(join_word::read(child))) return;
+    worker* w = current_worker();
+    run_or_wait_for(w, w->current, child, true);
   }
 }
 
