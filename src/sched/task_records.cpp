@@ -262,8 +262,12 @@ void free_task_record_memory(void* memory) noexcept { sched::give_back(memory); 
 
 void queue_task_record(task_record* r) noexcept { sched::queue_on(current_worker(), r); }
 
-task_record* queue_word_call(void (*run)(branch*) noexcept, std::uint64_t first,
-                             std::uint64_t second) {
+// This and join_task_record_word start on a cache line, as parallel_invoke's
+// fast paths do (sched/branches.cpp): fib's row, ~70% of its time in the two,
+// moved 9.55 -> 9.19 ns with it (BENCHMARKS.md, "A help-first join back to
+// 470490d's instructions").
+[[gnu::aligned(64)]] task_record* queue_word_call(void (*run)(branch*) noexcept, std::uint64_t first,
+                                                  std::uint64_t second) {
   worker* w = current_worker();
   // The common case calls nothing (no registers to save).
   if (sched::records_used_by(w)) [[likely]] {
@@ -275,7 +279,7 @@ task_record* queue_word_call(void (*run)(branch*) noexcept, std::uint64_t first,
 
 void wait_task_record(task_record* r) { sched::wait_for(r); }
 
-joined_word join_task_record_word(task_record* r) {
+[[gnu::aligned(64)]] joined_word join_task_record_word(task_record* r) {
   // (A record waited for before is no longer queued: not taken back.)
   if (!sched::take_back_to_run(r)) [[unlikely]] return sched::join_word_elsewhere(r);
   return sched::word_of_ran(sched::run_taken_back(r), r);
