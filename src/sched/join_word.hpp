@@ -16,7 +16,8 @@
 //
 //            register_joiner            publish_end
 //   running ───────────────▶ J ────────────────────▶ J|ended ─▶ (J releases)
-//      ▲                     │   (or claim_joiner_for_end, just before)
+//      ▲  (or host_inline)   │   (or claim_joiner_for_end, just before;
+//      │                     │    end_hosted for a child J ran inline)
 //      └──withdraw_joiner────┘
 //     │  │ publish_end                                 ▲
 //     │  └────────────▶ finished ──claim_finished──▶ released
