@@ -58,15 +58,23 @@ inline void trace_switch(const ult* next) noexcept {
 // call, so that switch_to's common path keeps nothing live across a call and
 // saves no registers (inline, it cost yield three pushes and pops). (ult_tls
 // never runs under a sanitizer: start_runtime refuses it there.)
+// The sanitizers hear of the switch here, not in switch_to: TSan records
+// this function's entry on the fiber in force then, and its return on the
+// one it returns on, so both must be `from` (told before, every switch through
+// here grew the resumed fiber's shadow stack by a frame and shrank this one's,
+// until TSan crashed: a program that once aimed a signal at a ULT sends every
+// switch this way).
 [[gnu::noinline]] void switch_context_extras(worker* w, ult* prev, ult* next, arch::on_top_fn hook,
-                                             void* arg) noexcept {
+                                             void* arg, bool prev_dies) noexcept {
   void** save = prev ? &prev->sp : &w->scheduler_sp;
   arch::sanitizer_fiber& from = prev ? prev->fiber : w->scheduler_fiber;
+  arch::sanitizer_fiber& to = next ? next->fiber : w->scheduler_fiber;
   const bool tls = switch_eh_extras(w, prev ? prev->eh : w->scheduler_eh,
                                     next ? next->eh : w->scheduler_eh, next);
   // Read after the resume action, which may have put a context in front.
   void* load = next ? next->sp : w->scheduler_sp;
   if (tls) ult_tls::arrive(w, next, nullptr);  // last before the switch
+  arch::sanitizer_before_switch(from, to, prev_dies);
   arch::switch_context(save, load, arg, hook);
   arch::sanitizer_after_switch(from);
 }
@@ -84,10 +92,10 @@ inline void switch_to(worker* w, ult* prev, ult* next, arch::on_top_fn hook, voi
   w->current = next;
   if (next) ++next->resumes;
   if constexpr (traced) trace_switch(next);
-  arch::sanitizer_before_switch(from, to, prev_dies);
   if (swap_own_eh(w, prev ? prev->eh : w->scheduler_eh, next ? next->eh : w->scheduler_eh))
       [[unlikely]]
-    return switch_context_extras(w, prev, next, hook, arg);
+    return switch_context_extras(w, prev, next, hook, arg, prev_dies);
+  arch::sanitizer_before_switch(from, to, prev_dies);
   arch::switch_context(save, next ? next->sp : w->scheduler_sp, arg, hook);
   arch::sanitizer_after_switch(from);
 }
