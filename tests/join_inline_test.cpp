@@ -15,9 +15,9 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <csignal>
-#include <cerrno>
 #include <cstdint>
 #include <cstdlib>
 #include <exception>
