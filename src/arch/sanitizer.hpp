@@ -36,6 +36,7 @@ void* __tsan_get_current_fiber(void);
 void* __tsan_create_fiber(unsigned flags);
 void __tsan_destroy_fiber(void* fiber);
 void __tsan_switch_to_fiber(void* fiber, unsigned flags);
+void __tsan_func_exit(void);  // what the compiler calls as an instrumented function returns
 }
 #endif
 
@@ -105,6 +106,17 @@ inline void sanitizer_before_switch(sanitizer_fiber& from, sanitizer_fiber& to, 
 #endif
 #if ITO_TSAN
   __tsan_switch_to_fiber(to.tsan, 0);
+#endif
+}
+
+// For a function that leaves by switching and never returns, on a fiber that
+// a later context reuses (a ULT descriptor's): pops its own entry from TSan's
+// shadow stack for that fiber, which would otherwise keep one frame per
+// context run on it until TSan's 65,536-frame limit stops the program. Call
+// it before sanitizer_before_switch, while the fiber is still the current one.
+inline void sanitizer_leave_for_good() {
+#if ITO_TSAN
+  __tsan_func_exit();
 #endif
 }
 

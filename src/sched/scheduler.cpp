@@ -326,11 +326,13 @@ ito_exit_switch ult_main(void* data) noexcept {
   if (self->from_provider()) [[unlikely]] w->stack_provider->finish(self);
   ito_exit_switch exit = finish(self);
   w = current_worker();
+  arch::sanitizer_leave_for_good();
   arch::sanitizer_before_switch(self->fiber, w->current ? w->current->fiber : w->scheduler_fiber,
                                 /*from_dies=*/true);
 #if ITO_TSAN
   // TSan would record this function's return on the fiber we switch to and
-  // unbalance its shadow stack: leave by switching instead of returning.
+  // unbalance its shadow stack: leave by switching instead of returning
+  // (its entry popped from this fiber's above).
   void* abandoned_sp;
   ito_context_switch(&abandoned_sp, exit.next_sp, exit.hook_arg, &ito_ult_exit_hook);
   __builtin_unreachable();
