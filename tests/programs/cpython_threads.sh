@@ -21,10 +21,17 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cd "$work"
 ITO_WORKERS=$workers LD_PRELOAD=$preload timeout "${CPYTHON_TIMEOUT:-1200}" \
-  "$py" -m test --timeout 300 "${tests[@]}" > log 2>&1
+  "$py" -m test --timeout 600 "${tests[@]}" > log 2>&1
 status=$?
-# The tests that failed and the summary; the whole log when it did not finish.
-grep -E '^(FAIL|ERROR): |Timeout \(' log
-tail -n 15 log
+# The tests that failed; then the summary, or, where a module ran past its
+# time, which one (the last to start) and every thread's stack; the whole log
+# when the run did not finish.
+grep -E '^(FAIL|ERROR): ' log
+if grep -q '^Timeout (' log; then
+  grep -E ' \[ *[0-9]+/[0-9]+\] ' log | tail -n 1
+  sed -n '/^Timeout (/,$p' log | head -n 400
+else
+  tail -n 15 log
+fi
 [ $status -eq 124 ] && cat log
 exit $status
