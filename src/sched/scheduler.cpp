@@ -739,10 +739,6 @@ struct joining_here {
   joining_here& operator=(const joining_here&) = delete;
 };
 
-}  // namespace
-
-namespace {
-
 // wait_finished with the processes extension: the child may be, or go, in
 // another process.
 [[gnu::noinline]] void wait_finished_among_processes(ult* child) {
